@@ -1,0 +1,42 @@
+"""Mini AOTAutograd: the second half of the front of torch.compile.
+
+Place in the pipeline: after the symbolic interpreter (Dynamo) hands over an
+fx graph. Mirrors ``torch/_functorch/aot_autograd.py`` and the files of
+``torch/_functorch/_aot_autograd/``, one file per stage:
+
+    functional_tensor.py          mini functionalization (a dispatch mode)
+    collect_metadata_analysis.py  FakeTensor pass 2 -> ViewAndMutationMeta
+    schemas.py                    ViewAndMutationMeta, InputAliasInfo, OutputAliasInfo, OutputType
+    make_fx.py                    a mini make_fx: a dispatch-mode tracer into torch.fx
+    graph_capture.py              FakeTensor pass 3: the joint forward+backward graph
+    partitioners.py               split the joint graph into forward and backward
+    runtime_wrappers.py           CompiledFunction and the wrappers (mutations, aliases)
+    aot_autograd.py               aot_function, aot_module, aot_module_simplified
+
+Names are imported lazily, so ``import minidynamo.aot`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "collect_metadata": "collect_metadata_analysis",
+    "ViewAndMutationMeta": "schemas",
+    "InputAliasInfo": "schemas",
+    "OutputAliasInfo": "schemas",
+    "OutputType": "schemas",
+    "TensorAlias": "schemas",
+    "aot_function": "aot_autograd",
+    "aot_module": "aot_autograd",
+    "aot_module_simplified": "aot_autograd",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        module = importlib.import_module(f"{__name__}.{_EXPORTS[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
