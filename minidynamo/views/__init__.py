@@ -1,0 +1,34 @@
+"""Widgets and plots: they read the event log (``minidynamo.events``) and nothing else.
+
+Place in the pipeline: beside it, for the chapters. Every widget here has a
+deterministic text repr (nbval compares it) and a static HTML snapshot, and steps
+through its content in a static page with no kernel (see ``stepper.py``).
+
+    Stepper              stepper.py           a slider + Prev/Next over pre-rendered steps
+    DispatchKeyExplorer  dispatch_explorer.py the dispatch keys an op visits, step by step
+    PassTimeline         pass_timeline.py     the FakeTensor passes of one compile, step by step
+
+Names are imported lazily, so ``import minidynamo.views`` does not load ipywidgets
+(or a widget module that has not been written yet) until a name is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Stepper": "stepper",
+    "html_to_text": "stepper",
+    "pre": "stepper",
+    "DispatchKeyExplorer": "dispatch_explorer",
+    "PassTimeline": "pass_timeline",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        module = importlib.import_module(f"{__name__}.{_EXPORTS[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
