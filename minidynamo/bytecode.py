@@ -1,0 +1,577 @@
+"""Decoding the running CPython's bytecode into instructions we can interpret.
+
+Place in the pipeline: the first stage. ``python function -> bytecode`` here, then
+the concrete interpreter (``minidynamo.interpreter``) and the symbolic one
+(``minidynamo.symbolic``) both loop over the ``Instruction`` list this module makes.
+
+It mirrors ``torch/_dynamo/bytecode_transformation.py`` (``Instruction``,
+``cleaned_instructions``, ``parse_exception_table``). The real module also
+*rewrites* bytecode (it assembles new code objects for resume functions after a
+graph break); ours only reads.
+
+Note [One explicit opcode table per Python version]
+    byterun died when CPython's bytecode changed under it: a new opcode hit a
+    missing ``byte_X`` method deep inside a run. We keep one written-out table
+    per Python version (opname -> family), and ``get_instructions`` checks every
+    instruction against the table of the running Python *before* anything runs.
+    An opname we have never seen fails at once with its name, offset, source
+    line and the Python version. Adding a Python version touches only this file.
+    The tables are not generated from ``dis.opmap`` on purpose: a test compares
+    the table with ``dis.opmap`` so a change in CPython shows up as a diff.
+
+Note [Exception table]
+    Since Python 3.11 ``try`` blocks leave no SETUP_FINALLY/POP_BLOCK in the
+    bytecode ("zero-cost exceptions"). Instead ``code.co_exceptiontable`` maps
+    ranges of instruction offsets to a handler: when an exception is raised at an
+    offset in [start, end), the interpreter pops the value stack down to
+    ``depth``, pushes the offset of the raising instruction if ``lasti``, pushes
+    the exception and jumps to ``target``. The table is a byte string of varints.
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+__all__ = [
+    "Instruction",
+    "ExceptionTableEntry",
+    "UnknownOpcodeError",
+    "OPCODE_TABLES",
+    "PYTHON_VERSION",
+    "opcode_table",
+    "family",
+    "get_instructions",
+    "exception_table",
+    "find_exception_handler",
+    "offset_to_index",
+    "code_of",
+    "format_instructions",
+    "show",
+    "table_diff",
+]
+
+PYTHON_VERSION: tuple[int, int] = sys.version_info[:2]
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One bytecode instruction, as ``dis`` decodes it, plus its source line.
+
+    ``lineno`` is the source line of this instruction (``dis`` only marks the
+    first instruction of each line, ``starts_line``; we carry it forward).
+    For a jump, ``argval`` is the target offset.
+    Real Dynamo: ``torch._dynamo.bytecode_transformation.Instruction`` (mutable,
+    because Dynamo edits instructions; ours is frozen because we only read).
+    """
+
+    opname: str
+    opcode: int
+    arg: Optional[int]
+    argval: Any
+    argrepr: str
+    offset: int
+    lineno: Optional[int]
+    is_jump_target: bool
+    positions: Any = None  # dis.Positions(lineno, end_lineno, col_offset, end_col_offset)
+
+    @property
+    def family(self) -> str:
+        return family(self.opname)
+
+    def __repr__(self) -> str:
+        arg = f" {self.argrepr}" if self.argrepr else ("" if self.arg is None else f" {self.arg}")
+        return f"<{self.offset}: {self.opname}{arg} (line {self.lineno})>"
+
+
+@dataclass(frozen=True)
+class ExceptionTableEntry:
+    """Raise at an offset in [start, end) -> pop stack to ``depth``, push lasti?, jump to ``target``."""
+
+    start: int
+    end: int
+    target: int
+    depth: int
+    lasti: bool
+
+
+class UnknownOpcodeError(NotImplementedError):
+    """An opcode that is not in minidynamo's table for the running Python."""
+
+
+# ---------------------------------------------------------------------------
+# Opcode tables. Families:
+#   nop         does nothing we can observe (RESUME, CACHE, EXTENDED_ARG, ...)
+#   stack       value-stack shuffling (POP_TOP, COPY, SWAP, PUSH_NULL)
+#   names       load/store/delete of fast locals, globals, names, cells, consts
+#   attributes  LOAD_ATTR, STORE_ATTR, LOAD_METHOD, ...
+#   unary, binary, compare   operators
+#   subscr      container[index] and slices
+#   build       BUILD_* and the comprehension/unpacking helpers (LIST_APPEND, ...)
+#   unpack      UNPACK_SEQUENCE, UNPACK_EX
+#   jumps       everything that may move the instruction pointer
+#   iter        GET_ITER, FOR_ITER
+#   functions   calls, MAKE_FUNCTION, RETURN_VALUE
+#   format      f-strings
+#   exceptions  raise, handlers, the exception table's helpers
+#   with        context managers
+#   generators  yield, send, coroutines
+#   async       async for/with
+#   match       structural pattern matching
+#   imports     import statements
+#   class       class bodies and annotations
+# ---------------------------------------------------------------------------
+
+_PY311: dict[str, str] = {
+    # nop
+    "CACHE": "nop",
+    "NOP": "nop",
+    "RESUME": "nop",
+    "EXTENDED_ARG": "nop",
+    "PRECALL": "nop",
+    # stack
+    "POP_TOP": "stack",
+    "PUSH_NULL": "stack",
+    "COPY": "stack",
+    "SWAP": "stack",
+    # names
+    "LOAD_CONST": "names",
+    "LOAD_FAST": "names",
+    "STORE_FAST": "names",
+    "DELETE_FAST": "names",
+    "LOAD_GLOBAL": "names",
+    "STORE_GLOBAL": "names",
+    "DELETE_GLOBAL": "names",
+    "LOAD_NAME": "names",
+    "STORE_NAME": "names",
+    "DELETE_NAME": "names",
+    "MAKE_CELL": "names",
+    "COPY_FREE_VARS": "names",
+    "LOAD_CLOSURE": "names",
+    "LOAD_DEREF": "names",
+    "STORE_DEREF": "names",
+    "DELETE_DEREF": "names",
+    "LOAD_CLASSDEREF": "names",
+    "LOAD_ASSERTION_ERROR": "names",
+    # attributes
+    "LOAD_ATTR": "attributes",
+    "STORE_ATTR": "attributes",
+    "DELETE_ATTR": "attributes",
+    "LOAD_METHOD": "attributes",
+    # operators
+    "UNARY_POSITIVE": "unary",
+    "UNARY_NEGATIVE": "unary",
+    "UNARY_NOT": "unary",
+    "UNARY_INVERT": "unary",
+    "BINARY_OP": "binary",
+    "COMPARE_OP": "compare",
+    "IS_OP": "compare",
+    "CONTAINS_OP": "compare",
+    # subscr
+    "BINARY_SUBSCR": "subscr",
+    "STORE_SUBSCR": "subscr",
+    "DELETE_SUBSCR": "subscr",
+    "BUILD_SLICE": "subscr",
+    # build
+    "BUILD_TUPLE": "build",
+    "BUILD_LIST": "build",
+    "BUILD_SET": "build",
+    "BUILD_MAP": "build",
+    "BUILD_CONST_KEY_MAP": "build",
+    "BUILD_STRING": "build",
+    "LIST_APPEND": "build",
+    "SET_ADD": "build",
+    "MAP_ADD": "build",
+    "LIST_EXTEND": "build",
+    "SET_UPDATE": "build",
+    "DICT_MERGE": "build",
+    "DICT_UPDATE": "build",
+    "LIST_TO_TUPLE": "build",
+    # unpack
+    "UNPACK_SEQUENCE": "unpack",
+    "UNPACK_EX": "unpack",
+    # jumps
+    "JUMP_FORWARD": "jumps",
+    "JUMP_BACKWARD": "jumps",
+    "JUMP_BACKWARD_NO_INTERRUPT": "jumps",
+    "POP_JUMP_FORWARD_IF_TRUE": "jumps",
+    "POP_JUMP_FORWARD_IF_FALSE": "jumps",
+    "POP_JUMP_FORWARD_IF_NONE": "jumps",
+    "POP_JUMP_FORWARD_IF_NOT_NONE": "jumps",
+    "POP_JUMP_BACKWARD_IF_TRUE": "jumps",
+    "POP_JUMP_BACKWARD_IF_FALSE": "jumps",
+    "POP_JUMP_BACKWARD_IF_NONE": "jumps",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": "jumps",
+    "JUMP_IF_TRUE_OR_POP": "jumps",
+    "JUMP_IF_FALSE_OR_POP": "jumps",
+    # iter
+    "GET_ITER": "iter",
+    "FOR_ITER": "iter",
+    "GET_LEN": "iter",
+    # functions
+    "KW_NAMES": "functions",
+    "CALL": "functions",
+    "CALL_FUNCTION_EX": "functions",
+    "MAKE_FUNCTION": "functions",
+    "RETURN_VALUE": "functions",
+    # format
+    "FORMAT_VALUE": "format",
+    # exceptions
+    "RAISE_VARARGS": "exceptions",
+    "RERAISE": "exceptions",
+    "PUSH_EXC_INFO": "exceptions",
+    "POP_EXCEPT": "exceptions",
+    "CHECK_EXC_MATCH": "exceptions",
+    "CHECK_EG_MATCH": "exceptions",
+    "PREP_RERAISE_STAR": "exceptions",
+    # with
+    "BEFORE_WITH": "with",
+    "WITH_EXCEPT_START": "with",
+    # generators
+    "RETURN_GENERATOR": "generators",
+    "YIELD_VALUE": "generators",
+    "SEND": "generators",
+    "GET_YIELD_FROM_ITER": "generators",
+    "GET_AWAITABLE": "generators",
+    "ASYNC_GEN_WRAP": "generators",
+    # async
+    "BEFORE_ASYNC_WITH": "async",
+    "GET_AITER": "async",
+    "GET_ANEXT": "async",
+    "END_ASYNC_FOR": "async",
+    # match
+    "MATCH_CLASS": "match",
+    "MATCH_MAPPING": "match",
+    "MATCH_SEQUENCE": "match",
+    "MATCH_KEYS": "match",
+    # imports
+    "IMPORT_NAME": "imports",
+    "IMPORT_FROM": "imports",
+    "IMPORT_STAR": "imports",
+    # class
+    "LOAD_BUILD_CLASS": "class",
+    "SETUP_ANNOTATIONS": "class",
+    "PRINT_EXPR": "class",  # interactive mode only
+}
+
+# Python 3.12 (What's New 3.12, "CPython bytecode changes"): PRECALL, KW_NAMES stays,
+# LOAD_METHOD folded into LOAD_ATTR (low bit of arg), forward/backward conditional
+# jumps merged into POP_JUMP_IF_*, JUMP_IF_*_OR_POP removed, RETURN_CONST,
+# BINARY_SLICE/STORE_SLICE, END_FOR, LOAD_FAST_CHECK/LOAD_FAST_AND_CLEAR
+# (inlined comprehensions), CALL_INTRINSIC_1/2 replace several small opcodes,
+# LOAD_SUPER_ATTR, LOAD_LOCALS, LOAD_FROM_DICT_OR_*.
+# Written from the 3.12 ``dis`` documentation; the test against dis.opmap runs
+# only on the interpreter that is actually running.
+_PY312: dict[str, str] = {
+    "CACHE": "nop",
+    "NOP": "nop",
+    "RESUME": "nop",
+    "EXTENDED_ARG": "nop",
+    "RESERVED": "nop",
+    "INTERPRETER_EXIT": "nop",
+    "POP_TOP": "stack",
+    "PUSH_NULL": "stack",
+    "COPY": "stack",
+    "SWAP": "stack",
+    "END_FOR": "stack",
+    "END_SEND": "stack",
+    "LOAD_CONST": "names",
+    "LOAD_FAST": "names",
+    "LOAD_FAST_CHECK": "names",
+    "LOAD_FAST_AND_CLEAR": "names",
+    "STORE_FAST": "names",
+    "DELETE_FAST": "names",
+    "LOAD_GLOBAL": "names",
+    "STORE_GLOBAL": "names",
+    "DELETE_GLOBAL": "names",
+    "LOAD_NAME": "names",
+    "STORE_NAME": "names",
+    "DELETE_NAME": "names",
+    "LOAD_LOCALS": "names",
+    "LOAD_FROM_DICT_OR_GLOBALS": "names",
+    "LOAD_FROM_DICT_OR_DEREF": "names",
+    "MAKE_CELL": "names",
+    "COPY_FREE_VARS": "names",
+    "LOAD_CLOSURE": "names",
+    "LOAD_DEREF": "names",
+    "STORE_DEREF": "names",
+    "DELETE_DEREF": "names",
+    "LOAD_ASSERTION_ERROR": "names",
+    "LOAD_ATTR": "attributes",
+    "STORE_ATTR": "attributes",
+    "DELETE_ATTR": "attributes",
+    "LOAD_SUPER_ATTR": "attributes",
+    "UNARY_NEGATIVE": "unary",
+    "UNARY_NOT": "unary",
+    "UNARY_INVERT": "unary",
+    "CALL_INTRINSIC_1": "unary",
+    "CALL_INTRINSIC_2": "binary",
+    "BINARY_OP": "binary",
+    "COMPARE_OP": "compare",
+    "IS_OP": "compare",
+    "CONTAINS_OP": "compare",
+    "BINARY_SUBSCR": "subscr",
+    "STORE_SUBSCR": "subscr",
+    "DELETE_SUBSCR": "subscr",
+    "BUILD_SLICE": "subscr",
+    "BINARY_SLICE": "subscr",
+    "STORE_SLICE": "subscr",
+    "BUILD_TUPLE": "build",
+    "BUILD_LIST": "build",
+    "BUILD_SET": "build",
+    "BUILD_MAP": "build",
+    "BUILD_CONST_KEY_MAP": "build",
+    "BUILD_STRING": "build",
+    "LIST_APPEND": "build",
+    "SET_ADD": "build",
+    "MAP_ADD": "build",
+    "LIST_EXTEND": "build",
+    "SET_UPDATE": "build",
+    "DICT_MERGE": "build",
+    "DICT_UPDATE": "build",
+    "UNPACK_SEQUENCE": "unpack",
+    "UNPACK_EX": "unpack",
+    "JUMP_FORWARD": "jumps",
+    "JUMP_BACKWARD": "jumps",
+    "JUMP_BACKWARD_NO_INTERRUPT": "jumps",
+    "POP_JUMP_IF_TRUE": "jumps",
+    "POP_JUMP_IF_FALSE": "jumps",
+    "POP_JUMP_IF_NONE": "jumps",
+    "POP_JUMP_IF_NOT_NONE": "jumps",
+    "GET_ITER": "iter",
+    "FOR_ITER": "iter",
+    "GET_LEN": "iter",
+    "KW_NAMES": "functions",
+    "CALL": "functions",
+    "CALL_FUNCTION_EX": "functions",
+    "MAKE_FUNCTION": "functions",
+    "RETURN_VALUE": "functions",
+    "RETURN_CONST": "functions",
+    "FORMAT_VALUE": "format",
+    "RAISE_VARARGS": "exceptions",
+    "RERAISE": "exceptions",
+    "PUSH_EXC_INFO": "exceptions",
+    "POP_EXCEPT": "exceptions",
+    "CHECK_EXC_MATCH": "exceptions",
+    "CHECK_EG_MATCH": "exceptions",
+    "CLEANUP_THROW": "exceptions",
+    "BEFORE_WITH": "with",
+    "WITH_EXCEPT_START": "with",
+    "RETURN_GENERATOR": "generators",
+    "YIELD_VALUE": "generators",
+    "SEND": "generators",
+    "GET_YIELD_FROM_ITER": "generators",
+    "GET_AWAITABLE": "generators",
+    "BEFORE_ASYNC_WITH": "async",
+    "GET_AITER": "async",
+    "GET_ANEXT": "async",
+    "END_ASYNC_FOR": "async",
+    "MATCH_CLASS": "match",
+    "MATCH_MAPPING": "match",
+    "MATCH_SEQUENCE": "match",
+    "MATCH_KEYS": "match",
+    "IMPORT_NAME": "imports",
+    "IMPORT_FROM": "imports",
+    "LOAD_BUILD_CLASS": "class",
+    "SETUP_ANNOTATIONS": "class",
+}
+
+# Python 3.13: KW_NAMES gone (CALL_KW), TO_BOOL before every conditional jump,
+# FORMAT_VALUE split into CONVERT_VALUE/FORMAT_SIMPLE/FORMAT_WITH_SPEC,
+# MAKE_FUNCTION takes no flags (SET_FUNCTION_ATTRIBUTE), superinstructions
+# LOAD_FAST_LOAD_FAST / STORE_FAST_LOAD_FAST / STORE_FAST_STORE_FAST,
+# LOAD_CLOSURE became a pseudo-instruction. Written from the 3.13 ``dis`` docs.
+_PY313: dict[str, str] = {
+    **{k: v for k, v in _PY312.items() if k not in {"KW_NAMES", "FORMAT_VALUE", "LOAD_CLOSURE"}},
+    "TO_BOOL": "unary",
+    "CALL_KW": "functions",
+    "SET_FUNCTION_ATTRIBUTE": "functions",
+    "CONVERT_VALUE": "format",
+    "FORMAT_SIMPLE": "format",
+    "FORMAT_WITH_SPEC": "format",
+    "LOAD_FAST_LOAD_FAST": "names",
+    "STORE_FAST_LOAD_FAST": "names",
+    "STORE_FAST_STORE_FAST": "names",
+    "ENTER_EXECUTOR": "nop",
+    "EXIT_INIT_CHECK": "functions",
+}
+
+OPCODE_TABLES: dict[tuple[int, int], dict[str, str]] = {
+    (3, 11): _PY311,
+    (3, 12): _PY312,
+    (3, 13): _PY313,
+}
+
+
+def opcode_table(version: tuple[int, int] = PYTHON_VERSION) -> dict[str, str]:
+    """The opname -> family table for a Python version (NotImplementedError if we have none)."""
+    try:
+        return OPCODE_TABLES[version]
+    except KeyError:
+        have = ", ".join(f"{a}.{b}" for a, b in sorted(OPCODE_TABLES))
+        raise NotImplementedError(
+            f"minidynamo has no opcode table for Python {version[0]}.{version[1]} (it has {have}); "
+            "add one to minidynamo/bytecode.py"
+        ) from None
+
+
+def family(opname: str, version: tuple[int, int] = PYTHON_VERSION) -> str:
+    """The family of an opname ("jumps", "names", ...) for the running Python."""
+    return opcode_table(version).get(opname, "unknown")
+
+
+def table_diff(version: tuple[int, int] = PYTHON_VERSION, other: tuple[int, int] = (3, 12)) -> dict[str, list[str]]:
+    """What changed between two tables: {"removed": [...], "added": [...]} (sorted)."""
+    a, b = set(opcode_table(version)), set(opcode_table(other))
+    return {"removed": sorted(a - b), "added": sorted(b - a)}
+
+
+# ---------------------------------------------------------------------------
+# Decoding
+# ---------------------------------------------------------------------------
+
+
+def code_of(fn_or_code: Any) -> types.CodeType:
+    """The code object of a function, method, or code object."""
+    if isinstance(fn_or_code, types.CodeType):
+        return fn_or_code
+    fn = getattr(fn_or_code, "__func__", fn_or_code)  # bound methods
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        raise TypeError(f"expected a Python function or code object, got {type(fn_or_code).__name__}")
+    return code
+
+
+def _unknown(opname: str, offset: int, lineno: Optional[int], version: tuple[int, int]) -> UnknownOpcodeError:
+    return UnknownOpcodeError(
+        f"opcode {opname} at offset {offset} (line {lineno}) is not in minidynamo's opcode table "
+        f"for Python {version[0]}.{version[1]}"
+    )
+
+
+def get_instructions(
+    fn_or_code: Any,
+    *,
+    table: Optional[dict[str, str]] = None,
+    version: tuple[int, int] = PYTHON_VERSION,
+) -> list[Instruction]:
+    """Decode ``fn_or_code`` with ``dis`` and check every opname against our table.
+
+    Raises ``UnknownOpcodeError`` on the first opname the table does not know.
+    ``table`` overrides the table of ``version`` (tests fake a smaller one).
+    Real Dynamo: ``bytecode_transformation.cleaned_instructions`` (which also
+    strips EXTENDED_ARG/CACHE and rewrites some instructions; we keep them as is).
+    """
+    code = code_of(fn_or_code)
+    table = opcode_table(version) if table is None else table
+    out: list[Instruction] = []
+    lineno: Optional[int] = code.co_firstlineno
+    for raw in dis.get_instructions(code):
+        if raw.starts_line is not None:
+            lineno = raw.starts_line
+        if raw.opname not in table:
+            raise _unknown(raw.opname, raw.offset, lineno, version)
+        out.append(
+            Instruction(
+                opname=raw.opname,
+                opcode=raw.opcode,
+                arg=raw.arg,
+                argval=raw.argval,
+                argrepr=raw.argrepr,
+                offset=raw.offset,
+                lineno=lineno,
+                is_jump_target=raw.is_jump_target,
+                positions=raw.positions,
+            )
+        )
+    return out
+
+
+def offset_to_index(instructions: list[Instruction]) -> dict[int, int]:
+    """Map byte offsets (jump targets, exception handlers) to list indices."""
+    return {inst.offset: i for i, inst in enumerate(instructions)}
+
+
+# ---------------------------------------------------------------------------
+# The exception table (Note [Exception table])
+# ---------------------------------------------------------------------------
+
+
+def _parse_varint(it: Iterator[int]) -> int:
+    # Each byte holds 6 bits of value; bit 6 (0x40) says "more bytes follow";
+    # bit 7 (0x80) marks the first byte of an entry (we do not need it).
+    b = next(it)
+    val = b & 63
+    while b & 64:
+        val <<= 6
+        b = next(it)
+        val |= b & 63
+    return val
+
+
+def exception_table(fn_or_code: Any) -> list[ExceptionTableEntry]:
+    """Parse ``code.co_exceptiontable`` into entries (offsets in bytes, ``end`` exclusive).
+
+    Each entry is four varints: start and length (in 2-byte code units), the
+    handler target (code units), and depth_lasti = depth << 1 | lasti.
+    Real Dynamo: ``bytecode_transformation.parse_exception_table``.
+    """
+    code = code_of(fn_or_code)
+    it = iter(code.co_exceptiontable)
+    entries: list[ExceptionTableEntry] = []
+    while True:
+        try:
+            start = _parse_varint(it) * 2
+        except StopIteration:
+            return entries
+        length = _parse_varint(it) * 2
+        target = _parse_varint(it) * 2
+        depth_lasti = _parse_varint(it)
+        entries.append(ExceptionTableEntry(start, start + length, target, depth_lasti >> 1, bool(depth_lasti & 1)))
+
+
+def find_exception_handler(entries: list[ExceptionTableEntry], offset: int) -> Optional[ExceptionTableEntry]:
+    """The entry that covers ``offset``, or None (the exception leaves the frame)."""
+    for entry in entries:
+        if entry.start <= offset < entry.end:
+            return entry
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Pretty listing
+# ---------------------------------------------------------------------------
+
+
+def format_instructions(fn_or_code: Any, *, exceptions: bool = True) -> str:
+    """A listing like ``dis.dis``: line, offset, opname, argrepr; ``>>`` marks jump targets."""
+    code = code_of(fn_or_code)
+    lines = []
+    last_line = None
+    for inst in get_instructions(code):
+        if inst.opname == "CACHE":
+            continue
+        line = f"{inst.lineno:>4}" if inst.lineno != last_line else "    "
+        last_line = inst.lineno
+        mark = ">>" if inst.is_jump_target else "  "
+        arg = inst.argrepr or ("" if inst.arg is None else str(inst.arg))
+        if isinstance(inst.argval, types.CodeType):  # no addresses or file paths in the listing
+            arg = f"<code object {inst.argval.co_name}>"
+        if inst.family == "jumps" and not inst.argrepr:
+            arg = f"to {inst.argval}"
+        lines.append(f"{line} {mark} {inst.offset:>4} {inst.opname:<28} {arg}".rstrip())
+    entries = exception_table(code) if exceptions else []
+    if entries:
+        lines.append("ExceptionTable:")
+        for e in entries:
+            lasti = " lasti" if e.lasti else ""
+            lines.append(f"  {e.start} to {e.end} -> {e.target} [{e.depth}]{lasti}")
+    return "\n".join(lines)
+
+
+def show(fn_or_code: Any, *, exceptions: bool = True, file: Optional[Callable[[str], None]] = None) -> None:
+    """Print :func:`format_instructions` (the chapter's ``dis`` beside ours)."""
+    (file or print)(format_instructions(fn_or_code, exceptions=exceptions))
