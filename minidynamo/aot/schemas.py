@@ -196,10 +196,10 @@ class ViewAndMutationMeta:
     """Everything the compiled function's wrappers need to know (torch: same name).
 
     ``traced_tangents``: one fake tensor per forward output that gets a tangent in
-    the joint graph: the mutated inputs (runtime-handled), then the non-aliased
-    user outputs, then the intermediate bases, each only if it requires grad
-    (others are kept as-is so the list lines up with the forward outputs; torch
-    does the same). Their shapes and dtypes are what matters.
+    the joint graph, in torch's order: the runtime-mutated inputs whose data
+    changed and that require grad, then the non-aliased user outputs that take
+    part in backward (``requires_grad_for_backward``), then every intermediate
+    base. Only their shapes and dtypes matter.
     """
 
     input_info: list[InputAliasInfo]
