@@ -31,3 +31,143 @@ def silence_dynamo_logs() -> None:
     import torch._logging
 
     torch._logging.set_logs(dynamo=logging.ERROR, aot=logging.ERROR, graph_breaks=False, recompiles=False)
+
+
+# --- aot metadata (H6) -------------------------------------------------------
+
+
+def _tdm():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    return TorchDispatchMode
+
+
+def torch_collect_metadata(fn, *args, keep_input_mutations: bool = False):
+    """Oracle: torch's run_functionalized_fw_and_collect_metadata on fake copies of ``args``.
+
+    Called as torch 2.13's create_aot_state calls it: flat args, PlainAOTInput
+    descriptors, under the python dispatcher, inside a FakeTensorMode whose
+    from_tensor memo keeps the inputs' aliasing. ``fn`` must return a flat
+    tuple/list (or one value).
+    """
+    from torch._dispatch.python import enable_python_dispatcher
+    from torch._functorch._aot_autograd.collect_metadata_analysis import (
+        run_functionalized_fw_and_collect_metadata,
+    )
+    from torch._functorch._aot_autograd.descriptors import PlainAOTInput
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake_mode = FakeTensorMode()
+    fake_args = [fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+
+    def flat_fn(*a):
+        out = fn(*a)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    with fake_mode, enable_python_dispatcher():
+        return run_functionalized_fw_and_collect_metadata(
+            flat_fn,
+            flat_args_descs=[PlainAOTInput(i) for i in range(len(fake_args))],
+            keep_input_mutations=keep_input_mutations,
+        )(*fake_args)
+
+
+def is_functional_tensor_mode_active() -> bool:
+    """Whether torch's own FunctionalTensorMode is on the mode stack (for error messages)."""
+    from torch._subclasses.functional_tensor import FunctionalTensorMode
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return any(isinstance(m, FunctionalTensorMode) for m in _get_current_dispatch_mode_stack())
+
+
+def TorchDispatchModeBase():
+    """torch.utils._python_dispatch.TorchDispatchMode (the base class of dispatch modes)."""
+    return _tdm()
+
+
+# --- aot joint, partitioning, runtime (H7) -------------------------------------
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402  (base class of our tracing mode)
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten  # noqa: E402
+
+
+def torch_aot_function(fn, fw_compiler, bw_compiler=None, **kwargs):
+    """Oracle: the real functorch.compile.aot_function."""
+    from functorch.compile import aot_function
+
+    return aot_function(fn, fw_compiler, bw_compiler, **kwargs)
+
+
+def torch_make_fx(fn, tracing_mode: str = "real"):
+    """Oracle: the real torch.fx.experimental.proxy_tensor.make_fx."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    return make_fx(fn, tracing_mode=tracing_mode)
+
+
+def torch_default_partition():
+    """Oracle: torch._functorch.partitioners.default_partition."""
+    from torch._functorch.partitioners import default_partition
+
+    return default_partition
+
+
+# --- fake tensors (H4) --------------------------------------------------------
+# minidynamo.fake runs ATen ops "inside the kernel": Python dispatch off, the Meta
+# key forced into the TLS include set, so a FakeTensor (whose backend keys claim
+# cpu or cuda) reaches the Meta kernels. These are dispatcher switches, not the
+# real FakeTensor; the real one uses the same switches (in_kernel_invocation_manager).
+
+from torch.multiprocessing.reductions import StorageWeakRef  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+disabled_torch_function_impl = torch._C._disabled_torch_function_impl
+DisableTorchDispatch = torch._C._DisableTorchDispatch
+PreserveDispatchKeyGuard = torch._C._PreserveDispatchKeyGuard
+set_meta_in_tls_dispatch_include = torch._C._set_meta_in_tls_dispatch_include
+meta_in_tls_dispatch_include = torch._C._meta_in_tls_dispatch_include
+
+
+def real_fake_tensor_mode(**kwargs):
+    """torch._subclasses.fake_tensor.FakeTensorMode (the oracle for our FakeTensorMode)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode as _RealFakeTensorMode
+
+    return _RealFakeTensorMode(**kwargs)
+
+
+def real_fake_tensor_class():
+    """torch._subclasses.fake_tensor.FakeTensor (for isinstance checks in tests)."""
+    from torch._subclasses.fake_tensor import FakeTensor as _RealFakeTensor
+
+    return _RealFakeTensor
+
+
+def real_fake_errors():
+    """The real fake mode's data-dependent and unsupported-op exceptions, as a tuple."""
+    from torch._subclasses.fake_tensor import (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        UnsupportedOperatorException,
+    )
+
+    return (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException)
+
+
+def op_db():
+    """torch.testing._internal.common_methods_invocations.op_db (needs expecttest)."""
+    from torch.testing._internal.common_methods_invocations import op_db as _op_db
+
+    return _op_db
+
+
+# --- dynamo differential tests and chapters 03-05 (H3) ---------------------------
+
+
+def dynamo_explain(fn, *args, **kwargs):
+    """Oracle: torch._dynamo.explain(fn)(*args, **kwargs) -> its ExplainOutput.
+
+    Its ``graph_break_count`` is ``graph_count - 1`` by construction (see
+    torch/_dynamo/eval_frame.py); ``break_reasons`` may be longer or shorter.
+    """
+    import torch._dynamo
+
+    return torch._dynamo.explain(fn)(*args, **kwargs)
