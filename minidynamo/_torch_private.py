@@ -171,3 +171,104 @@ def dynamo_explain(fn, *args, **kwargs):
     import torch._dynamo
 
     return torch._dynamo.explain(fn)(*args, **kwargs)
+
+
+# --- dispatcher and decompositions, chapters 07-08 (H5) -------------------------
+# The dispatcher's own objects and tables (torch._C), used by minidynamo.dispatch to
+# register probe kernels and redispatch, and by tests/notebooks as the oracle.
+
+DispatchKey = torch._C.DispatchKey
+DispatchKeySet = torch._C.DispatchKeySet
+dispatch_keys = torch._C._dispatch_keys  # oracle: a tensor's own key set
+dispatch_tls_local_include_set = torch._C._dispatch_tls_local_include_set  # oracle: TLS
+dispatch_tls_local_exclude_set = torch._C._dispatch_tls_local_exclude_set  # oracle: TLS
+dispatch_keyset_full_after = torch._C._dispatch_keyset_full_after
+after_autograd_keyset = torch._C._after_autograd_keyset
+AutoDispatchBelowAutograd = torch._C._AutoDispatchBelowAutograd
+ExcludeDispatchKeyGuard = torch._C._ExcludeDispatchKeyGuard
+EnablePreDispatch = torch._C._EnablePreDispatch
+dispatch_dump = torch._C._dispatch_dump
+dispatch_dump_table = torch._C._dispatch_dump_table
+dispatch_has_kernel_for_dispatch_key = torch._C._dispatch_has_kernel_for_dispatch_key
+dispatch_has_computed_kernel_for_dispatch_key = torch._C._dispatch_has_computed_kernel_for_dispatch_key
+dispatch_kernel_for_dispatch_key_is_fallthrough = torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough
+is_functional_tensor = torch._is_functional_tensor
+to_functional_tensor = torch._to_functional_tensor
+from_functional_tensor = torch._from_functional_tensor
+enable_functionalization = torch._enable_functionalization
+disable_functionalization = torch._disable_functionalization
+
+
+def is_in_torch_dispatch_mode() -> bool:
+    """Whether any TorchDispatchMode (user or infra: fake, proxy, functional) is active."""
+    from torch.utils._python_dispatch import is_in_torch_dispatch_mode as _is_in
+
+    return _is_in(include_infra_modes=True)
+
+
+def torch_decomposition_table():
+    """torch._decomp.decomposition_table: every registered Python decomposition."""
+    from torch._decomp import decomposition_table
+
+    return decomposition_table
+
+
+def torch_core_aten_decompositions():
+    """torch._decomp.core_aten_decompositions(): what export/Inductor decompose to core ATen."""
+    from torch._decomp import core_aten_decompositions
+
+    return core_aten_decompositions()
+
+
+def torch_get_decompositions(ops):
+    """torch._decomp.get_decompositions(ops): the table restricted to ``ops``."""
+    from torch._decomp import get_decompositions
+
+    return get_decompositions(ops)
+
+
+def torch_inductor_decompositions():
+    """torch._inductor.decomposition.select_decomp_table(): the table torch.compile's AOT uses."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    return select_decomp_table()
+
+
+def mirror_autograd_meta(src, dst) -> None:
+    """torch._mirror_autograd_meta_to: give ``dst`` the requires_grad and leaf-ness of ``src``."""
+    torch._mirror_autograd_meta_to(src, dst)
+
+
+def no_dispatch():
+    """torch.utils._mode_utils.no_dispatch: run an op on a wrapper's own metadata, no modes, no subclasses."""
+    from torch.utils._mode_utils import no_dispatch as _nd
+
+    return _nd()
+
+
+def pop_current_dispatch_mode_if(mode):
+    """Temporarily pop ``mode`` off the dispatch mode stack if it is on top; else do nothing."""
+    import contextlib
+
+    from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode_temporarily
+
+    if _get_current_dispatch_mode() is mode:
+        return _pop_mode_temporarily()
+    return contextlib.nullcontext()
+
+
+# --- bytecode (H1, chapter 01) ------------------------------------------------
+
+
+def dynamo_cleaned_instructions(code):
+    """torch._dynamo.bytecode_transformation.cleaned_instructions: the instruction list real Dynamo traces."""
+    from torch._dynamo.bytecode_transformation import cleaned_instructions
+
+    return cleaned_instructions(code)
+
+
+def dynamo_parse_exception_table(exntab: bytes):
+    """torch._dynamo.bytecode_transformation.parse_exception_table: real Dynamo's exception table parser."""
+    from torch._dynamo.bytecode_transformation import parse_exception_table
+
+    return parse_exception_table(exntab)
