@@ -200,3 +200,15 @@ def test_code_of_rejects_non_functions():
     with pytest.raises(TypeError, match="expected a Python function"):
         get_instructions(len)
     assert bytecode.code_of(textwrap.dedent) is textwrap.dedent.__code__
+
+
+def test_exception_table_matches_real_dynamo():
+    """Real Dynamo's parser stores ``end`` inclusive (the offset of the last covered instruction)."""
+    from minidynamo._torch_private import dynamo_parse_exception_table
+
+    for code in CORPUS[:300]:
+        theirs = dynamo_parse_exception_table(code.co_exceptiontable)
+        ours = exception_table(code)
+        assert [(e.start, e.end - 2, e.target, e.depth, e.lasti) for e in ours] == [
+            (e.start, e.end, e.target, e.depth, e.lasti) for e in theirs
+        ]
