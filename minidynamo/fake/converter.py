@@ -1,0 +1,135 @@
+"""FakeTensorConverter: real tensors in, FakeTensors out, aliasing kept.
+
+Place in the pipeline: the door into every fake pass. Dynamo converts each
+input tensor it meets (``wrap_fx_proxy`` -> ``wrap_to_fake_tensor``), AOTAutograd
+converts the flat inputs again for its own passes; ``mode.from_tensor(t)`` calls
+this converter.
+
+Mirrors ``FakeTensorConverter`` in ``torch/_subclasses/fake_tensor.py`` and the
+``MetaConverter`` in ``torch/_subclasses/meta_utils.py`` (2300 lines: symbolic
+sizes, subclasses, functorch wrappers, sparse, nested). Ours handles dense
+strided tensors.
+
+Note [The memo keeps aliasing]
+    Two memos, both weak in the real tensors:
+    * tensor memo: the same real tensor converts to the same FakeTensor object,
+      however many times it is asked (Dynamo and AOT ask again and again);
+    * storage memo: real storage -> meta storage. Tensors that share a real
+      storage get fakes that share one meta storage, so ``untyped_storage()``
+      identity, which AOTAutograd uses to find aliased inputs, says the same
+      about fakes as about the real tensors.
+    A real view (``t._is_view()``) is converted by converting its ``_base``
+    first and then replaying the view as ``as_strided(size, stride, offset)``
+    under the mode; autograd's ADInplaceOrView kernel then sets the fake's
+    ``_base`` and ``_is_view()`` and gives it its base's version counter.
+    (Torch replays the view function when it can, and falls back to as_strided.)
+
+Note [What the fake keeps]
+    sizes, strides, storage offset, dtype, device (or an override), requires_grad,
+    leafness (a non-leaf real tensor becomes a non-leaf fake: ours clones under
+    grad mode to give it history (CloneBackward0), torch attaches a
+    ``DelayedError`` node that fails if anyone backpropagates into it), the view
+    relation and storage sharing. The version counter is not copied: every fake
+    starts at version 0, fake views share their base's counter (autograd does
+    that), and in-place ops under the mode bump it as they would on real tensors.
+    Torch does the same. No data is kept, so no value of the real tensor leaks
+    into a trace.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from minidynamo._torch_private import DisableTorchDispatch, StorageWeakRef
+from minidynamo.fake.fake_tensor import FakeTensor, FakeTensorError, MixedFakeTensorError
+
+__all__ = ["FakeTensorConverter"]
+
+
+class FakeTensorConverter:
+    """Converts real tensors to FakeTensors of one mode, remembering what it made."""
+
+    def __init__(self) -> None:
+        # id(real) -> (weakref to real, fake). Keyed by id: Tensor.__eq__ is elementwise.
+        self.tensor_memo: dict[int, tuple[weakref.ref, FakeTensor]] = {}
+        # StorageWeakRef(real storage) -> the meta UntypedStorage that stands for it.
+        self.storage_memo: dict[StorageWeakRef, torch.UntypedStorage] = {}
+
+    def __len__(self) -> int:
+        return len(self.tensor_memo)
+
+    # -- memo ------------------------------------------------------------------------
+
+    def _lookup(self, t: torch.Tensor) -> FakeTensor | None:
+        hit = self.tensor_memo.get(id(t))
+        if hit is not None and hit[0]() is t:
+            return hit[1]
+        return None
+
+    def _remember(self, t: torch.Tensor, fake: FakeTensor) -> None:
+        key = id(t)
+        memo = self.tensor_memo
+        memo[key] = (weakref.ref(t, lambda _ref: memo.pop(key, None)), fake)
+
+    def meta_storage(self, t: torch.Tensor) -> torch.UntypedStorage:
+        """The meta storage standing for ``t``'s real storage (made on first use)."""
+        key = StorageWeakRef(t.untyped_storage())
+        for old in [k for k in self.storage_memo if k.expired()]:
+            del self.storage_memo[old]  # a freed storage's address may be reused
+        if key not in self.storage_memo:
+            nbytes = t.untyped_storage().nbytes()
+            with DisableTorchDispatch():  # no mode may see this: it is ours, not the user's
+                self.storage_memo[key] = torch.empty(nbytes, dtype=torch.uint8, device="meta").untyped_storage()
+        return self.storage_memo[key]
+
+    # -- conversion --------------------------------------------------------------------
+
+    def from_real_tensor(self, mode, t: torch.Tensor, *, device=None) -> FakeTensor:
+        if isinstance(t, FakeTensor):
+            if t.fake_mode is not mode:
+                raise MixedFakeTensorError("from_tensor: this FakeTensor belongs to another FakeTensorMode")
+            return t
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"from_tensor: expected a torch.Tensor, got {type(t).__name__}")
+        plain = type(t) is torch.Tensor or type(t) is torch.nn.Parameter
+        if not plain or t.layout != torch.strided or t.is_quantized or t.is_nested:
+            raise FakeTensorError(
+                f"from_tensor: only dense strided torch.Tensors are supported, got {type(t).__name__} "
+                f"with layout {t.layout}"
+            )
+        hit = self._lookup(t)
+        if hit is not None:
+            return hit
+        fake = self._convert(mode, t, torch.device(device) if device is not None else t.device)
+        self._remember(t, fake)
+        return fake
+
+    def _convert(self, mode, t: torch.Tensor, device: torch.device) -> FakeTensor:
+        if t._is_view():
+            # Note [The memo keeps aliasing]: base first, then replay the view.
+            base = self.from_real_tensor(mode, t._base, device=device)
+            with mode._quiet(), mode, torch.set_grad_enabled(t.requires_grad):
+                fake = torch.as_strided(base, t.size(), t.stride(), t.storage_offset())
+            if t.requires_grad and not fake.requires_grad:  # a leaf view made requires_grad by hand
+                fake.requires_grad_(True)
+            return fake
+
+        storage = self.meta_storage(t)
+        elem = self._meta_like(t, storage)
+        fake = FakeTensor(mode, elem, device, requires_grad=t.requires_grad)
+        if t.requires_grad and not t.is_leaf:
+            # Note [What the fake keeps]: give it history, then put the storage back.
+            with mode._quiet(), mode, torch.enable_grad():
+                fake = fake.clone()
+            with torch.no_grad(), mode.in_kernel_invocation_manager():
+                fake.set_(storage, t.storage_offset(), t.size(), t.stride())
+        return fake
+
+    @staticmethod
+    def _meta_like(t: torch.Tensor, storage: torch.UntypedStorage) -> torch.Tensor:
+        with DisableTorchDispatch(), torch.no_grad():
+            elem = torch.empty(0, dtype=t.dtype, device="meta")
+            elem.set_(storage, t.storage_offset(), t.size(), t.stride())
+        return elem

@@ -1,0 +1,71 @@
+"""Run a fake "cuda" tensor through autograd in a subprocess and report what happened.
+
+Place in the pipeline: none; chapter 06 and its tests use it. A FakeTensor can
+claim ``cuda`` on a machine without a GPU (its dispatch keys say CUDA and
+AutogradCUDA). In a CPU-only torch build, autograd asks for a CUDA device guard
+when it records a fake cuda leaf (``AccumulateGrad`` -> ``InputMetadata``), and
+the C++ error it meets is thrown where nothing catches it: the whole process
+aborts (SIGABRT). So we only ever try it in a child process.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+
+__all__ = ["FakeCudaResult", "fake_cuda_backward"]
+
+_OURS = """
+import torch
+from minidynamo.fake import FakeTensorMode
+mode = FakeTensorMode()
+w = mode.from_tensor(torch.randn(3, requires_grad=True), device="cuda")
+"""
+
+_TORCH = """
+import torch
+from minidynamo._torch_private import real_fake_tensor_mode, real_fake_tensor_class
+mode = real_fake_tensor_mode()
+w = real_fake_tensor_class()(mode, torch.empty(3, device="meta", requires_grad=True), torch.device("cuda", 0))
+"""
+
+_BODY = """
+print("claims", w.device, flush=True)
+with mode:
+    (w * 2).sum().backward()
+print("survived, grad on", w.grad.device, flush=True)
+"""
+
+
+@dataclass
+class FakeCudaResult:
+    which: str  # "ours" or "torch"
+    returncode: int
+    stdout: str
+    error: str  # the line of stderr that says what went wrong ("" if none)
+
+    @property
+    def aborted(self) -> bool:
+        return self.returncode == -signal.SIGABRT
+
+    def __str__(self) -> str:
+        how = "aborted (SIGABRT)" if self.aborted else f"exit code {self.returncode}"
+        lines = [f"{self.which}: {how}"] + [f"  stdout: {line}" for line in self.stdout.splitlines()]
+        if self.error:
+            lines.append(f"  error: {self.error}")
+        return "\n".join(lines)
+
+
+def fake_cuda_backward(which: str = "ours", timeout: float = 120) -> FakeCudaResult:
+    """Make a fake cuda leaf with ``which`` ("ours" or "torch"), backward through it, in a child."""
+    if which not in ("ours", "torch"):
+        raise ValueError(f"which must be 'ours' or 'torch', got {which!r}")
+    code = (_OURS if which == "ours" else _TORCH) + _BODY
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    lines = proc.stderr.splitlines()
+    error = next((line for line in lines if "what():" in line), "") or next(
+        (line for line in reversed(lines) if "Error" in line), ""
+    )
+    return FakeCudaResult(which, proc.returncode, proc.stdout.strip(), error.replace("what():", "").strip())

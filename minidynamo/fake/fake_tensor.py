@@ -1,0 +1,347 @@
+"""FakeTensor and FakeTensorMode: tensors with metadata and no data.
+
+Place in the pipeline: under every tracing pass. The symbolic interpreter (pass
+1, "dynamo"), AOT metadata collection (pass 2, "aot_metadata") and AOT joint
+tracing (pass 3, "aot_joint") all run the user's ops on FakeTensors to learn the
+shapes, strides, dtypes, devices and aliasing of the results without computing
+anything. Every op run here reports an ``"op"`` event to ``minidynamo.events``.
+
+Mirrors ``torch/_subclasses/fake_tensor.py`` (3700 lines); ours keeps the idea
+and drops symbolic shapes, the op cache, constant propagation, the python
+dispatcher, cross-ref checking and most device special cases.
+
+Note [FakeTensor is a meta tensor that lies about its device]
+    A FakeTensor is made with ``Tensor._make_subclass(cls, elem, ...)`` from a
+    tensor ``elem`` on the ``meta`` device, exactly as the real one. The new
+    tensor *shares elem's storage* (a meta storage: a size, no memory), so two
+    fakes alias exactly when their meta storages are one: ``untyped_storage()``
+    identity, ``_base`` and ``_is_view()`` all work through the ordinary
+    autograd machinery. ``dispatch_device=True`` makes ``.device`` a question
+    asked to Python (``prim.device``), which we answer with the fake device
+    ("cpu", or "cuda" on a machine with no GPU); ``device_for_backend_keys``
+    gives the tensor that device's dispatch keys (AutogradCUDA, CUDA, ...), so
+    the dispatcher treats it like a real tensor of that device above the
+    Python key.
+
+    The other way, ``_make_wrapper_subclass``, makes a tensor with no storage of
+    its own that holds the meta tensor in a field. It is simpler to explain, but
+    then aliasing must be answered from the inner tensors by hand, and in-place
+    metadata changes (``t_()``, ``as_strided_()``) would have to be copied out to
+    the wrapper after every op. Torch uses wrapper subclasses for
+    FunctionalTensor and DTensor, and ``_make_subclass`` for FakeTensor.
+
+Note [Running the kernel]
+    FakeTensorMode.__torch_dispatch__ runs the op on the FakeTensors themselves
+    "in kernel invocation" (as torch's ``in_kernel_invocation_manager``): Python
+    dispatch switched off so we do not come back here, the Meta key forced into
+    the thread-local include set so the Meta kernel runs even though the tensor's
+    backend keys say CPU or CUDA, and ``.device`` answering "meta" meanwhile.
+    Meta kernels compute output metadata only. Outputs that are new tensors get
+    wrapped as FakeTensors with the fake device; an in-place op returns its own
+    (already fake) input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import torch
+
+from minidynamo import events
+from minidynamo._torch_private import (
+    DisableTorchDispatch,
+    PreserveDispatchKeyGuard,
+    StorageWeakRef,
+    TorchDispatchMode,
+    disabled_torch_function_impl,
+    set_meta_in_tls_dispatch_include,
+)
+
+__all__ = [
+    "FakeTensor",
+    "FakeTensorMode",
+    "FakeTensorError",
+    "DataDependentOutputError",
+    "UnsupportedOperatorError",
+    "MixedFakeTensorError",
+]
+
+aten = torch.ops.aten
+
+
+# --- errors ---------------------------------------------------------------------
+
+
+class FakeTensorError(RuntimeError):
+    """Base class of the errors a FakeTensorMode raises on purpose."""
+
+
+class DataDependentOutputError(FakeTensorError):
+    """The op's output (its value or its shape) depends on data a fake does not have.
+
+    Torch raises DataDependentOutputException (``item``, ``_local_scalar_dense``)
+    or DynamicOutputShapeException (``nonzero``, ``masked_select``, ``unique``);
+    Dynamo turns either into a graph break, and so does our symbolic interpreter.
+    """
+
+    def __init__(self, op: str):
+        self.op = op
+        super().__init__(
+            f"{op}: its output depends on the data of its inputs, and a FakeTensor has no data "
+            "(a tracer turns this into a graph break)"
+        )
+
+
+class UnsupportedOperatorError(FakeTensorError):
+    """The op has no Meta kernel, so there is no way to compute its output metadata."""
+
+    def __init__(self, op: str, detail: str = ""):
+        self.op = op
+        super().__init__(f"{op}: no Meta kernel, so FakeTensorMode cannot run it" + (f" ({detail})" if detail else ""))
+
+
+class MixedFakeTensorError(FakeTensorError):
+    """An op got a real tensor beside fakes, or fakes from two different modes."""
+
+
+# --- flattening op arguments (ATen args nest only lists and tuples; kwargs is a dict) --
+
+
+def _flat_tensors(args, kwargs) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            out.append(x)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+
+    walk(args)
+    walk(list(kwargs.values()))
+    return out
+
+
+def _map_tensors(fn, x):
+    if isinstance(x, torch.Tensor):
+        return fn(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map_tensors(fn, y) for y in x)
+    return x
+
+
+# --- the tensor -----------------------------------------------------------------
+
+
+class FakeTensor(torch.Tensor):
+    """A tensor with sizes, strides, dtype and a claimed device, and no data.
+
+    Make one with ``FakeTensorMode.from_tensor(real)`` or, as in torch,
+    ``FakeTensor(mode, meta_elem, device)``. See Note [FakeTensor is a meta tensor
+    that lies about its device].
+    """
+
+    fake_mode: "FakeTensorMode"
+    fake_device: torch.device
+
+    @staticmethod
+    def __new__(cls, fake_mode: "FakeTensorMode", elem: torch.Tensor, device, requires_grad: bool | None = None):
+        if elem.device.type != "meta":
+            raise TypeError(f"FakeTensor wraps a meta tensor, got one on {elem.device}")
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", 0)  # torch's fake cuda tensors say cuda:0 too
+        self = torch.Tensor._make_subclass(
+            cls,
+            elem,
+            elem.requires_grad if requires_grad is None else requires_grad,
+            dispatch_device=True,
+            device_for_backend_keys=device,
+        )
+        self.fake_mode = fake_mode
+        self.fake_device = device
+        return self
+
+    # Torch functions go straight to the dispatcher; __torch_dispatch__ wraps results.
+    __torch_function__ = disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        # .device on a FakeTensor is asked here (dispatch_device=True), even in-kernel.
+        if func is torch.ops.prim.device.default:
+            return args[0].fake_mode._device_of(args[0])
+        # No FakeTensorMode active (an op on fakes outside `with mode:`, or a mode
+        # stacked above ours already popped itself): enter the fakes' own mode.
+        modes = {t.fake_mode for t in _flat_tensors(args, kwargs or {}) if isinstance(t, FakeTensor)}
+        if len(modes) != 1:
+            raise MixedFakeTensorError(f"{func}: got FakeTensors from {len(modes)} different FakeTensorModes")
+        (mode,) = modes
+        with mode:
+            return func(*args, **(kwargs or {}))
+
+    def tolist(self):
+        # C++ refuses tolist() on subclasses; like torch's FakeTensor, go element by
+        # element, so the first item() raises DataDependentOutputError.
+        return self.item() if self.dim() == 0 else [t.tolist() for t in self.unbind(0)]
+
+    def __repr__(self) -> str:
+        extra = ", requires_grad=True" if self.requires_grad and self.grad_fn is None else ""
+        if self.grad_fn is not None:
+            extra = f", grad_fn=<{type(self.grad_fn).__name__}>"
+        return (
+            f"FakeTensor(size={tuple(self.shape)}, dtype={self.dtype}, "
+            f"device={str(self.fake_device)!r}{extra})"
+        )
+
+
+# --- the mode -------------------------------------------------------------------
+
+
+class FakeTensorMode(TorchDispatchMode):
+    """Inside ``with mode:`` every ATen op runs on meta kernels and returns FakeTensors.
+
+    ``allow_non_fake_inputs=True`` converts real tensor inputs with
+    :meth:`from_tensor` instead of raising MixedFakeTensorError (as torch's flag).
+    """
+
+    def __init__(self, *, allow_non_fake_inputs: bool = False):
+        super().__init__()
+        from minidynamo.fake.converter import FakeTensorConverter
+
+        self.allow_non_fake_inputs = allow_non_fake_inputs
+        self.fake_tensor_converter = FakeTensorConverter()
+        self.in_kernel_invocation = False
+        self._quiet_depth = 0  # > 0 while the converter replays views: no op events
+
+    def __repr__(self) -> str:
+        return f"FakeTensorMode(id={id(self)})"
+
+    def from_tensor(self, t: torch.Tensor, *, device=None) -> FakeTensor:
+        """A FakeTensor for the real tensor ``t`` (memoized: aliasing is kept across calls).
+
+        ``device`` overrides the claimed device (torch's from_tensor has no such
+        argument; there one builds ``FakeTensor(mode, meta, "cuda")`` by hand).
+        """
+        return self.fake_tensor_converter.from_real_tensor(self, t, device=device)
+
+    def _device_of(self, t: FakeTensor) -> torch.device:
+        return torch.device("meta") if self.in_kernel_invocation else t.fake_device
+
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """Ops run inside do not report events (the converter's own view replays)."""
+        self._quiet_depth += 1
+        try:
+            yield
+        finally:
+            self._quiet_depth -= 1
+
+    @contextlib.contextmanager
+    def in_kernel_invocation_manager(self) -> Iterator[None]:
+        """See Note [Running the kernel]."""
+        prev = self.in_kernel_invocation
+        with DisableTorchDispatch(), PreserveDispatchKeyGuard():
+            set_meta_in_tls_dispatch_include(True)
+            self.in_kernel_invocation = True
+            try:
+                yield
+            finally:
+                self.in_kernel_invocation = prev
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func is torch.ops.prim.device.default:
+            return self._device_of(args[0])
+        op = str(func)
+
+        # 1. Inputs: all fakes of this mode (or converted, if allowed).
+        args, kwargs = self._check_inputs(func, args, kwargs)
+        flat_in = _flat_tensors(args, kwargs)
+
+        # 2. Ops whose output depends on data we do not have.
+        tags = func.tags
+        if torch.Tag.data_dependent_output in tags or torch.Tag.dynamic_output_shape in tags:
+            raise DataDependentOutputError(op)
+
+        # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.
+        out_device = self._output_device(func, flat_in, kwargs)
+        if "device" in kwargs:
+            kwargs["device"] = torch.device("meta")
+
+        # 4. Run the Meta kernel on the fakes themselves.
+        try:
+            with self.in_kernel_invocation_manager():
+                out = func(*args, **kwargs)
+        except NotImplementedError as e:
+            if "Meta" in str(e) or "meta" in str(e):
+                raise UnsupportedOperatorError(op, str(e).splitlines()[0][:200]) from None
+            raise
+
+        # 5. Wrap new outputs; in-place ops already return a fake input.
+        def wrap(t):
+            if isinstance(t, FakeTensor):
+                return t
+            if t.device.type != "meta":
+                raise UnsupportedOperatorError(op, f"its kernel returned a real tensor on {t.device}")
+            return FakeTensor(self, t, out_device)
+
+        out = _map_tensors(wrap, out)
+        if events.is_recording() and not self._quiet_depth:
+            self._emit(func, flat_in, out)
+        return out
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _check_inputs(self, func, args, kwargs):
+        bad: list[str] = []
+
+        def check(t):
+            if isinstance(t, FakeTensor):
+                if t.fake_mode is not self:
+                    raise MixedFakeTensorError(
+                        f"{func}: got a FakeTensor from another FakeTensorMode; "
+                        "fakes of two modes cannot meet (convert inputs with one mode's from_tensor)"
+                    )
+                return t
+            if self.allow_non_fake_inputs:
+                return self.from_tensor(t)
+            bad.append(f"{type(t).__name__} of size {tuple(t.shape)} on {t.device}")
+            return t
+
+        args = _map_tensors(check, args)
+        kwargs = {k: _map_tensors(check, v) for k, v in kwargs.items()}
+        if bad:
+            raise MixedFakeTensorError(
+                f"{func}: got a real tensor ({bad[0]}) under FakeTensorMode; convert every input "
+                "with mode.from_tensor(t) first, or make the mode with allow_non_fake_inputs=True"
+            )
+        return args, kwargs
+
+    def _output_device(self, func, flat_in, kwargs) -> torch.device:
+        if kwargs.get("device") is not None:
+            return torch.device(kwargs["device"])
+        devices = {t.fake_device for t in flat_in}
+        if len(devices) > 1:
+            # Torch lets a 0-dim cpu tensor meet tensors on another device (a scalar).
+            non_scalar = {t.fake_device for t in flat_in if t.dim() != 0 or t.fake_device.type != "cpu"}
+            if len(non_scalar) > 1:
+                raise FakeTensorError(f"{func}: inputs on different devices {sorted(map(str, devices))}")
+            devices = non_scalar or devices
+        return next(iter(devices)) if devices else torch.device("cpu")
+
+    def _emit(self, func, flat_in, out) -> None:
+        flat_out = _flat_tensors(out if isinstance(out, (list, tuple)) else [out], {})
+        in_storages = [StorageWeakRef(t.untyped_storage()) for t in flat_in]
+        aliases = []
+        for j, o in enumerate(flat_out):
+            s = StorageWeakRef(o.untyped_storage())
+            aliases.append(next((i for i, si in enumerate(in_storages) if si == s), None))
+        events.emit(
+            "op",
+            op=str(func),
+            input_shapes=[tuple(t.shape) for t in flat_in],
+            output_shapes=[tuple(t.shape) for t in flat_out],
+            output_aliases_input=aliases,
+            mutates=func._schema.is_mutable,
+        )
