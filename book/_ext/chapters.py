@@ -1,0 +1,66 @@
+"""A ``{chapter}`` role for the book: link a chapter by its number, whatever it is titled.
+
+Usage in MyST: ``{chapter}`06``` -> "6. Fake tensors" linked to notebooks/06_*.ipynb;
+``{chapter}`06#a-heading``` links a heading inside it; ``{chapter}`my text <06#a-heading>```
+sets the text. The chapters live in ``notebooks/NN_name.ipynb`` (``book/notebooks`` is a
+symlink to them), so the front page, module map and glossary need not repeat file names.
+
+A chapter that is not in the book (yet) renders as plain text "chapter NN (not written
+yet)" and a Sphinx warning, so ``tests/test_book.py`` notices it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+_EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+
+
+def chapter_title(path: Path) -> str:
+    """The first Markdown heading of a notebook, without the leading '#'."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "markdown":
+            continue
+        source = "".join(cell.get("source", []))
+        for line in source.splitlines():
+            if line.startswith("# "):
+                return line[2:].strip()
+    return path.stem
+
+
+def find_chapter(srcdir: Path, number: str) -> Path | None:
+    matches = sorted((srcdir / "notebooks").glob(f"{number}_*.ipynb"))
+    return matches[0] if matches else None
+
+
+def chapter_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    env = inliner.document.settings.env
+    match = _EXPLICIT.match(text)
+    label, target = (match.group("text"), match.group("target")) if match else (None, text)
+    number, _, anchor = target.strip().partition("#")
+    number = number.strip().zfill(2)
+    path = find_chapter(Path(env.srcdir), number)
+    if path is None:
+        logger.warning("chapter %s: no notebooks/%s_*.ipynb in the book", number, number, location=(env.docname, lineno))
+        return [nodes.emphasis(rawtext, f"chapter {number} (not written yet)")], []
+    docname = f"notebooks/{path.stem}"
+    uri = env.app.builder.get_relative_uri(env.docname, docname)
+    if anchor:
+        uri += f"#{anchor}"
+    if not label:
+        label = chapter_title(path)
+    env.note_dependency(str(path))
+    return [nodes.reference(rawtext, label, refuri=uri, internal=True)], []
+
+
+def setup(app):
+    app.add_role("chapter", chapter_role)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
