@@ -1,0 +1,119 @@
+"""Which keys an operator has kernels for: the dispatcher's own tables, read aloud.
+
+Place in the pipeline: beside it; chapters 07 and 08 use it as evidence for why an
+op decomposes on one device and not on another.
+
+Mirrors ``aten/src/ATen/core/dispatch/OperatorEntry.cpp``. An operator keeps two
+tables:
+
+* the *registrations* (``kernels_``): what was registered at which key, alias keys
+  included (``CompositeImplicitAutograd``, ``CompositeExplicitAutograd``,
+  ``Autograd``); ``torch._C._dispatch_dump`` prints them;
+* the *computed* table (``dispatchTable_``): one entry per runtime key (CPU,
+  AutogradCPU, Meta, ...), filled from the registrations by
+  ``computeDispatchTableEntryWithDebug``; ``torch._C._dispatch_dump_table`` prints it.
+
+Note [How the computed table is filled]
+    For a runtime key the dispatcher takes, in order: a kernel registered at that
+    key; else CompositeExplicitAutograd (backend keys); else
+    CompositeImplicitAutograd, but for an Autograd<Backend> key only when the backend
+    has no kernel of its own; else the Autograd alias kernel (autograd keys); else
+    the key's fallback. That "only when the backend has no kernel" is why an op such
+    as ``_fused_rms_norm`` decomposes before autograd on a device without a fused
+    kernel and reaches its own autograd formula on a device with one (chapter 08).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["KernelTable", "kernels_for", "computed_kernel", "op_name"]
+
+_REGISTRATION = re.compile(r"^(?P<key>\w+)(?P<alias>\[alias\])?: (?P<fallthrough>fallthrough )?registered at (?P<where>\S+)")
+_COMPUTED = re.compile(r"^(?P<key>\w+): (?P<fallthrough>fallthrough )?registered at (?P<where>\S+) \[(?P<kind>[^\]]+)\]")
+
+
+def op_name(op) -> str:
+    """``"aten::add.Tensor"`` for an OpOverload (or such a string); a clear error otherwise."""
+    if isinstance(op, str):
+        return op
+    name = getattr(op, "name", None)
+    if callable(name) and hasattr(op, "_schema"):
+        return name()
+    if hasattr(op, "overloads"):
+        raise TypeError(f"{op} is an OpOverloadPacket; pick an overload, e.g. {op}.default")
+    raise TypeError(f"expected an OpOverload such as torch.ops.aten.add.Tensor, got {type(op).__name__}")
+
+
+def _source(where: str) -> str:
+    """Where a kernel came from, without machine paths or line numbers."""
+    path = where.rsplit(":", 1)[0]
+    if path.endswith(".py"):
+        marker = "site-packages/"
+        path = path.split(marker, 1)[1] if marker in path else path.rsplit("/", 1)[-1]
+        return f"Python: {path}"
+    return f"C++: {path.rsplit('/', 1)[-1]}"
+
+
+class KernelTable(dict):
+    """key -> where its kernel was registered, in the dispatcher's registration order.
+
+    ``"CPU" in kernels_for(op)`` asks whether a kernel is registered at CPU. The
+    ``alias`` set names the alias keys among them (CompositeImplicitAutograd, ...).
+    """
+
+    def __init__(self, op: str, entries: dict[str, str], alias: set[str]):
+        super().__init__(entries)
+        self.op = op
+        self.alias = frozenset(alias)
+
+    def __repr__(self) -> str:
+        rows = [f"  {k + ('[alias]' if k in self.alias else ''):<34} {v}" for k, v in self.items()]
+        return f"kernels_for({self.op}):\n" + "\n".join(rows)
+
+
+def kernels_for(op) -> KernelTable:
+    """The keys with a kernel registered for ``op`` (an OpOverload), from the dispatcher.
+
+    Fallbacks (the Python key's, Functionalize's, ...) are not the op's own kernels
+    and are not listed; ``computed_kernel`` shows what a runtime key ends up with.
+    """
+    from minidynamo._torch_private import dispatch_dump
+
+    name = op_name(op)
+    try:
+        dump = dispatch_dump(name)
+    except RuntimeError:
+        dump = ""
+    if not dump.strip():
+        raise ValueError(f"the dispatcher knows no operator {name!r} (expected e.g. 'aten::add.Tensor')")
+    entries: dict[str, str] = {}
+    alias: set[str] = set()
+    for line in dump.splitlines():
+        m = _REGISTRATION.match(line)
+        if not m or line.startswith(("name:", "schema:", "debug:", "alias analysis")):
+            continue
+        key = m["key"]
+        entries[key] = ("fallthrough, " if m["fallthrough"] else "") + _source(m["where"])
+        if m["alias"]:
+            alias.add(key)
+    return KernelTable(name, entries, alias)
+
+
+def computed_kernel(op, key: str) -> tuple[str, str] | None:
+    """What the computed dispatch table holds for runtime ``key``: (kind, source), or None.
+
+    ``kind`` is the dispatcher's own word: "kernel", "math kernel" (from
+    CompositeImplicitAutograd), "default backend kernel" (CompositeExplicitAutograd),
+    "autograd kernel", "backend fallback", ... ; a fallthrough reads "fallthrough".
+    """
+    from minidynamo._torch_private import dispatch_dump_table
+
+    name = op_name(op)
+    kernels_for(name)  # a clear error for an unknown op
+    for line in dispatch_dump_table(name).splitlines():
+        m = _COMPUTED.match(line)
+        if m and m["key"] == key:
+            kind = "fallthrough" if m["fallthrough"] else m["kind"]
+            return kind, _source(m["where"])
+    return None

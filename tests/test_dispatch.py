@@ -1,0 +1,287 @@
+"""minidynamo.dispatch against the real dispatcher: key sets, observed traces, kernel tables."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from minidynamo import dispatch
+from minidynamo._torch_private import (
+    DispatchKey,
+    DispatchKeySet,
+    TorchDispatchMode,
+    dispatch_has_computed_kernel_for_dispatch_key,
+    dispatch_has_kernel_for_dispatch_key,
+    dispatch_keys,
+    dispatch_tls_local_exclude_set,
+    dispatch_tls_local_include_set,
+    real_fake_tensor_class,
+    real_fake_tensor_mode,
+    to_functional_tensor,
+)
+
+pytestmark = pytest.mark.ch07
+
+aten = torch.ops.aten
+
+
+def names(keyset) -> tuple[str, ...]:
+    """Oracle: a torch DispatchKeySet as names, highest priority first (str lists lowest first)."""
+    text = str(keyset)
+    inner = text[text.index("(") + 1 : text.rindex(")")]
+    return tuple(reversed([n for n in inner.split(", ") if n]))
+
+
+def real_effective(t) -> tuple[str, ...]:
+    """Oracle: what the dispatcher computes for a call on t: (tensor | TLS include) - TLS exclude."""
+    return names((dispatch_keys(t) | dispatch_tls_local_include_set()) - dispatch_tls_local_exclude_set())
+
+
+def _fake_cuda():
+    mode = real_fake_tensor_mode()
+    return real_fake_tensor_class()(mode, torch.empty(2, 3, device="meta"), torch.device("cuda"))
+
+
+def _inference():
+    with torch.inference_mode():
+        return torch.randn(2, 3)
+
+
+def _mini_fake():
+    try:
+        from minidynamo.fake import FakeTensorMode
+    except ImportError as exc:  # pragma: no cover - minidynamo.fake is another chapter's work
+        pytest.skip(f"minidynamo.fake not importable: {exc}")
+    return FakeTensorMode().from_tensor(torch.randn(2, 3))
+
+
+TENSOR_KINDS = {
+    "plain": lambda: torch.randn(2, 3),
+    "requires_grad": lambda: torch.randn(2, 3, requires_grad=True),
+    "meta": lambda: torch.empty(2, 3, device="meta"),
+    "inference": _inference,
+    "fake": lambda: real_fake_tensor_mode().from_tensor(torch.randn(2, 3)),
+    "fake_cuda": _fake_cuda,
+    "mini_fake": _mini_fake,
+    "functional": lambda: to_functional_tensor(torch.randn(2, 3)),
+    "conj": lambda: torch.randn(2, dtype=torch.complex64).conj(),
+    "neg": lambda: torch.randn(2, dtype=torch.complex64).conj().imag,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TENSOR_KINDS))
+def test_tensor_keys_match_dispatch_keys(kind):
+    t = TENSOR_KINDS[kind]()
+    assert dispatch.tensor_keys(t) == names(dispatch_keys(t))
+    assert dispatch.keys(t, tls=False) == names(dispatch_keys(t))
+
+
+@pytest.mark.parametrize("kind", sorted(TENSOR_KINDS))
+def test_keys_with_tls_match_dispatcher(kind):
+    t = TENSOR_KINDS[kind]()
+    assert dispatch.keys(t) == real_effective(t)
+
+
+class _Passthrough(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+SITUATIONS = {
+    "default": lambda: _nullctx(),
+    "dispatch_mode": _Passthrough,
+    "fake_mode": real_fake_tensor_mode,
+    "inference_mode": torch.inference_mode,
+    "autocast_cpu": lambda: torch.autocast("cpu"),
+}
+
+
+def _nullctx():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("situation", sorted(SITUATIONS))
+def test_tls_sets_match_dispatcher(situation):
+    t = torch.randn(2)
+    with SITUATIONS[situation]():
+        real_included = set(names(dispatch_tls_local_include_set()))
+        real_excluded = set(names(dispatch_tls_local_exclude_set()))
+        assert set(dispatch.tls_included()) == real_included
+        # Ours lists every per-backend autograd key; torch prints the functionality once.
+        assert set(dispatch.tls_excluded()) >= real_excluded
+        assert dispatch.keys(t) == real_effective(t)
+
+
+def test_requires_grad_adds_no_key():
+    assert dispatch.tensor_keys(torch.randn(2)) == dispatch.tensor_keys(torch.randn(2, requires_grad=True))
+
+
+def test_priority_order_matches_dispatcher():
+    # For every pair of keys torch's Python enum knows (per-backend ones on CPU), the
+    # dispatcher's highest-priority key is the one our PRIORITY ranks higher.
+    known = [k for k in dispatch.PRIORITY if hasattr(DispatchKey, k)]
+    known = [k for k in known if not any(k.endswith(b) and k != b for b in dispatch.BACKENDS if b != "CPU")]
+    known = [k for k in known if k not in {b for b in dispatch.BACKENDS if b != "CPU"}]
+    assert len(known) > 20
+    for a, b in itertools.combinations(known, 2):
+        ks = DispatchKeySet(getattr(DispatchKey, a)) | DispatchKeySet(getattr(DispatchKey, b))
+        want = ks.highestPriorityTypeId().name
+        assert dispatch.order([a, b])[0] == want, (a, b)
+
+
+def test_keys_bad_input():
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        dispatch.tensor_keys([1, 2])
+    with pytest.raises(NotImplementedError, match="layout"):
+        dispatch.tensor_keys(torch.randn(2, 2).to_sparse())
+    with pytest.raises(ValueError, match="unknown dispatch key"):
+        dispatch.order(["NoSuchKey"])
+
+
+# --- trace: what really ran ------------------------------------------------------
+
+
+@pytest.fixture
+def probe():
+    with dispatch.probe() as p:
+        yield p
+
+
+def _observed_forward(tr):
+    return [s.key for s in tr if s.phase == "forward" and not s.inferred]
+
+
+def test_trace_plain(probe):
+    tr = dispatch.trace(probe, torch.randn(3))
+    assert _observed_forward(tr) == ["Autograd", "ADInplaceOrView", "CPU"]
+    assert tr.error is None and torch.equal(tr.output, tr.output)
+
+
+def test_first_kernel_gets_the_dispatchers_key_set(probe):
+    # The key set the dispatcher handed the first kernel = our keys minus the op's fallthroughs.
+    x = torch.randn(3)
+    tr = dispatch.trace(probe, x)
+    op = "minidynamo_probe::probe"
+    skipped = {k for k in dispatch.keys(x) if (dispatch.computed_kernel(op, k) or ("",))[0] == "fallthrough"}
+    assert skipped == {"BackendSelect"}
+    ours = tuple(k for k in dispatch.keys(x) if k not in skipped)
+    assert tr[0].keyset == ours
+
+
+def test_trace_mode_puts_python_after_autograd_and_its_snapshot_first(probe):
+    tr = dispatch.trace(probe, torch.randn(3), mode=True)
+    assert _observed_forward(tr) == ["PythonTLSSnapshot", "Autograd", "ADInplaceOrView", "Python", "CPU"]
+    off = dispatch.trace(probe, torch.randn(3), mode=False)
+    assert "Python" not in _observed_forward(off)
+
+
+def test_trace_changes_when_a_registration_is_removed(probe):
+    x = torch.randn(3)
+    before = _observed_forward(dispatch.trace(probe, x))
+    probe.remove("ADInplaceOrView")
+    after = _observed_forward(dispatch.trace(probe, x))
+    assert before == ["Autograd", "ADInplaceOrView", "CPU"] and after == ["Autograd", "CPU"]
+    probe.remove("CPU")
+    broken = dispatch.trace(probe, x)
+    assert broken[-1].key == "error" and "CPU" in broken[-1].handler
+    assert isinstance(broken.error, NotImplementedError)
+
+
+def test_trace_inference_tensor_skips_autograd(probe):
+    assert _observed_forward(dispatch.trace(probe, _inference())) == ["ADInplaceOrView", "CPU"]
+
+
+def test_trace_fake_tensor_goes_python_then_meta(probe):
+    tr = dispatch.trace(probe, real_fake_tensor_mode().from_tensor(torch.randn(3)))
+    assert _observed_forward(tr) == ["PythonTLSSnapshot", "Autograd", "ADInplaceOrView", "Python", "Meta"]
+    assert "FakeTensorMode" in [s for s in tr if s.key == "Python"][0].handler
+
+
+def test_trace_functional_and_pre_dispatch(probe):
+    tr = dispatch.trace(probe, to_functional_tensor(torch.randn(3)))
+    assert _observed_forward(tr) == ["Autograd", "ADInplaceOrView", "Functionalize", "CPU"]
+    tr = dispatch.trace(probe, torch.randn(3), pre_dispatch=True)
+    assert _observed_forward(tr)[0] == "PreDispatch"
+
+
+def test_observed_order_follows_priority(probe):
+    # Independent of our table: each step's key set (given by the real dispatcher)
+    # shrinks, and the key that ran is the highest of the set it received.
+    tr = dispatch.trace(probe, torch.randn(3), mode=False)
+    for step in tr:
+        if step.keyset:
+            ran = step.keyset[0]
+            assert ran == step.key or ran.startswith(step.key)  # "AutogradCPU" for the Autograd alias
+
+
+def test_trace_backward_hooks(probe):
+    x = torch.randn(3, requires_grad=True)
+    tr = dispatch.trace(probe, x, backward=True)
+    back = [s.handler for s in tr if s.phase == "backward"]
+    assert len(back) == 3 and "ProbeBackward" in back[0]
+    assert torch.equal(x.grad, torch.full((3,), 2.0))
+
+
+def test_trace_aten_op_marks_autograd_inferred():
+    tr = dispatch.trace(torch.mul, torch.randn(2, requires_grad=True), 2.0, mode=True)
+    assert [s.key for s in tr if not s.inferred] == ["Python"]
+    assert [s for s in tr if s.inferred][0].key == "AutogradCPU"
+
+
+def test_only_one_probe_at_a_time(probe):
+    with pytest.raises(RuntimeError, match="already open"):
+        dispatch.probe()
+
+
+# --- kernels_for: the dispatcher's tables -------------------------------------------
+
+OPS = [
+    aten.add.Tensor,
+    aten.sin.default,
+    aten.rms_norm.default,
+    aten._fused_rms_norm.default,
+    aten._fused_rms_norm_backward.default,
+    aten.native_layer_norm.default,
+    aten.silu.default,
+    aten.linear.default,
+]
+KEYS = [
+    "CPU",
+    "CUDA",
+    "Meta",
+    "CompositeImplicitAutograd",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "Autograd",
+]
+
+
+@pytest.mark.parametrize("op", OPS, ids=str)
+def test_kernels_for_matches_has_kernel(op):
+    table = dispatch.kernels_for(op)
+    for key in KEYS:
+        assert (key in table) == dispatch_has_kernel_for_dispatch_key(op.name(), getattr(DispatchKey, key)), key
+
+
+@pytest.mark.parametrize("op", OPS, ids=str)
+def test_computed_kernel_matches_has_computed_kernel(op):
+    for key in ["CPU", "Meta", "AutogradCPU", "AutogradMeta", "AutogradCUDA"]:
+        entry = dispatch.computed_kernel(op, key)
+        has = dispatch_has_computed_kernel_for_dispatch_key(op.name(), key)
+        assert (entry is not None) == has, key
+
+
+def test_kernels_for_fused_rms_norm_backward_has_no_cpu_kernel():
+    table = dispatch.kernels_for(aten._fused_rms_norm_backward.default)
+    assert "CPU" not in table and "Meta" in table and "CompositeImplicitAutograd" not in table
+
+
+def test_kernels_for_bad_input():
+    with pytest.raises(TypeError, match="OpOverloadPacket"):
+        dispatch.kernels_for(aten.add)
+    with pytest.raises(ValueError, match="no operator"):
+        dispatch.kernels_for("aten::no_such_op")
