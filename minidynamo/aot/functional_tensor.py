@@ -413,20 +413,19 @@ def functionalize(fn: Callable, *, mode: FunctionalTensorMode | None = None) -> 
     """``g(*args) -> (outputs, final_inputs)``: ``fn`` run functionally on wrapped copies of ``args``.
 
     ``outputs`` are plain tensors (current values), ``final_inputs[i]`` the final
-    value of input ``i`` (the same object as ``args[i]`` when never mutated).
+    value of input ``i`` (the same object as ``args[i]`` when never mutated; its
+    new sizes after a metadata mutation such as ``t_``).
     The mode is entered here; put any tracing mode below it before calling.
     """
 
     def g(*args):
         m = mode or FunctionalTensorMode()
         with m:
-            f_args = [m.to_fun(a) for a in args]
+            memo: dict[int, Any] = {}  # the same tensor passed twice is wrapped once
+            f_args = [memo.setdefault(id(a), m.to_fun(a)) if isinstance(a, torch.Tensor) else a for a in args]
             out = fn(*f_args)
             outs = tree_map(m.from_fun, out)
-            finals = [
-                m.from_fun(f) if isinstance(f, FunctionalTensor) and m.was_mutated(f) else a
-                for a, f in zip(args, f_args)
-            ]
+            finals = [m.from_fun(f) for f in f_args]
         return outs, finals
 
     return g
