@@ -42,7 +42,7 @@ import weakref
 
 import torch
 
-from minidynamo._torch_private import DisableTorchDispatch, StorageWeakRef
+from minidynamo._torch_private import DisableTorchDispatch, StorageWeakRef, unsafe_set_version_counter
 from minidynamo.fake.fake_tensor import FakeTensor, FakeTensorError, MixedFakeTensorError
 
 __all__ = ["FakeTensorConverter"]
@@ -110,7 +110,7 @@ class FakeTensorConverter:
         if t._is_view():
             # Note [The memo keeps aliasing]: base first, then replay the view.
             base = self.from_real_tensor(mode, t._base, device=device)
-            with mode._quiet(), mode, torch.set_grad_enabled(t.requires_grad):
+            with mode._quiet(), mode, torch.set_grad_enabled(t.grad_fn is not None):
                 fake = torch.as_strided(base, t.size(), t.stride(), t.storage_offset())
             if t.requires_grad and not fake.requires_grad:  # a leaf view made requires_grad by hand
                 fake.requires_grad_(True)
@@ -125,6 +125,7 @@ class FakeTensorConverter:
                 fake = fake.clone()
             with torch.no_grad(), mode.in_kernel_invocation_manager():
                 fake.set_(storage, t.storage_offset(), t.size(), t.stride())
+            unsafe_set_version_counter((fake,), (0,))
         return fake
 
     @staticmethod
@@ -132,4 +133,6 @@ class FakeTensorConverter:
         with DisableTorchDispatch(), torch.no_grad():
             elem = torch.empty(0, dtype=t.dtype, device="meta")
             elem.set_(storage, t.storage_offset(), t.size(), t.stride())
+        # set_ is an in-place op and bumped the version; a fresh fake starts at 0 (torch's too).
+        unsafe_set_version_counter((elem,), (0,))
         return elem
