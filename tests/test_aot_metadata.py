@@ -296,3 +296,12 @@ def test_write_into_expanded_view_is_rejected():
 def test_container_argument_is_rejected():
     with pytest.raises(TypeError, match="argument 0 is a list"):
         collect_metadata(lambda xs: xs[0], [torch.ones(1)])
+
+
+def test_storage_mutation_is_rejected():
+    def f(a):
+        a.resize_(8)
+        return a
+
+    with pytest.raises(FunctionalizationError, match="aten.resize_.default: changes a tensor's storage"):
+        collect_metadata(f, torch.zeros(4))

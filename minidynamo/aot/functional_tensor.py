@@ -154,6 +154,9 @@ class FunctionalTensor(torch.Tensor):
         return f"FunctionalTensor({tuple(self.shape)}, {chain})"
 
 
+_STORAGE_MUTATIONS = frozenset({"aten::resize_", "aten::resize_as_", "aten::set_"})
+
+
 def _is_write(arg_or_ret) -> bool:
     return arg_or_ret.alias_info is not None and arg_or_ret.alias_info.is_write
 
@@ -343,6 +346,9 @@ class FunctionalTensorMode(TorchDispatchMode):
         mutated = [i for i, a in enumerate(schema.arguments) if _is_write(a) and i < len(args)]
         if any(_is_write(a) for a in schema.arguments[len(args):] if a.name in kwargs):
             raise FunctionalizationError(f"{func}: out= arguments are not supported by functionalization")
+        if func._schema.name in _STORAGE_MUTATIONS:
+            # torch supports these only in narrow cases (set_ under no_grad, inductor's resize).
+            raise FunctionalizationError(f"{func}: changes a tensor's storage; functionalization does not support it")
         if mutated and torch.Tag.inplace_view in func.tags:
             return self._metadata_mutation(func, args, kwargs)
         if mutated:
