@@ -276,3 +276,20 @@ def dynamo_parse_exception_table(exntab: bytes):
 
 # --- fake tensors (H4), continued ----------------------------------------------
 unsafe_set_version_counter = torch._C._autograd._unsafe_set_version_counter
+
+
+def torch_make_boxed_func(fn):
+    """functorch.compile.make_boxed_func: what a real aot_function compiler returns."""
+    from functorch.compile import make_boxed_func
+
+    return make_boxed_func(fn)
+
+
+# --- symbolic interpreter (H2) ------------------------------------------------
+
+
+def dynamo_graph_break_fn():
+    """torch._dynamo.graph_break: user code may call it; our interpreter breaks there too."""
+    import torch._dynamo
+
+    return torch._dynamo.graph_break

@@ -1,0 +1,214 @@
+"""``aot_function``, ``aot_module``, ``aot_module_simplified``: the whole mini AOTAutograd.
+
+Place in the pipeline: the entry points. Dynamo's ``aot_eager`` backend calls
+``aot_module_simplified`` on each captured graph; a reader can call ``aot_function``
+on any function. Mirrors ``torch/_functorch/aot_autograd.py`` and
+``_aot_autograd/graph_compile.py`` (``aot_stage1_graph_capture``,
+``aot_stage2_compile``).
+
+On the first call, with the real arguments::
+
+    flatten args (pytree)                  non-tensor args ride along untouched
+    dedupe: same tensor twice -> once      (runtime_wrappers.aot_wrapper_dedupe)
+    synthetic base for aliased inputs      (runtime_wrappers.aot_wrapper_synthetic_base)
+    collect_metadata        FakeTensor pass 2 -> ViewAndMutationMeta
+    joint graph             FakeTensor pass 3 (graph_capture)
+    default_partition       forward graph + backward graph
+    fw_compiler / bw_compiler                 (default: run the fx graph as is)
+    CompiledFunction + runtime wrapper        (runtime_wrappers)
+
+Note [Compiled once, like torch's aot_function]
+    torch's ``aot_function`` compiles on the first call and reuses the result
+    for every later call without checking the arguments again: guarding is
+    Dynamo's job. Ours does the same (it only checks that the number of flat
+    arguments did not change), so the per-call cost is the runtime wrapper's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.fx as fx
+
+from minidynamo._torch_private import tree_flatten, tree_unflatten
+from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
+from minidynamo.aot.partitioners import PartitionResult, default_partition
+from minidynamo.aot.runtime_wrappers import (
+    aot_wrapper_dedupe,
+    aot_wrapper_synthetic_base,
+    create_compiled_function,
+    create_runtime_wrapper,
+)
+
+__all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "CompiledArtifacts"]
+
+
+def _run_graph(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
+    """The default compiler: run the fx graph as it is (the "aot_eager" way)."""
+    return gm
+
+
+@dataclass
+class AOTConfig:
+    fw_compiler: Callable = _run_graph
+    bw_compiler: Callable | None = None
+    partition_fn: Callable = default_partition
+
+
+@dataclass
+class CompiledArtifacts:
+    """What the last compile made, for chapters and tests to look at."""
+
+    meta: Any = None
+    joint: Any = None
+    partition: PartitionResult | None = None
+    fw_module: fx.GraphModule | None = None
+    wrappers: list[str] = field(default_factory=list)
+
+
+def _example_inputs(gm: fx.GraphModule) -> list[Any]:
+    return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art: CompiledArtifacts, *,
+                 as_strided_inputs: frozenset[int] = frozenset(), meta: Any = None) -> Callable:
+    """Compile a flat function with no duplicate and no aliased-and-mutated inputs."""
+    from minidynamo.aot.collect_metadata_analysis import collect_metadata
+    from minidynamo.fake import FakeTensorMode
+
+    if meta is None:
+        meta = collect_metadata(flat_fn, *flat_args)
+    art.meta = meta
+    fake_mode = FakeTensorMode()
+    if needs_autograd(flat_args):
+        joint = aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+        part = config.partition_fn(joint.gm, num_fwd_outputs=joint.num_fwd_outputs)
+        art.joint, art.partition, art.fw_module = joint, part, part.fw_module
+        compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
+        bw_compiler = config.bw_compiler or config.fw_compiler
+        compiled_bw = bw_compiler(part.bw_module, _example_inputs(part.bw_module))
+        fn_cls = create_compiled_function(
+            compiled_fw, compiled_bw, meta,
+            tangent_mask=joint.tangent_mask,
+            fw_out_requires_grad=joint.fw_out_requires_grad,
+            num_inputs=len(flat_args),
+        )
+        compiled_fn = fn_cls.apply
+        art.wrappers.append("CompiledFunction")
+    else:
+        gm = aot_dispatch_base_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+        art.fw_module = gm
+        compiled = config.fw_compiler(gm, _example_inputs(gm))
+
+        def compiled_fn(*args):
+            with torch.no_grad():
+                return compiled(*args)
+
+        art.wrappers.append("inference")
+    art.wrappers.append("RuntimeWrapper")
+    return create_runtime_wrapper(compiled_fn, meta, as_strided_inputs=as_strided_inputs)
+
+
+def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], config: AOTConfig,
+                                   art: CompiledArtifacts) -> Callable:
+    """Dedupe, then synthetic bases, then the compile proper (torch: same order of wrappers)."""
+
+    def after_dedupe(fn, args):
+        return aot_wrapper_synthetic_base(
+            fn, args, lambda f, a, **kw: aot_dispatch(f, a, config, art, **kw), art.wrappers
+        )
+
+    return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers)
+
+
+def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None, *,
+                 partition_fn: Callable = default_partition) -> Callable:
+    """Compile ``fn`` through mini AOTAutograd on its first call (Note [Compiled once, like torch's aot_function]).
+
+    ``fw_compiler(gm, example_inputs)`` / ``bw_compiler`` return a callable taking
+    the graph's inputs positionally; the default runs the graph. The returned
+    function has ``.artifacts`` (meta, joint graph, partition) after the first call.
+    """
+    config = AOTConfig(fw_compiler or _run_graph, bw_compiler, partition_fn)
+    art = CompiledArtifacts()
+    state: dict[str, Any] = {}
+
+    def returned_function(*args, **kwargs):
+        flat_args, in_spec = tree_flatten((args, kwargs))
+        if "compiled" not in state:
+            def flat_fn(*flat):
+                a, kw = tree_unflatten(list(flat), in_spec)
+                out = fn(*a, **kw)
+                flat_out, out_spec = tree_flatten(out)
+                state["out_spec"] = out_spec
+                return tuple(flat_out)
+
+            state["compiled"] = create_aot_dispatcher_function(flat_fn, flat_args, config, art)
+            state["num_args"] = len(flat_args)
+        elif len(flat_args) != state["num_args"]:
+            raise TypeError(
+                f"aot_function: compiled for {state['num_args']} flat arguments, called with {len(flat_args)}"
+            )
+        outs = state["compiled"](*flat_args)
+        return tree_unflatten(list(outs), state["out_spec"])
+
+    returned_function.artifacts = art
+    returned_function.__wrapped__ = fn
+    return returned_function
+
+
+def aot_module(module: torch.nn.Module, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,
+               **kwargs: Any) -> torch.nn.Module:
+    """An ``nn.Module`` whose forward runs ``module`` through ``aot_function``, parameters as inputs."""
+    names = [n for n, _ in module.named_parameters()] + [n for n, _ in module.named_buffers()]
+
+    def functional_call(params_and_buffers, *args, **kw):
+        return torch.func.functional_call(module, dict(zip(names, params_and_buffers)), args, kw)
+
+    compiled = aot_function(functional_call, fw_compiler, bw_compiler, **kwargs)
+
+    class AOTModule(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.orig_module = module
+
+        def forward(self, *args, **kw):
+            params = [p for _, p in module.named_parameters()] + [b for _, b in module.named_buffers()]
+            return compiled(params, *args, **kw)
+
+    out = AOTModule()
+    out.artifacts = compiled.artifacts
+    return out
+
+
+def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_compiler: Callable | None = None,
+                          bw_compiler: Callable | None = None) -> Callable:
+    """The Dynamo backend entry: ``gm``'s parameters and buffers become graph inputs.
+
+    torch compiles right away on ``example_inputs`` (fake tensors); ours compiles
+    on the first real call (so the real inputs' aliasing is what the wrappers see)
+    and uses ``example_inputs`` only to check the call.
+    """
+    params = [p for _, p in gm.named_parameters()] + [b for _, b in gm.named_buffers()]
+    num_params = len(params)
+    num_example = len(example_inputs)
+
+    def flat_module_fn(*flat):
+        ps, args = flat[:num_params], flat[num_params:]
+        out = torch.func.functional_call(
+            gm, dict(zip([n for n, _ in gm.named_parameters()] + [n for n, _ in gm.named_buffers()], ps)), tuple(args)
+        )
+        return out
+
+    compiled = aot_function(flat_module_fn, fw_compiler, bw_compiler)
+
+    def forward(*runtime_args):
+        if len(runtime_args) != num_example:
+            raise TypeError(f"aot_module_simplified: compiled for {num_example} inputs, got {len(runtime_args)}")
+        return compiled(*params, *runtime_args)
+
+    forward.artifacts = compiled.artifacts
+    forward.zero_grad = lambda: None
+    return forward

@@ -1,0 +1,277 @@
+"""FakeTensor pass 3: trace the joint forward+backward into one ATen graph.
+
+Place in the pipeline: after ``collect_metadata`` (pass 2) has produced the
+``ViewAndMutationMeta``; before ``partitioners`` splits the joint graph. Mirrors
+``torch/_functorch/_aot_autograd/graph_capture.py`` (``aot_dispatch_autograd_graph``,
+``aot_dispatch_base_graph``) and ``graph_capture_wrappers.py``
+(``fn_prepped_for_autograd``, ``create_joint``).
+
+The traced function is built in three layers, each a wrapper of the one before:
+
+1. ``fn_prepped_for_autograd(fn, meta)``: clones the inputs it will mutate (so
+   ``autograd.grad`` sees them before the mutation), calls ``fn`` and returns
+   ``(mutated inputs, user outputs, intermediate bases)`` plus a mask of which of
+   them get a tangent (Note [Which outputs get tangents]).
+2. ``create_joint(prepped)``: ``(primals, tangents) -> (forward outputs, input grads)``
+   by calling ``torch.autograd.grad`` on the outputs in the mask.
+3. ``make_fx`` traces it on fake tensors, with functionalization above the tracer
+   (Note [Functionalize above the tracer]), into ONE graph: the joint graph.
+
+Note [Which outputs get tangents]
+    Aliased outputs (of inputs or of intermediates) get no tangent: the compiled
+    forward returns them only so that the runtime wrapper can regenerate the real
+    alias; autograd never sees them (they travel in a ``TensorAlias``). An output
+    aliasing an intermediate gets its gradient through its ``._base``, which is an
+    extra forward output with a tangent of its own. Mutated inputs get a tangent
+    when their data changed and they require grad: the wrapper ``copy_``s the new
+    value into the user's tensor, and autograd flows through that copy.
+
+Note [Functionalize above the tracer]
+    The tracer must only ever see functional ops: the partitioner and every
+    compiler after us assume no op mutates, and that no two nodes share memory
+    in a way the graph does not show. So a functionalization mode (from
+    ``functional_tensor.py``, the same one pass 2 uses) is pushed *above* the
+    tracing mode: an in-place ``add_`` reaches it first and leaves it as an
+    out-of-place ``add`` whose result becomes the tensor's new value; the tracer
+    records only that. At the end we ask the functionalization mode for each
+    returned tensor's latest value. Autograd sits above both and sees the user's
+    program unchanged, so its backward formulas are those of eager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.fx as fx
+
+from minidynamo import events
+from minidynamo.aot.make_fx import make_fx
+from minidynamo.aot.schemas import OutputType, ViewAndMutationMeta
+
+__all__ = [
+    "JointGraph",
+    "fn_prepped_for_autograd",
+    "create_joint",
+    "aot_dispatch_autograd_graph",
+    "aot_dispatch_base_graph",
+    "needs_autograd",
+    "tangent_mask",
+]
+
+_TANGENT_OUTPUT_TYPES = (OutputType.non_alias, OutputType.unsafe_view_alias, OutputType.custom_function_view)
+
+
+@dataclass
+class JointGraph:
+    """The joint graph before partitioning, and what the partitioner needs to split it.
+
+    ``gm`` takes ``(primals_1, ..., tangents_1, ...)`` and returns
+    ``(*forward_outputs, *input_grads)``; ``num_fwd_outputs`` says where the
+    forward outputs end. Nodes traced before ``autograd.grad`` was called carry
+    ``meta["partitioner_tag"] == "is_forward"`` (torch tags them the same way).
+    """
+
+    gm: fx.GraphModule
+    num_fwd_outputs: int
+    tangent_mask: list[bool]
+    num_primals: int
+    num_tangents: int
+    primals_requiring_grad: list[int] = field(default_factory=list)
+    fw_out_requires_grad: list[bool] = field(default_factory=list)
+
+    def print_readable(self) -> str:
+        from minidynamo.notebook import normalize_graph
+
+        return normalize_graph(self.gm)
+
+
+def needs_autograd(flat_args: list[Any]) -> bool:
+    """Trace a backward only if grad mode is on and some input requires grad (torch: same test)."""
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args)
+
+
+def _maybe_to_fresh_input(idx: int, t: Any, meta: ViewAndMutationMeta) -> Any:
+    # torch: utils.maybe_to_fresh_input. Autograd must see the input before the mutation.
+    if not isinstance(t, torch.Tensor) or idx not in meta.mutated_inp_runtime_indices:
+        return t
+    info = meta.input_info[idx]
+    if info.requires_grad and info.mutates_data:
+        return t.clone()
+    if info.mutates_metadata:
+        return t.view(t.shape)
+    return t
+
+
+def tangent_mask(meta: ViewAndMutationMeta) -> list[bool]:
+    """Which forward outputs get a tangent (Note [Which outputs get tangents])."""
+    mutated = [
+        meta.input_info[i].mutates_data and meta.input_info[i].requires_grad
+        for i in meta.mutated_inp_runtime_indices
+    ]
+    outs = [
+        info.output_type in _TANGENT_OUTPUT_TYPES
+        and issubclass(info.raw_type, torch.Tensor)
+        and info.requires_grad_for_backward
+        for info in meta.output_info
+    ]
+    return mutated + outs + [True] * meta.num_intermediate_bases
+
+
+def fn_prepped_for_autograd(fn: Callable, meta: ViewAndMutationMeta) -> Callable:
+    """``inner(*args) -> (fw_outs, tangent_mask)``; fw_outs = mutated inputs, user outputs, intermediate bases."""
+
+    def inner(*args: Any):
+        args_maybe_cloned = [_maybe_to_fresh_input(i, t, meta) for i, t in enumerate(args)]
+        outs = fn(*args_maybe_cloned)
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        if len(outs) != len(meta.output_info):
+            raise RuntimeError(
+                f"joint trace: the function returned {len(outs)} outputs but metadata collection saw "
+                f"{len(meta.output_info)}"
+            )
+        mutated = [args_maybe_cloned[i] for i in meta.mutated_inp_runtime_indices]
+        bases = [
+            o._base
+            for o, info in zip(outs, meta.output_info)
+            if info.output_type is OutputType.alias_of_intermediate_save_as_output
+        ]
+        if len(bases) != meta.num_intermediate_bases:
+            raise RuntimeError(
+                f"joint trace: found {len(bases)} intermediate bases, metadata says {meta.num_intermediate_bases}"
+            )
+        return [*mutated, *outs, *bases], tangent_mask(meta)
+
+    return inner
+
+
+def create_joint(fn: Callable, on_forward_done: Callable[[], None] | None = None) -> Callable:
+    """``inner(primals, tangents) -> (fw_outs, grads)``: one grad (or None) per primal."""
+
+    def inner(primals: list[Any], tangents: list[Any]):
+        outs, tangent_mask = fn(*primals)
+        if on_forward_done is not None:
+            on_forward_done()
+        outs_to_grad = [o for needs, o in zip(tangent_mask, outs) if needs]
+        if len(outs_to_grad) != len(tangents):
+            raise RuntimeError(f"joint trace: {len(outs_to_grad)} outputs need tangents, got {len(tangents)}")
+        grad_primals = [p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad]
+        needed_outs, needed_tangents = [], []
+        for out, tangent in zip(outs_to_grad, tangents):
+            if isinstance(out, torch.Tensor) and out.requires_grad:
+                needed_outs.append(out)
+                needed_tangents.append(tangent)
+        grads: tuple = ()
+        if grad_primals and needed_outs:
+            grads = torch.autograd.grad(needed_outs, grad_primals, needed_tangents, allow_unused=True)
+        grads_iter = iter(grads)
+        input_grads = []
+        for p in primals:
+            if isinstance(p, torch.Tensor) and p.requires_grad:
+                input_grads.append(next(grads_iter, None))
+            else:
+                input_grads.append(None)
+        return outs, input_grads
+
+    return inner
+
+
+def _make_tangents(meta: ViewAndMutationMeta) -> list[torch.Tensor]:
+    # Torch coerces tangents to contiguous (coerce_tangent_and_suggest_memory_format);
+    # the runtime wrapper makes the incoming grad_outputs contiguous to match.
+    return [torch.empty(t.shape, dtype=t.dtype) for t in meta.traced_tangents]
+
+
+def _functionalization_mode():
+    """The functionalization mode pushed above the tracer (Note [Functionalize above the tracer])."""
+    from minidynamo.aot import functional_tensor
+
+    return functional_tensor.FunctionalTensorMode()
+
+
+def _to_fun(mode: Any, values: list[Any]) -> list[Any]:
+    """Wrap each traced tensor as a FunctionalTensor (leaf or not, like the input it stands for)."""
+    if mode is None:
+        return values
+    return [mode.to_fun(v) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _from_fun(mode: Any, values: list[Any]) -> list[Any]:
+    """Ask the functionalization mode for the latest value of each returned tensor."""
+    if mode is None:
+        return values
+    return [mode.from_fun(v) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def aot_dispatch_autograd_graph(
+    flat_fn: Callable, flat_args: list[Any], meta: ViewAndMutationMeta, *, fake_mode: Any = None,
+    functionalize: bool = True,
+) -> JointGraph:
+    """Trace the joint graph of ``flat_fn`` on fake copies of ``flat_args``."""
+    prepped = fn_prepped_for_autograd(flat_fn, meta)
+    primals = list(flat_args)
+    tangents = _make_tangents(meta)
+    num_primals, num_tangents = len(primals), len(tangents)
+    func_mode = _functionalization_mode() if functionalize else None
+    info: dict[str, Any] = {}
+
+    def tag_forward():
+        # torch: create_joint tags every node traced so far "is_forward".
+        for node in info["tracer"].graph.nodes:
+            node.meta["partitioner_tag"] = "is_backward" if node.name.startswith("tangents") else "is_forward"
+
+    def joint_flat(*args):
+        args = _to_fun(func_mode, list(args))
+        ps, ts = args[:num_primals], args[num_primals:]
+        outs, grads = create_joint(prepped, on_forward_done=tag_forward)(ps, ts)
+        info["num_fwd_outputs"] = len(outs)
+        info["fw_out_requires_grad"] = [isinstance(o, torch.Tensor) and o.requires_grad for o in outs]
+        return (*_from_fun(func_mode, outs), *_from_fun(func_mode, grads))
+
+    names = [f"primals_{i + 1}" for i in range(num_primals)] + [f"tangents_{i + 1}" for i in range(num_tangents)]
+    tracer = make_fx(
+        joint_flat,
+        fake_mode=fake_mode,
+        placeholder_names=names,
+        outer_modes=[func_mode] if func_mode is not None else [],
+        pass_name=events.AOT_JOINT,
+        on_start=lambda tracer: info.__setitem__("tracer", tracer),
+    )
+    gm = tracer(*primals, *tangents)
+    for node in gm.graph.nodes:
+        node.meta.setdefault("partitioner_tag", "is_backward")
+    return JointGraph(
+        gm=gm,
+        num_fwd_outputs=info["num_fwd_outputs"],
+        tangent_mask=tangent_mask(meta),
+        num_primals=num_primals,
+        num_tangents=num_tangents,
+        fw_out_requires_grad=info["fw_out_requires_grad"],
+        primals_requiring_grad=[
+            i for i, p in enumerate(primals) if isinstance(p, torch.Tensor) and p.requires_grad
+        ],
+    )
+
+
+def aot_dispatch_base_graph(
+    flat_fn: Callable, flat_args: list[Any], meta: ViewAndMutationMeta, *, fake_mode: Any = None,
+    functionalize: bool = True,
+) -> fx.GraphModule:
+    """The inference path: trace only the functionalized forward (no backward).
+
+    Returns a graph of ``(*args) -> (mutated inputs, user outputs, intermediate bases)``,
+    the same forward outputs the joint graph has, so one runtime wrapper serves both.
+    """
+    prepped = fn_prepped_for_autograd(flat_fn, meta)
+    func_mode = _functionalization_mode() if functionalize else None
+
+    def fw(*args):
+        outs, _mask = prepped(*_to_fun(func_mode, list(args)))
+        return tuple(_from_fun(func_mode, outs))
+
+    names = [f"arg{i}_1" for i in range(len(flat_args))]
+    return make_fx(
+        fw, fake_mode=fake_mode, placeholder_names=names,
+        outer_modes=[func_mode] if func_mode is not None else [], pass_name=events.AOT_JOINT,
+    )(*flat_args)

@@ -1,0 +1,220 @@
+"""A mini ``make_fx``: record every ATen op a function runs into a ``torch.fx.Graph``.
+
+Place in the pipeline: FakeTensor pass 3. ``graph_capture`` calls :func:`make_fx`
+on the joint forward+backward function; the tracer sits on the dispatcher's Python
+key as a ``TorchDispatchMode``, so it sees the ops *below* autograd: the forward
+ops, the ops autograd runs for the backward, and CompositeImplicitAutograd ops
+already decomposed (``linear`` arrives as ``t`` + ``addmm``).
+
+Mirrors ``torch/fx/experimental/proxy_tensor.py`` (``make_fx``,
+``ProxyTorchDispatchMode``, ``PythonKeyTracer``, ``track_tensor_tree``).
+
+Note [Tensors are tracked by identity]
+    The real make_fx stores each tensor's proxy on the tensor itself (a weak
+    "tracker" table keyed by the tensor). Ours keeps one dict
+    ``id(tensor) -> (tensor, node)``; holding the tensor keeps its id from being
+    reused while the trace lasts. An in-place op returns its input object, so
+    tracking its output simply rebinds that tensor to the new node.
+
+Note [Modes stack: tracer above fake]
+    ``with fake_mode: with tracer_mode:`` puts the tracer on top of the mode
+    stack. Each op reaches the tracer first; the tracer records a node and calls
+    the op again, which (the tracer being popped while it runs) now reaches the
+    fake mode, which computes the output's metadata on meta tensors. A
+    functionalization mode may sit above the tracer (Note [Functionalize above
+    the tracer] in graph_capture.py): then only functional ops reach us.
+
+Ours is simpler: no symbolic shapes (static only), no pre-dispatch mode, no
+decomposition table argument (decomposition is whatever the dispatcher does below
+autograd), tensor constants are stored as ``_tensor_constantN`` attributes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx as fx
+
+from minidynamo import events
+from minidynamo._torch_private import TorchDispatchMode, tree_flatten, tree_map, tree_unflatten
+
+__all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
+
+
+class TraceError(RuntimeError):
+    """make_fx met something it cannot record (names the op and the value)."""
+
+
+class PythonKeyTracer:
+    """Owns the graph being built and the tensor -> node table (Note [Tensors are tracked by identity])."""
+
+    def __init__(self, fake_mode: Any = None) -> None:
+        self.fake_mode = fake_mode
+        self.graph = fx.Graph()
+        self.root = torch.nn.Module()
+        self._tensor_to_node: dict[int, tuple[torch.Tensor, fx.Node]] = {}
+        self._num_constants = 0
+        self._constant_fakes: dict[int, torch.Tensor] = {}
+
+    # -- the tracker -----------------------------------------------------
+    def track(self, tensor: torch.Tensor, node: fx.Node) -> None:
+        self._tensor_to_node[id(tensor)] = (tensor, node)
+        node.meta["val"] = tensor
+
+    def is_tracked(self, tensor: torch.Tensor) -> bool:
+        return id(tensor) in self._tensor_to_node
+
+    def node_for(self, tensor: torch.Tensor, func: Any = None) -> fx.Node:
+        """The node that computes ``tensor``; an untracked real tensor becomes a constant."""
+        entry = self._tensor_to_node.get(id(tensor))
+        if entry is not None:
+            return entry[1]
+        if type(tensor) is not torch.Tensor:
+            raise TraceError(
+                f"make_fx: {func} got a {type(tensor).__name__} that is neither an input of the traced "
+                f"function nor produced inside it (shape {tuple(tensor.shape)}); pass it as an input"
+            )
+        # A real tensor captured from outside (e.g. the constant under lift_fresh):
+        # the real make_fx stores it as a _tensor_constant attribute too.
+        name = f"_tensor_constant{self._num_constants}"
+        self._num_constants += 1
+        setattr(self.root, name, tensor)
+        node = self.graph.get_attr(name)
+        self.track(tensor, node)
+        if self.fake_mode is not None:
+            # The op below runs on fake tensors: give it a fake twin, tracked to the same constant.
+            fake = self.fake_mode.from_tensor(tensor)
+            self._tensor_to_node[id(fake)] = (fake, node)
+            self._constant_fakes[id(tensor)] = fake
+        return node
+
+    def runtime_value(self, value: Any) -> Any:
+        """What the op below us gets: a constant's fake twin when tracing on fake tensors."""
+        if isinstance(value, torch.Tensor):
+            return self._constant_fakes.get(id(value), value)
+        return value
+
+    def placeholder(self, name: str, value: Any) -> fx.Node:
+        node = self.graph.placeholder(name)
+        if isinstance(value, torch.Tensor):
+            self.track(value, node)
+        else:
+            node.meta["val"] = value
+        return node
+
+    def to_arg(self, value: Any, func: Any = None) -> Any:
+        """A value as an fx argument: tensors become their nodes, the rest stays constant."""
+        if isinstance(value, torch.Tensor):
+            return self.node_for(value, func)
+        return value
+
+
+class ProxyTorchDispatchMode(TorchDispatchMode):
+    """The tracer on the Python dispatch key: record the op, then let it run below."""
+
+    def __init__(self, tracer: PythonKeyTracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+        self.num_ops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tracer = self.tracer
+        flat, spec = tree_flatten((args, kwargs))
+        node_args, node_kwargs = tree_unflatten([tracer.to_arg(a, func) for a in flat], spec)
+        # Run the op below us (the fake mode, or real kernels when tracing on real tensors).
+        if tracer._constant_fakes:
+            args, kwargs = tree_unflatten([tracer.runtime_value(a) for a in flat], spec)
+        out = func(*args, **kwargs)
+        # torch names nodes after the overload packet ("mm", "add_1"), so do we.
+        name = tracer.graph._target_to_str(func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None
+        node = tracer.graph.create_node("call_function", func, tuple(node_args), dict(node_kwargs), name=name)
+        self.num_ops += 1
+        if isinstance(out, torch.Tensor):
+            tracer.track(out, node)
+        elif isinstance(out, (tuple, list)):
+            node.meta["val"] = out
+            for i, item in enumerate(out):
+                if isinstance(item, torch.Tensor):
+                    tracer.track(item, tracer.graph.call_function(operator.getitem, (node, i)))
+        else:
+            node.meta["val"] = out
+        return out
+
+
+def _output_arg(tracer: PythonKeyTracer, value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        if not tracer.is_tracked(value):
+            raise TraceError(
+                f"make_fx: the traced function returned a tensor (shape {tuple(value.shape)}) "
+                "that it did not compute and that is not an input"
+            )
+        return tracer.node_for(value)
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    raise TraceError(f"make_fx: cannot return a {type(value).__name__} from a traced function")
+
+
+def make_fx(
+    fn: Callable,
+    *,
+    fake_mode: Any = None,
+    placeholder_names: Sequence[str] | None = None,
+    outer_modes: Sequence[Any] = (),
+    pass_name: str | None = events.AOT_JOINT,
+    on_start: Callable[[PythonKeyTracer], None] | None = None,
+) -> Callable[..., fx.GraphModule]:
+    """Return ``wrapped(*args) -> fx.GraphModule`` recording the ATen ops ``fn`` runs.
+
+    ``args`` is a flat list (tensors and constants); tensors become placeholders
+    named ``placeholder_names`` (default ``arg0_1, arg1_1, ...`` like torch's).
+    With ``fake_mode``, real tensor args are converted with
+    ``fake_mode.from_tensor`` (aliasing kept) and the ops run on fake tensors.
+    ``outer_modes`` are dispatch modes pushed above the tracer (functionalization).
+    The trace runs inside ``events.pass_scope(pass_name)`` so the fake mode's op
+    events carry that pass name. ``on_start(tracer)`` is called before ``fn`` runs.
+    """
+
+    def wrapped(*args: Any) -> fx.GraphModule:
+        tracer = PythonKeyTracer(fake_mode)
+        names = list(placeholder_names) if placeholder_names is not None else [
+            f"arg{i}_1" for i in range(len(args))
+        ]
+        if len(names) != len(args):
+            raise TraceError(f"make_fx: {len(args)} args but {len(names)} placeholder names")
+        if fake_mode is not None:
+            args = tuple(fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args)
+        for name, a in zip(names, args):
+            tracer.placeholder(name, a)
+        mode = ProxyTorchDispatchMode(tracer)
+        if on_start is not None:
+            on_start(tracer)
+        scope = events.pass_scope(pass_name) if pass_name else contextlib.nullcontext()
+        with scope, contextlib.ExitStack() as stack:
+            if fake_mode is not None:
+                stack.enter_context(fake_mode)
+            stack.enter_context(mode)
+            for outer in outer_modes:
+                stack.enter_context(outer)
+            out = fn(*args)
+        flat_out, spec = tree_flatten(out)
+        out_args = tree_unflatten([_output_arg(tracer, o) for o in flat_out], spec)
+        tracer.graph.output(out_args)
+        tracer.graph.eliminate_dead_code()
+        gm = fx.GraphModule(tracer.root, tracer.graph)
+        gm.meta["num_traced_ops"] = mode.num_ops
+        return gm
+
+    return wrapped
+
+
+def graph_op_names(gm: fx.GraphModule) -> list[str]:
+    """The ``str`` of every call_function target in order ("aten.mm.default", ...)."""
+    return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+# tree_map is re-exported for graph_capture's convenience.
+_ = tree_map

@@ -1,0 +1,163 @@
+"""Split the joint forward+backward graph into a forward graph and a backward graph.
+
+Place in the pipeline: after ``graph_capture`` has traced the joint graph; before
+the runtime wrappers run the two halves inside an ``autograd.Function``. Mirrors
+``torch/_functorch/partitioners.py`` (``default_partition``,
+``_extract_graph_with_inputs_outputs``, ``_extract_fwd_bwd_modules``).
+
+Note [The default partition]
+    A node is *forward* if it was traced before ``autograd.grad`` was called
+    (graph_capture tags it ``partitioner_tag == "is_forward"``); everything after
+    the last forward node is backward. A forward node that a backward node reads
+    is a *saved value*: the forward graph returns it after the real outputs and
+    the backward graph takes it as an input, before the tangents. That is what
+    ``ctx.save_for_backward`` holds between the two. torch's default_partition
+    does the same, by position too; its ``min_cut_rematerialization_partition``
+    (Inductor's default) instead recomputes cheap ops in the backward to save
+    fewer tensors, which ours does not do.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+__all__ = ["default_partition", "PartitionResult", "saved_values_table"]
+
+
+class _InvalidNode:
+    """Marks a value the extracted graph cannot compute (it needs a missing input)."""
+
+
+_INVALID = _InvalidNode()
+
+
+def _is_primal(node: fx.Node) -> bool:
+    return node.op == "placeholder" and node.name.startswith("primals")
+
+
+def _is_tangent(node: fx.Node) -> bool:
+    return node.op == "placeholder" and node.name.startswith("tangents")
+
+
+def _extract_graph_with_inputs_outputs(
+    joint: fx.Graph, inputs: list[fx.Node], outputs: list[Any], what: str
+) -> fx.Graph:
+    """A new graph computing ``outputs`` from ``inputs`` with copies of the joint's nodes.
+
+    Every node whose arguments are all available is copied (dead ones are removed
+    afterwards); a node that needs a placeholder not in ``inputs`` is invalid, and
+    an output that is invalid is an error naming the node.
+    """
+    graph = fx.Graph()
+    env: dict[fx.Node, Any] = {}
+    for node in inputs:
+        new = graph.placeholder(node.name)
+        new.meta = dict(node.meta)
+        env[node] = new
+    for node in joint.nodes:
+        if node in env or node.op == "output":
+            continue
+        if node.op == "placeholder":
+            env[node] = _INVALID
+            continue
+        if any(env.get(a) is _INVALID for a in node.all_input_nodes):
+            env[node] = _INVALID
+            continue
+        env[node] = graph.node_copy(node, lambda n: env[n])
+
+    def out_arg(x: Any) -> Any:
+        if isinstance(x, fx.Node):
+            if env.get(x) is _INVALID:
+                raise RuntimeError(f"partition: the {what} graph cannot compute {x.name} from its inputs")
+            return env[x]
+        return x
+
+    graph.output(tuple(out_arg(o) for o in outputs))
+    graph.eliminate_dead_code()
+    return graph
+
+
+@dataclass
+class PartitionResult:
+    fw_module: fx.GraphModule
+    bw_module: fx.GraphModule
+    saved_values: list[fx.Node]  # nodes of the joint graph
+    num_fwd_outputs: int
+
+    @property
+    def num_saved(self) -> int:
+        return len(self.saved_values)
+
+
+def default_partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int) -> PartitionResult:
+    """Note [The default partition]."""
+    graph = joint_module.graph
+    output_node = next(n for n in reversed(graph.nodes) if n.op == "output")
+    joint_outputs = list(output_node.args[0])
+    fwd_outputs, bwd_outputs = joint_outputs[:num_fwd_outputs], joint_outputs[num_fwd_outputs:]
+    primals = [n for n in graph.nodes if _is_primal(n)]
+    tangents = [n for n in graph.nodes if _is_tangent(n)]
+
+    # Forward nodes: by position, up to the last node traced before autograd.grad ran.
+    last_forward = None
+    for node in graph.nodes:
+        if node.meta.get("partitioner_tag") == "is_forward" or _is_primal(node):
+            last_forward = node
+    forward_names = set()
+    for node in graph.nodes:
+        if node.op != "output" and not _is_tangent(node):
+            forward_names.add(node.name)
+        if node is last_forward:
+            break
+
+    saved_values: list[fx.Node] = []
+    for node in graph.nodes:
+        if node.name not in forward_names:
+            continue
+        users = list(node.users)
+        if users and all(u.target is operator.getitem for u in users):
+            continue  # a multi-output node: save its getitems instead
+        if any(u.name not in forward_names and u.op != "output" for u in users):
+            saved_values.append(node)
+        elif any(u.op == "output" for u in users) and any(o is node for o in bwd_outputs):
+            # A forward value that is itself a gradient (e.g. an input's grad computed in the forward).
+            saved_values.append(node)
+
+    fw_graph = _extract_graph_with_inputs_outputs(graph, primals, fwd_outputs + saved_values, "forward")
+    bw_graph = _extract_graph_with_inputs_outputs(graph, saved_values + tangents, bwd_outputs, "backward")
+    fw_module = fx.GraphModule(joint_module, fw_graph)
+    bw_module = fx.GraphModule(joint_module, bw_graph)
+    return PartitionResult(fw_module, bw_module, saved_values, num_fwd_outputs)
+
+
+def _describe(node: fx.Node) -> tuple[str, str, str, int]:
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        nbytes = val.numel() * val.element_size()
+        return tuple(val.shape).__repr__(), str(val.dtype).replace("torch.", ""), nbytes.__str__(), nbytes
+    return "-", type(val).__name__, "0", 0
+
+
+def saved_values_table(result: PartitionResult) -> str:
+    """What the forward saves for the backward: one row per saved value, with sizes.
+
+    ``kind`` says where the value comes from: an input of the function (``primal``,
+    free to keep: the caller holds it anyway) or an activation computed in the forward.
+    """
+    rows = [("saved", "kind", "computed by", "shape", "dtype", "bytes")]
+    total = 0
+    for node in result.saved_values:
+        shape, dtype, nbytes_s, nbytes = _describe(node)
+        kind = "primal" if _is_primal(node) else "activation"
+        by = "-" if node.op == "placeholder" else str(node.target)
+        total += nbytes if kind == "activation" else 0
+        rows.append((node.name, kind, by, shape, dtype, nbytes_s))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append(f"activation bytes saved: {total}")
+    return "\n".join(lines)
