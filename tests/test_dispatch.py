@@ -285,3 +285,30 @@ def test_kernels_for_bad_input():
         dispatch.kernels_for(aten.add)
     with pytest.raises(ValueError, match="no operator"):
         dispatch.kernels_for("aten::no_such_op")
+
+
+# --- the widget: steps drawn from trace -----------------------------------------------
+
+
+def test_explorer_steps_come_from_trace():
+    from minidynamo.views.dispatch_explorer import DispatchKeyExplorer, explore
+
+    keys, tr = explore(mode=True, requires_grad=True)
+    widget = DispatchKeyExplorer(mode=True, requires_grad=True)
+    assert widget.stepper.labels == ["the call"] + [s.key for s in tr]
+    assert keys == dispatch.keys(torch.randn(2, requires_grad=True)) or "Python" in keys
+    first = repr(widget)
+    assert repr(DispatchKeyExplorer(mode=True, requires_grad=True)) == first  # deterministic
+    widget.boxes["mode"].value = False  # toggling the mode re-runs the trace
+    assert "Python" not in widget.stepper.labels
+    assert widget.stepper.labels == ["the call", "Autograd", "ADInplaceOrView", "CPU"]
+    widget.next()
+    assert "step 2/4" in repr(widget)
+    assert widget.snapshot_html().count("<li>") == 4
+
+
+def test_explorer_reports_an_impossible_combination():
+    from minidynamo.views.dispatch_explorer import DispatchKeyExplorer
+
+    widget = DispatchKeyExplorer(inference=True, requires_grad=True)
+    assert "cannot require grad" in widget.message
