@@ -293,3 +293,13 @@ def dynamo_graph_break_fn():
     import torch._dynamo
 
     return torch._dynamo.graph_break
+
+
+# --- interpreter (H1, chapter 02) ---------------------------------------------
+
+
+def dynamo_instruction_translator_base():
+    """torch._dynamo.symbolic_convert.InstructionTranslatorBase: real Dynamo's frame loop (one method per opname)."""
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    return InstructionTranslatorBase
