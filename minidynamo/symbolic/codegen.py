@@ -1,0 +1,122 @@
+"""The transformed function: readable Python that runs the compiled pieces of a frame.
+
+Place in the pipeline: the last step of tracing a frame. Real Dynamo emits new
+*bytecode* (``torch/_dynamo/codegen.py`` ``PyCodegen``, ``output_graph.compile_subgraph``)
+and installs it through PEP 523. We emit Python *source* and ``exec`` it: the reader
+can print exactly what runs on every call (``entry.transformed_source``).
+
+Note [Reconstruct is an expression]
+    Every value the rest of the program needs after the graph (the return value, the
+    stack and locals at a graph break, values written back by side effects) is rebuilt
+    by an expression: a graph output (``___graph_out[0]``), a source (``L['x']``), a
+    literal (``3``), or a container of those (``[L['x'], ___graph_out[1]]``).
+    A new list or dict is built once into a temporary, so two references stay one object.
+
+A transformed function looks like::
+
+    def ___transformed_f(L, G):
+        ___graph_out = ___compiled_fn_0(L['x'], L['self'].fc.weight)
+        L['log'][:] = [___graph_out[1]]                 # side effects, replayed once
+        ___r = print(___graph_out[0])                   # the graph break, run eagerly
+        return ___resume_at_38_1(___stack0=___r, x=L['x'], y=___graph_out[0])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from .resume_execution import NULL, ResumeIterator
+from .variables.base import VariableTracker
+from .variables.dicts import ConstDictVariable
+from .variables.lists import ListVariable
+
+
+def replace_dict(target: dict, new: dict) -> None:
+    target.clear()
+    target.update(new)
+
+
+def _is_literal(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if type(value) is tuple:
+        return all(_is_literal(v) for v in value)
+    return False
+
+
+class PyCodegen:
+    """Collects the expressions and statements of one transformed function."""
+
+    def __init__(self, output):
+        self.output = output
+        self.scope: dict[str, Any] = {"torch": torch, "___NULL": NULL, "___replace_dict": replace_dict,
+                                      "___ResumeIterator": ResumeIterator}
+        self.graph_outputs: list = []
+        self.temps: list[str] = []
+        self._memo: dict[int, str] = {}
+        self._installed: dict[int, str] = {}
+
+    def expr(self, var: VariableTracker) -> str:
+        key = id(var)
+        if key in self._memo:
+            return self._memo[key]
+        text = var.reconstruct(self)
+        if isinstance(var, (ListVariable, ConstDictVariable)) and var.source is None:
+            name = f"___tmp_{len(self.temps)}"
+            self.temps.append(f"{name} = {text}")
+            text = name
+        self._memo[key] = text
+        return text
+
+    def source_expr(self, source) -> str:
+        return source.name()
+
+    def install(self, value: Any, hint: str = "const") -> str:
+        """Put an object the code needs into its globals under a readable name."""
+        if id(value) in self._installed:
+            return self._installed[id(value)]
+        clean = "".join(c if c.isalnum() else "_" for c in hint)[:40]
+        name = clean if clean.startswith("___") else f"___{clean}"
+        while name in self.scope and self.scope[name] is not value:
+            name += "_"
+        self.scope[name] = value
+        self._installed[id(value)] = name
+        return name
+
+    def constant_expr(self, value: Any) -> str:
+        if _is_literal(value):
+            return repr(value)
+        if isinstance(value, torch.dtype):
+            return str(value)
+        if isinstance(value, torch.Size):
+            return f"torch.Size({list(value)!r})"
+        if value is NULL:
+            return "___NULL"
+        import builtins
+
+        name = getattr(value, "__name__", None)
+        if isinstance(name, str) and getattr(builtins, name, None) is value:
+            return name
+        return self.install(value, name if isinstance(name, str) else type(value).__name__)
+
+    def tensor_expr(self, var) -> str:
+        if var.source is not None:
+            return var.source.name()
+        node = var.proxy.node
+        if node not in self.graph_outputs:
+            self.graph_outputs.append(node)
+        return f"___graph_out[{self.graph_outputs.index(node)}]"
+
+
+def assemble(fn_name: str, graph_call: str, temps: list[str], side_effects: list[str], tail: list[str]) -> str:
+    """The source of ``def fn_name(L, G): ...`` from its parts, in execution order."""
+    body = []
+    if graph_call:
+        body.append(graph_call)
+    body += temps + side_effects + tail
+    return f"def {fn_name}(L, G):\n" + "\n".join("    " + line for line in body) + "\n"

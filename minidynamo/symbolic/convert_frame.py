@@ -1,0 +1,243 @@
+"""Trace one frame into a cache entry: guards + compiled graph + transformed function.
+
+Place in the pipeline: called by the cache (``eval_frame.call_frame``) on a miss.
+Runs the InstructionTranslator (restarting when a call turns out to need a graph
+break), then writes the transformed function (``codegen.py``) for how the trace ended:
+a return, a graph break at a call, or a graph break at a jump on a tensor. Mirrors
+``torch/_dynamo/convert_frame.py`` (``_compile``, ``transform_code_object``) and
+``OutputGraph.compile_subgraph``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from minidynamo import events
+
+from . import counters
+from .codegen import PyCodegen, assemble
+from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported
+from .guards import CheckFunction, Guard
+from .output_graph import OutputGraph
+from .resume_execution import NULL, ResumeFunction, live_locals
+from .source import LocalSource
+from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
+from .variables.functions import NestedUserFunctionVariable, UserFunctionVariable
+from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
+from .variables.nn_module import NNModuleVariable
+
+_graph_ids = itertools.count()
+MAX_RESTARTS = 32
+
+
+@dataclass
+class CacheEntry:
+    """One compiled version of a frame: valid while ``check(L, G)`` is true."""
+
+    check: CheckFunction
+    fn: Callable
+    transformed_source: str
+    graphs: list = field(default_factory=list)
+    break_reason: Any = None
+
+    @property
+    def guards(self) -> list[Guard]:
+        return self.check.guards
+
+    def __str__(self) -> str:
+        return f"guards:\n{self.check}\ntransformed function:\n{self.transformed_source}"
+
+
+def compile_frame(frame, L: dict, config) -> CacheEntry:
+    """Trace ``frame`` (an OptimizedFunction or a ResumeFunction) on inputs ``L``."""
+    break_at: dict[int, GraphBreak] = {}
+    stop_at = None
+    for _ in range(MAX_RESTARTS):
+        counters["frames_traced"] += 1
+        output = OutputGraph(frame.f_globals, L, config.fullgraph)
+        symbolic_locals = {
+            name: LazyVariableTracker(value, LocalSource(name)) for name, value in L.items()
+            if not name.startswith("___stack")
+        }
+        tx = InstructionTranslator(frame.code, frame.f_globals, symbolic_locals, output,
+                                   break_at=break_at, stop_at=stop_at, start_offset=frame.offset)
+        with events.pass_scope("dynamo", function=frame.__name__):
+            try:
+                _setup_resume(tx, frame, L)
+                tx.run()
+            except RestartAnalysis as restart:
+                if config.fullgraph:
+                    raise FullGraphError(restart.explanation) from None
+                if restart.stop_at is not None:
+                    if stop_at is not None:
+                        raise EagerFallback(restart.explanation) from None
+                    stop_at = (restart.stop_at, restart.explanation)
+                else:
+                    break_at[restart.offset] = restart.explanation
+                continue
+            except Unsupported as e:
+                explanation = explain_unsupported(tx, e)
+                if config.fullgraph:
+                    raise FullGraphError(explanation) from None
+                raise EagerFallback(explanation) from None
+            if tx.result[0] == "jump" and config.fullgraph:
+                raise FullGraphError(tx.result[-1])
+            try:
+                return finish(tx, frame, config)
+            except Unsupported as e:  # a value at the break cannot be rebuilt
+                explanation = explain_unsupported(tx, e)
+                if config.fullgraph:
+                    raise FullGraphError(explanation) from None
+                raise EagerFallback(explanation) from None
+    raise EagerFallback(GraphBreak("too many graph-break restarts", function=frame.__name__))
+
+
+def _setup_resume(tx, frame, L: dict) -> None:
+    """A resume function starts mid-frame: its stack and cells come from its arguments."""
+    for i in range(frame.stack_depth):
+        value = L[f"___stack{i}"]
+        if value is NULL:
+            tx.output.guards.add(LocalSource(f"___stack{i}"), "ID_MATCH", f"L['___stack{i}'] is ___NULL",
+                                 "a NULL slot of a call", f"L['___stack{i}']")
+            tx.output.guards.scope["___NULL"] = NULL
+            tx.stack.append(NullVariable())
+        else:
+            tx.stack.append(LazyVariableTracker(value, LocalSource(f"___stack{i}")))
+    if frame.offset:
+        for name in frame.code.co_cellvars:
+            value = tx.symbolic_locals.pop(name, None)
+            if isinstance(value, LazyVariableTracker):
+                value = value.realize(tx)
+            tx.cells[name] = CellVariable(value)
+
+
+def _routes_through_compiler(var) -> bool:
+    """Calls that real Dynamo would intercept as a new frame (user code), not C functions."""
+    return isinstance(var, (UserFunctionVariable, NestedUserFunctionVariable, NNModuleVariable,
+                            UserDefinedObjectVariable))
+
+
+def _record_break(config, explanation: GraphBreak) -> None:
+    counters["graph_breaks"] += 1
+    events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
+                lineno=explanation.lineno, function=explanation.function, explanation=explanation)
+    if config.on_break is not None:
+        config.on_break(explanation)
+
+
+def _live(tx, frame, offset: int) -> list[tuple[str, Any]]:
+    """(name, tracker) of the locals the rest of the frame may read, in a stable order."""
+    wanted = live_locals(frame.code, offset)
+    out = []
+    for name in sorted(wanted):
+        if name in tx.cells:
+            if tx.cells[name].value is not None:
+                out.append((name, tx.cells[name].value))
+        elif name in tx.symbolic_locals:
+            out.append((name, tx.symbolic_locals[name]))
+    return out
+
+
+def _resume_call(cg, tx, frame, config, offset: int, stack_exprs: list[str]) -> str:
+    live = _live(tx, frame, offset)
+    key = (frame.code, offset, len(stack_exprs), tuple(n for n, _ in live))
+    resume = config.resumes.get(key)
+    if resume is None:
+        resume = config.resumes[key] = ResumeFunction(frame.code, frame.f_globals, offset, len(stack_exprs),
+                                                      key[3], config)
+    name = cg.install(resume, resume.__name__)
+    args = [f"___stack{i}={e}" for i, e in enumerate(stack_exprs)] + [f"{n}={cg.expr(v)}" for n, v in live]
+    return f"{name}({', '.join(args)})"
+
+
+def _next_offset(tx, inst) -> int:
+    return tx.instructions[tx.indexof[inst.offset] + 1].offset
+
+
+def finish(tx, frame, config) -> CacheEntry:
+    """Write the transformed function for how the trace ended (Note [Reconstruct is an expression])."""
+    cg = PyCodegen(tx.output)
+    cg.scope["___compiled"] = config.compiled_callee
+    kind = tx.result[0]
+    tail: list[str] = []
+    explanation = None
+    if kind == "return":
+        tail.append(f"return {cg.expr(tx.result[1])}")
+    elif kind == "stop":
+        _, inst, explanation = tx.result
+        live = _live(tx, frame, inst.offset)
+        key = ("eager", frame.code, inst.offset, tuple(n for n, _ in live))
+        rest = config.resumes.get(key)
+        if rest is None:
+            rest = config.resumes[key] = ResumeFunction(frame.code, frame.f_globals, inst.offset, 0, key[3], config,
+                                                        eager_only=True)
+        name = cg.install(rest, rest.__name__)
+        args = ", ".join(f"{n}={cg.expr(v)}" for n, v in live)
+        tail.append(f"return {name}({args})   # the rest of the frame runs eagerly (no graph)")
+    elif kind == "call":
+        _, inst, explanation = tx.result
+        tail += _codegen_call_break(cg, tx, frame, config, inst)
+    else:
+        _, inst, value, jump_if, pop, explanation = tx.result
+        cond = cg.expr(value)
+        stack = [cg.expr(v) for v in tx.stack]
+        taken = _resume_call(cg, tx, frame, config, inst.argval, stack + ([] if pop else [cond]))
+        fall = _resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack)
+        tail.append(f"if {'' if jump_if else 'not '}{cond}:   # {inst.opname} on a tensor, decided eagerly")
+        tail.append(f"    return {taken}")
+        tail.append(f"return {fall}")
+    side_effects = tx.output.side_effects.codegen(cg)
+    graph_call = ""
+    name = f"___compiled_fn_{next(_graph_ids)}"
+    compiled = tx.output.compile_graph(cg.graph_outputs, config.backend, name)
+    graphs = []
+    if compiled is not None:
+        gm, fn, sources = compiled
+        cg.scope[name] = fn
+        graph_call = f"___graph_out = {name}({', '.join(s.name() for s in sources)})"
+        graphs.append(gm)
+        if config.on_graph is not None:
+            config.on_graph(gm)
+    if explanation is not None:
+        _record_break(config, explanation)
+    fn_name = f"___transformed_{frame.__name__.lstrip('_')}"
+    source = assemble(fn_name, graph_call, cg.temps, side_effects, tail)
+    exec(compile(source, f"<minidynamo transformed {frame.__name__}>", "exec"), cg.scope)  # noqa: S102
+    entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)
+    if config.on_entry is not None:
+        config.on_entry(entry)
+    return entry
+
+
+def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
+    stack = tx.stack
+    if inst.opname == "CALL":
+        n = inst.arg + 2
+        below, operands = stack[:-n], stack[-n:]
+        first, second, args = operands[0], operands[1], list(operands[2:])
+        if isinstance(first, NullVariable):
+            fn = second
+        else:
+            fn, args = first, [second] + args
+        kw = tx.kw_names or ()
+        pos, kwv = args[: len(args) - len(kw)], args[len(args) - len(kw) :]
+        arg_exprs = [cg.expr(a) for a in pos] + [f"{k}={cg.expr(v)}" for k, v in zip(kw, kwv)]
+    else:  # CALL_FUNCTION_EX
+        n = 3 if inst.arg & 1 else 2
+        below, operands = stack[:-n], stack[-n:]
+        if below and isinstance(below[-1], NullVariable):
+            below = below[:-1]
+        fn = operands[0]
+        arg_exprs = [f"*{cg.expr(operands[1])}"] + ([f"**{cg.expr(operands[2])}"] if n == 3 else [])
+    fn_expr = cg.expr(fn)
+    if _routes_through_compiler(fn):
+        fn_expr = f"___compiled({fn_expr})"
+    line = f"___r = {fn_expr}({', '.join(arg_exprs)})   # graph break: run eagerly"
+    stack_exprs = [cg.expr(v) for v in below] + ["___r"]
+    return [line, f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"]
+
+
+__all__ = ["compile_frame", "CacheEntry", "types"]

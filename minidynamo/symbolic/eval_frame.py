@@ -1,0 +1,315 @@
+"""The entry points: ``optimize`` (md.compile), ``explain``, ``reset``, and the cache.
+
+Place in the pipeline: the front door. A compiled function's call binds its arguments
+into ``L``, checks the guards of each cache entry, and runs the first entry whose guards
+hold; on a miss it traces the frame (``convert_frame``) and stores a new entry.
+Mirrors ``torch/_dynamo/eval_frame.py`` (``optimize``, ``explain``, ``reset``,
+``OptimizedModule``) and the C cache in ``torch/csrc/dynamo/cache_entry.cpp`` /
+``eval_frame.c``.
+
+Note [No PEP 523: calls go through the cache explicitly]
+    Real Dynamo hooks CPython's frame evaluation (PEP 523), so *every* Python frame,
+    including resume functions and user functions called eagerly at a graph break,
+    passes its cache. We have no hook; instead the transformed function calls resume
+    functions and user callees through ``call_frame`` itself (``___compiled(fn)``), so
+    the same frames get compiled, counted and cached as in Dynamo.
+
+Note [Recompiles and the cache size limit]
+    When no entry's guards hold, we name the first failing guard of the newest entry
+    (and what changed), emit a "recompile" event, and trace again. After 8 entries
+    for one frame (``torch._dynamo.config.recompile_limit``) the frame runs eagerly
+    from then on, with a warning naming the guard that kept failing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+
+from minidynamo import events
+from minidynamo.backends import lookup_backend
+
+from . import counters
+from .convert_frame import CacheEntry, compile_frame
+from .exc import EagerFallback, FullGraphError, GraphBreak
+from .fake_values import TracedUserError
+from .guards import Guard
+from .variables.functions import is_user_function
+
+CACHE_SIZE_LIMIT = 8
+SUPPRESS_ERRORS = True  # an internal error while tracing: warn and run eagerly (False: raise)
+
+
+@dataclass
+class RecompileRecord:
+    """Why a frame was traced again: the guard that failed and what changed."""
+
+    function: str
+    guard: Optional[Guard]
+    change: str
+    entries: int
+
+    def __str__(self) -> str:
+        expr = self.guard.expr if self.guard else "?"
+        return f"recompiling {self.function} (entry {self.entries + 1}): guard failed: {expr}  ({self.change})"
+
+
+@dataclass
+class FrameCache:
+    entries: list = field(default_factory=list)
+    recompiles: list = field(default_factory=list)
+    fallback: Any = None  # why this frame runs eagerly for good
+
+
+@dataclass(eq=False)
+class CompileConfig:
+    """What one ``optimize`` call asked for, and the caches of every frame compiled for it."""
+
+    backend: Callable
+    fullgraph: bool = False
+    frames: dict = field(default_factory=dict)
+    resumes: dict = field(default_factory=dict)
+    wrappers: dict = field(default_factory=dict)
+    on_graph: Optional[Callable] = None
+    on_break: Optional[Callable] = None
+    on_entry: Optional[Callable] = None
+
+    def optimized(self, fn: Callable) -> "OptimizedFunction":
+        key = fn.__code__
+        if key not in self.wrappers:
+            self.wrappers[key] = OptimizedFunction(fn, self)
+        wrapper = self.wrappers[key]
+        return wrapper if wrapper.fn is fn else OptimizedFunction(fn, self)
+
+    def compiled_callee(self, fn: Any) -> Callable:
+        """Route a call made eagerly at a graph break through the cache (Note [No PEP 523 ...])."""
+        if isinstance(fn, torch.nn.Module):
+            forward = getattr(type(fn), "forward", None)
+            if fn._forward_hooks or fn._forward_pre_hooks or not is_user_function(forward):  # noqa: SLF001
+                return fn
+            return functools.partial(self.optimized(forward), fn)
+        if isinstance(fn, types.MethodType) and is_user_function(fn.__func__):
+            return functools.partial(self.optimized(fn.__func__), fn.__self__)
+        if is_user_function(fn):
+            return self.optimized(fn)
+        return fn
+
+
+_all_configs: "weakref.WeakSet[CompileConfig]" = weakref.WeakSet()
+
+
+def _make_binder(fn: Callable) -> Callable:
+    """A function with ``fn``'s signature that returns its arguments as a dict (CPython binds)."""
+    params, defaults = [], {}
+    seen_kwonly = False
+    for p in inspect.signature(fn).parameters.values():
+        text = p.name
+        if p.kind is p.VAR_POSITIONAL:
+            text, seen_kwonly = "*" + p.name, True
+        elif p.kind is p.VAR_KEYWORD:
+            text = "**" + p.name
+        elif p.kind is p.KEYWORD_ONLY and not seen_kwonly:
+            params.append("*")
+            seen_kwonly = True
+        if p.default is not p.empty:
+            defaults[f"___d_{p.name}"] = p.default
+            text += f"=___d_{p.name}"
+        params.append(text)
+        if p.kind is p.POSITIONAL_ONLY and all(
+            q.kind is not q.POSITIONAL_ONLY for q in list(inspect.signature(fn).parameters.values())[len(params):]
+        ):
+            params.append("/")
+    src = f"def ___bind({', '.join(params)}):\n    return locals()\n"
+    scope = dict(defaults)
+    exec(src, scope)  # noqa: S102
+    return scope["___bind"]
+
+
+class OptimizedFunction:
+    """What ``md.compile(fn)`` returns: calls go through the cache of guarded entries."""
+
+    offset = 0
+    stack_depth = 0
+
+    def __init__(self, fn: Callable, config: CompileConfig):
+        self.fn = fn
+        self.config = config
+        self.code = fn.__code__
+        self.f_globals = fn.__globals__
+        self.__name__ = fn.__name__
+        self._binder = _make_binder(fn)
+        self._freevars = fn.__code__.co_freevars
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        L = self._binder(*args, **kwargs)
+        if self._freevars:
+            for name, cell in zip(self._freevars, self.fn.__closure__):
+                try:
+                    L[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        return call_frame(self, L, self.config, eager=lambda: self.fn(*args, **kwargs))
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    @property
+    def cache(self) -> FrameCache:
+        """This function's cache: ``.entries`` (each with ``.guards``, ``.transformed_source``)."""
+        return self.config.frames.setdefault(self.code, FrameCache())
+
+    def __repr__(self) -> str:
+        return f"<minidynamo compiled {self.fn.__qualname__}>"
+
+
+class OptimizedModule:
+    """``md.compile(module)``: calls ``module.forward`` through the cache (``OptimizedModule``)."""
+
+    def __init__(self, module: torch.nn.Module, config: CompileConfig):
+        self._orig_mod = module
+        self._forward = config.optimized(type(module).forward)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._forward(self._orig_mod, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_orig_mod"], name)
+
+
+def _frame_key(frame) -> Any:
+    return frame.code if isinstance(frame, OptimizedFunction) else frame
+
+
+def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any]) -> Any:
+    """Check guards, run a cached entry, or compile a new one (the cache, Note [Recompiles ...])."""
+    cache = config.frames.get(_frame_key(frame))
+    if cache is None:
+        cache = config.frames[_frame_key(frame)] = FrameCache()
+    G = frame.f_globals
+    if cache.fallback is not None:
+        return eager()
+    for entry in cache.entries:
+        if entry.check(L, G):
+            counters["cache_hits"] += 1
+            return entry.fn(L, G)
+    if cache.entries:
+        guard, change = cache.entries[-1].check.first_failure(L, G)
+        record = RecompileRecord(frame.__name__, guard, change, len(cache.entries))
+        cache.recompiles.append(record)
+        counters["recompiles"] += 1
+        events.emit("recompile", function=frame.__name__, guard=guard.expr if guard else None, change=change,
+                    record=record)
+        if len(cache.entries) >= CACHE_SIZE_LIMIT:
+            cache.fallback = (
+                f"minidynamo: {frame.__name__} hit the cache size limit ({CACHE_SIZE_LIMIT} entries); it runs "
+                f"eagerly from now on. The guard that kept failing: {guard.expr if guard else '?'} ({change})"
+            )
+            warnings.warn(cache.fallback, stacklevel=3)
+            return eager()
+    try:
+        entry = compile_frame(frame, L, config)
+    except EagerFallback as e:
+        cache.fallback = e.explanation
+        counters["eager_fallbacks"] += 1
+        events.emit("graph_break", reason=e.explanation.reason, instruction=e.explanation.instruction,
+                    lineno=e.explanation.lineno, function=e.explanation.function, explanation=e.explanation,
+                    whole_frame=True)
+        if config.on_break is not None:
+            config.on_break(e.explanation)
+        return eager()
+    except FullGraphError:
+        raise
+    except TracedUserError:
+        return eager()  # the user's own error (a shape mismatch): eager raises it, as without compile
+    except Exception as e:  # noqa: BLE001 - an internal error: never a silently wrong result
+        if not SUPPRESS_ERRORS:
+            raise
+        warnings.warn(f"minidynamo: tracing {frame.__name__} failed ({type(e).__name__}: {e}); running eagerly",
+                      stacklevel=3)
+        counters["eager_fallbacks"] += 1
+        return eager()
+    cache.entries.append(entry)
+    return entry.fn(L, G)
+
+
+def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = False):
+    """``md.compile``: a function (or module) whose calls run through the compiled cache."""
+    config = CompileConfig(backend=lookup_backend(backend), fullgraph=fullgraph)
+    _all_configs.add(config)
+    if isinstance(fn, torch.nn.Module):
+        return OptimizedModule(fn, config)
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(config.optimized(fn.__func__), fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"md.compile expects a Python function or an nn.Module, not {type(fn).__name__}")
+    return config.optimized(fn)
+
+
+@dataclass
+class ExplainOutput:
+    """What ``md.explain`` found (torch/_dynamo/backends/debugging.py ``ExplainOutput``)."""
+
+    graphs: list
+    graph_count: int
+    graph_break_count: int
+    break_reasons: list[GraphBreak]
+    guards: list[Guard]
+    entries: list[CacheEntry]
+    out: Any = None
+
+    @property
+    def op_count(self) -> int:
+        return sum(1 for g in self.graphs for n in g.graph.nodes if n.op.startswith("call"))
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}", "Break Reasons:"]
+        for i, reason in enumerate(self.break_reasons, 1):
+            lines.append(f"  Break Reason {i}:")
+            lines += ["    " + ln for ln in str(reason).splitlines()]
+        lines.append("Guards:")
+        lines += [f"  {g}" for g in self.guards]
+        return "\n".join(lines)
+
+
+def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainOutput:
+    """Run ``fn(*args, **kwargs)`` once under a fresh cache and report what was compiled.
+
+    Like ``torch._dynamo.explain(fn)(*args)``: ``graph_break_count`` is
+    ``graph_count - 1``, exactly as torch computes it.
+    """
+    graphs, reasons, entries = [], [], []
+
+    def backend(gm, example_inputs):
+        return gm.forward
+
+    config = CompileConfig(backend=backend, on_graph=graphs.append, on_break=reasons.append,
+                           on_entry=entries.append)
+    compiled = _optimize_with(fn, config)
+    out = compiled(*args, **kwargs)
+    guards = [g for e in entries for g in e.guards]
+    return ExplainOutput(graphs, len(graphs), len(graphs) - 1, reasons, guards, entries, out)
+
+
+def _optimize_with(fn: Callable, config: CompileConfig):
+    if isinstance(fn, torch.nn.Module):
+        return OptimizedModule(fn, config)
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(config.optimized(fn.__func__), fn.__self__)
+    return config.optimized(fn)
+
+
+def reset() -> None:
+    """Forget every compiled entry and counter (``torch._dynamo.reset``)."""
+    for config in _all_configs:
+        config.frames.clear()
+        config.resumes.clear()
+    counters.clear()

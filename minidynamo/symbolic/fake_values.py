@@ -1,0 +1,73 @@
+"""Fake values: every traced tensor op computes its output's metadata at once (FakeTensor pass 1).
+
+Place in the pipeline: the symbolic interpreter calls :func:`get_fake_value` for each
+tensor op it records; the fake mode (``minidynamo.fake``) runs the op on meta tensors
+and reports each ATen op to the event log under the current pass ("dynamo").
+Mirrors ``torch/_dynamo/utils.py`` (``get_fake_value``, ``run_node``) and the
+``wrap_to_fake_tensor_and_record`` step of ``torch/_dynamo/variables/builder.py``.
+
+Note [One door to the fake mode]
+    Everything the interpreter knows about a tensor it did not really compute (shape,
+    dtype, strides, requires_grad) comes from running the op on fake inputs here, in
+    one function. Swapping the fake implementation (meta tensors, our FakeTensorMode,
+    the real one) touches only this file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.utils._pytree import tree_map
+
+from .exc import unimplemented
+
+
+def make_fake_mode():
+    """A fresh fake mode for one trace (one per OutputGraph, as in Dynamo)."""
+    from minidynamo.fake import FakeTensorMode
+
+    return FakeTensorMode()
+
+
+def wrap_to_fake(mode, value: torch.Tensor) -> torch.Tensor:
+    """The fake twin of a real input tensor (same shape, strides, dtype, requires_grad)."""
+    return mode.from_tensor(value)
+
+
+def _data_dependent_errors() -> tuple[type, ...]:
+    from minidynamo import fake
+
+    errs = [getattr(fake, n) for n in ("DataDependentOutputError", "DynamicOutputShapeException") if hasattr(fake, n)]
+    return tuple(errs)
+
+
+def _unsupported_errors() -> tuple[type, ...]:
+    from minidynamo import fake
+
+    return (NotImplementedError,) + ((fake.UnsupportedOperatorError,) if hasattr(fake, "UnsupportedOperatorError") else ())
+
+
+def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str) -> Any:
+    """Run ``fn(*args, **kwargs)`` on fake values (args already hold fake tensors).
+
+    A data-dependent op (``.item()``, ``nonzero``) cannot be faked: that is a graph break.
+    Any other failure is the user's own error (a shape mismatch), surfaced with the op.
+    """
+    try:
+        with mode:
+            return fn(*args, **kwargs)
+    except _data_dependent_errors() as e:
+        unimplemented(f"data-dependent operator {what}: {e}", "the output depends on tensor values")
+    except _unsupported_errors() as e:
+        unimplemented(f"{what} is not supported on fake tensors: {e}")
+    except Exception as e:
+        raise TracedUserError(f"{what} raised {type(e).__name__} while tracing on fake tensors: {e}") from e
+
+
+class TracedUserError(RuntimeError):
+    """The user's code would fail here in eager too (e.g. a shape mismatch)."""
+
+
+def map_fake(fn: Callable, tree: Any) -> Any:
+    return tree_map(fn, tree)

@@ -1,0 +1,99 @@
+"""OutputGraph: the torch.fx graph a trace is building, with its inputs, guards and side effects.
+
+Place in the pipeline: one OutputGraph per traced frame (and per resume function).
+The interpreter adds nodes through ``create_proxy``; input tensors become placeholders
+through ``add_graph_input``; at the end ``compile_graph`` turns it into a GraphModule
+and hands it to the backend. Mirrors ``torch/_dynamo/output_graph.py``
+(``OutputGraph``, ``compile_subgraph``, ``compile_and_call_fx_graph``,
+``remove_unused_graphargs``).
+
+Note [An empty graph is not compiled]
+    If the piece of code before a graph break (or a whole frame) made no call in the
+    graph, there is nothing to run: no graph is compiled and none is counted. Real
+    Dynamo's test is the same (``count_calls(self.graph) == 0``), which is why
+    ``explain(...).graph_count`` can be smaller than "pieces between breaks".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from . import counters
+from .fake_values import make_fake_mode, wrap_to_fake
+from .guards import GuardSet
+from .side_effects import SideEffects
+from .source import Source
+from .variables.tensor import TensorVariable
+
+
+class OutputGraph:
+    def __init__(self, root_globals: dict, L: dict, fullgraph: bool = False):
+        self.fullgraph = fullgraph
+        self.graph = torch.fx.Graph()
+        self.tracer = torch.fx.proxy.GraphAppendingTracer(self.graph)
+        self.fake_mode = make_fake_mode()
+        self.guards = GuardSet()
+        self.side_effects = SideEffects()
+        self.root_globals = root_globals
+        self.L = L
+        self.input_source_to_var: dict[str, Any] = {}
+        self.graphargs: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
+        self._tensor_ids: dict[int, TensorVariable] = {}
+
+    # --- building -----------------------------------------------------------------
+    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
+        return self.tracer.create_proxy(kind, target, args, kwargs)
+
+    def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
+        """A placeholder for a real tensor the frame reads (an argument, a parameter, a global)."""
+        if id(value) in self._tensor_ids:  # the same tensor reached twice: one input
+            first = self._tensor_ids[id(value)]
+            self.guards.add(source, "ID_MATCH", f"{source.name()} is {first.source.name()}",
+                            "the trace saw these two as the same tensor", source.name())
+            return first
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        anchor = placeholders[-1].next if placeholders else next(iter(self.graph.nodes), None)
+        name = source.fx_name()
+        if anchor is None or anchor.op == "root":
+            node = self.graph.placeholder(name)
+        else:
+            with self.graph.inserting_before(anchor):
+                node = self.graph.placeholder(name)
+        fake = wrap_to_fake(self.fake_mode, value)
+        node.meta["example_value"] = fake
+        node.meta["source"] = source.name()
+        proxy = torch.fx.Proxy(node, self.tracer)
+        var = TensorVariable(proxy, fake, source=source)
+        self.graphargs.append((source, node, value))
+        self._tensor_ids[id(value)] = var
+        return var
+
+    def count_calls(self) -> int:
+        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
+
+    # --- finishing ------------------------------------------------------------------
+    def compile_graph(self, outputs: list[torch.fx.Node], backend: Callable, name: str):
+        """Turn the graph into a GraphModule, call the backend; returns (gm, compiled, input sources).
+
+        Returns None when the graph makes no call (Note [An empty graph is not compiled]).
+        """
+        if self.count_calls() == 0:
+            assert not outputs, "graph outputs without any call"
+            return None
+        self.graph.output(tuple(outputs))
+        # remove_unused_graphargs: inputs nothing reads do not become graph arguments
+        used = []
+        for source, node, value in self.graphargs:
+            if node.users:
+                used.append((source, node, value))
+            else:
+                self.graph.erase_node(node)
+        self.graph.lint()
+        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
+        example_inputs = [value for _, _, value in used]
+        compiled = backend(gm, example_inputs)
+        counters["graphs"] += 1
+        return gm, compiled, [source for source, _, _ in used]

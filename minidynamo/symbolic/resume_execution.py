@@ -1,0 +1,127 @@
+"""Resume functions: "continue this frame at offset N", compiled lazily like any frame.
+
+Place in the pipeline: after a graph break, the transformed function runs the
+unsupported instruction eagerly and then calls a resume function with the stack and
+the live locals. Mirrors ``torch/_dynamo/resume_execution.py``
+(``ContinueExecutionCache.lookup`` generates ``__resume_at_<offset>_<n>`` code objects).
+
+Note [A resume function is a frame that starts in the middle]
+    Real Dynamo builds a new code object: a prologue that restores the stack and
+    locals, then a jump to offset N of a copy of the original bytecode. We need no new
+    bytecode: our interpreter can simply *start* at offset N with the stack and locals
+    given as arguments (``L['___stack0']``, ``L['x']``). A ResumeFunction is called like
+    a function; its first call traces it (it may break again), later calls check guards
+    and run the cached entry, exactly as Dynamo treats a resume code object when it is
+    first called. If it cannot be traced, the concrete interpreter
+    (``minidynamo.interpreter``) runs the rest of the frame eagerly from offset N.
+"""
+
+from __future__ import annotations
+
+import dis
+import itertools
+import types
+from typing import Any
+
+from minidynamo.bytecode import get_instructions, offset_to_index
+
+_ids = itertools.count(1)
+_READS = {"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
+_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+_STOPS = {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_ABSOLUTE",
+          "JUMP_BACKWARD_NO_INTERRUPT", "RETURN_CONST"}
+
+
+def live_locals(code: types.CodeType, offset: int) -> set[str]:
+    """Names that code reachable from ``offset`` may read (a simple, safe liveness)."""
+    insts = get_instructions(code)
+    index = offset_to_index(insts)
+    seen, todo, names = set(), [index[offset]], set()
+    while todo:
+        i = todo.pop()
+        if i in seen or i >= len(insts):
+            continue
+        seen.add(i)
+        inst = insts[i]
+        if inst.opname in _READS:
+            names.add(inst.argval)
+        if inst.opcode in _JUMPS and inst.opname != "KW_NAMES":
+            todo.append(index[inst.argval])
+        if inst.opname not in _STOPS:
+            todo.append(i + 1)
+    return names
+
+
+class _Null:
+    """The NULL slot of a 3.11 call, passed to a resume function as a stack value."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
+
+
+class ResumeIterator:
+    """A for-loop's iterator handed to a resume function: the items, and how far we got.
+
+    Real Dynamo rebuilds a list iterator the same way (``ListIteratorVariable.reconstruct``).
+    Ours is a tiny class so that the resume function can look inside without consuming it.
+    """
+
+    def __init__(self, items: list, index: int = 0):
+        self.items = items
+        self.index = index
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.index >= len(self.items):
+            raise StopIteration
+        self.index += 1
+        return self.items[self.index - 1]
+
+
+class ResumeFunction:
+    """``___resume_at_<offset>_<n>(___stack0=..., x=...)``: the rest of a frame after a break."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict, offset: int, stack_depth: int, names: tuple,
+                 config: Any, eager_only: bool = False):
+        self.code = code
+        self.f_globals = f_globals
+        self.offset = offset
+        self.stack_depth = stack_depth
+        self.names = names
+        self.config = config
+        self.eager_only = eager_only
+        kind = "eager_rest_at" if eager_only else "resume_at"
+        self.__name__ = f"___{kind}_{offset}_{next(_ids)}"
+        self.__qualname__ = f"{code.co_qualname}.{self.__name__}"
+
+    def __call__(self, **L: Any) -> Any:
+        from .eval_frame import call_frame
+
+        if self.eager_only:
+            return self.run_eagerly(L)
+        return call_frame(self, L, self.config, eager=lambda: self.run_eagerly(L))
+
+    def run_eagerly(self, L: dict) -> Any:
+        """Run the rest of the frame with the concrete interpreter (no graph)."""
+        from minidynamo import interpreter
+
+        frame = interpreter.Frame(self.code, self.f_globals, {}, ())
+        for name, value in L.items():
+            if name.startswith("___stack"):
+                continue
+            if name in self.code.co_cellvars or name in self.code.co_freevars:
+                frame.cells[name] = types.CellType(value)
+            else:
+                frame.locals[name] = value
+        stack = [L[f"___stack{i}"] for i in range(self.stack_depth)]
+        frame.stack = [interpreter.NULL if v is NULL else v for v in stack]
+        frame.ip = frame.index_of[self.offset]
+        return interpreter.VirtualMachine().run_frame(frame)
+
+    def __repr__(self) -> str:
+        return f"<resume function {self.__name__} of {self.code.co_name}>"

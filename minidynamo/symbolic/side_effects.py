@@ -1,0 +1,80 @@
+"""SideEffects: mutations of objects that outlive the frame, replayed after the graph runs.
+
+Place in the pipeline: the interpreter records here every change it makes to a list,
+dict, object attribute or global that came from outside the frame; the transformed
+function (``codegen.py``) writes those changes back right after calling the graph,
+once. Mirrors ``torch/_dynamo/side_effects.py``.
+
+Note [Replay once, after the graph]
+    While tracing, a mutation only changes trackers (``lst.append(x)`` appends to the
+    ListVariable's items). Nothing real changes. When the compiled piece ends (a return
+    or a graph break), the transformed function evaluates the graph, then assigns the
+    final state: ``L['lst'][:] = [...]``, ``L['self'].count = 3``, ``G['calls'] = 2``.
+    A graph break writes back *before* running the unsupported code eagerly, so that
+    code sees the objects as eager would; the resume function starts from them. So
+    each mutation happens exactly once, in program order relative to the eager parts.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .exc import unimplemented
+from .variables.base import VariableTracker
+
+
+def _key(obj: VariableTracker):
+    return obj.source.name() if obj.source is not None else id(obj)
+
+
+class SideEffects:
+    def __init__(self) -> None:
+        self.mutated_containers: dict = {}  # key -> List/Dict tracker with a source
+        self.attr_stores: dict = {}  # (key, name) -> (obj tracker, name, value tracker)
+        self.global_stores: dict = {}  # name -> value tracker
+
+    def mutation(self, var: VariableTracker) -> None:
+        """A list or dict tracker was changed in place."""
+        if var.source is not None:
+            self.mutated_containers[_key(var)] = var
+
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        if obj.source is None:
+            unimplemented(f"setting attribute {name!r} on an object created while tracing")
+        self.attr_stores[(_key(obj), name)] = (obj, name, value)
+
+    def load_attr(self, obj: VariableTracker, name: str) -> Optional[VariableTracker]:
+        entry = self.attr_stores.get((_key(obj), name))
+        return entry[2] if entry else None
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        self.global_stores[name] = value
+
+    def load_global(self, tx, name: str) -> Optional[VariableTracker]:
+        if tx.globals_source is not None:
+            return None
+        return self.global_stores.get(name)
+
+    def is_empty(self) -> bool:
+        return not (self.mutated_containers or self.attr_stores or self.global_stores)
+
+    def codegen(self, cg) -> list[str]:
+        """The write-back statements (Note [Replay once, after the graph])."""
+        from .variables.dicts import ConstDictVariable
+
+        lines = []
+        for var in self.mutated_containers.values():
+            target = cg.source_expr(var.source)
+            if isinstance(var, ConstDictVariable):
+                body = ", ".join(f"{cg.constant_expr(k)}: {cg.expr(v)}" for k, v in var.items.items())
+                lines.append(f"___replace_dict({target}, {{{body}}})")
+            else:
+                lines.append(f"{target}[:] = [{', '.join(cg.expr(v) for v in var.items)}]")
+        for obj, name, value in self.attr_stores.values():
+            if name.isidentifier():
+                lines.append(f"{cg.expr(obj)}.{name} = {cg.expr(value)}")
+            else:
+                lines.append(f"setattr({cg.expr(obj)}, {name!r}, {cg.expr(value)})")
+        for name, value in self.global_stores.items():
+            lines.append(f"G[{name!r}] = {cg.expr(value)}")
+        return lines

@@ -1,0 +1,87 @@
+"""Sources: where a traced value came from, as a Python expression over ``L`` and ``G``.
+
+Place in the pipeline: inside ``minidynamo.symbolic``; guards and graph inputs are
+written in terms of sources. Mirrors ``torch/_dynamo/source.py``.
+
+Note [Sources are expressions]
+    A source prints as the Python expression that fetches the value again from the
+    frame: ``L['x']`` (a local or argument), ``G['scale']`` (a global),
+    ``L['self'].fc.weight`` (an attribute chain), ``L['xs'][0]`` (an item). ``L`` is
+    the dict of the frame's locals (arguments and closure values), ``G`` the function's
+    globals. Guards and the transformed function are plain Python over these names,
+    so what the reader sees is exactly what runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+class Source:
+    """Base class: ``name()`` is a Python expression over ``L`` and ``G``."""
+
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def get(self, L: dict, G: dict) -> Any:
+        """Evaluate the expression on a frame (used when wrapping values)."""
+        return eval(self.name(), {"L": L, "G": G})
+
+    def fx_name(self) -> str:
+        """The placeholder name in the fx graph: L['x'] -> l_x_ (as Dynamo spells it)."""
+        return re.sub(r"[^a-zA-Z0-9]+", "_", self.name()).lower()
+
+    def __str__(self) -> str:
+        return self.name()
+
+    def __repr__(self) -> str:
+        return self.name()
+
+
+@dataclass(frozen=True, repr=False)
+class LocalSource(Source):
+    local_name: str
+
+    def name(self) -> str:
+        return f"L[{self.local_name!r}]"
+
+
+@dataclass(frozen=True, repr=False)
+class GlobalSource(Source):
+    global_name: str
+
+    def name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+
+@dataclass(frozen=True, repr=False)
+class AttrSource(Source):
+    base: Source
+    member: str
+
+    def name(self) -> str:
+        if self.member.isidentifier():
+            return f"{self.base.name()}.{self.member}"
+        return f"getattr({self.base.name()}, {self.member!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class GetItemSource(Source):
+    base: Source
+    index: Any
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.index!r}]"
+
+
+@dataclass(frozen=True, repr=False)
+class ClosureSource(Source):
+    """A cell of a function's closure: ``G['f'].__closure__[0].cell_contents``."""
+
+    base: Source
+    index: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__closure__[{self.index}].cell_contents"

@@ -1,0 +1,703 @@
+"""The symbolic interpreter: a bytecode loop over VariableTrackers that builds an fx graph.
+
+Place in the pipeline: the heart of Dynamo. ``convert_frame`` hands it a frame's code
+and its inputs; it steps through the bytecode like the concrete interpreter
+(``minidynamo.interpreter``), but each stack slot holds a VariableTracker, tensor ops
+become graph nodes (with fake values), and Python control flow on constants is simply
+executed. Mirrors ``torch/_dynamo/symbolic_convert.py`` (``InstructionTranslatorBase``,
+``InstructionTranslator``, ``InliningInstructionTranslator``, ``break_graph_if_unsupported``,
+``generic_jump``).
+
+Note [One method per opcode]
+    As in byterun and early TorchDynamo, the loop looks up ``self.<OPNAME>`` and calls
+    it with the instruction. Opcodes that behave alike share one handler by aliasing
+    (``POP_JUMP_FORWARD_IF_FALSE = POP_JUMP_BACKWARD_IF_FALSE = ...``). An opcode with no
+    method is a graph-break request naming the opcode.
+
+Note [Where a graph can break]
+    Only at a call (``CALL``, ``CALL_FUNCTION_EX``) and at a conditional jump on a value
+    we cannot decide (a tensor): there the stack is a clean list of values we can
+    rebuild, the instruction can be run eagerly, and the rest of the function resumes
+    in a new frame. A failure anywhere else (an unsupported opcode, a data-dependent
+    ``not x``) makes the whole frame run eagerly. Real Dynamo can also break at other
+    instructions, by restarting and cutting at the last instruction with an empty stack.
+"""
+
+from __future__ import annotations
+
+import dis
+import linecache
+import operator
+import types
+from typing import Any, Optional
+
+from minidynamo import events
+from minidynamo.bytecode import exception_table, find_exception_handler, get_instructions, offset_to_index
+
+from . import counters
+from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
+from .source import AttrSource, GetItemSource, GlobalSource, LocalSource
+from .variables.base import VariableTracker
+from .variables.builder import VariableBuilder, wrap_constant_result, wrap_sourceless
+from .variables.builtin import BuiltinVariable, call_operator
+from .variables.constant import ConstantVariable
+from .variables.dicts import ConstDictVariable
+from .variables.functions import NestedUserFunctionVariable, UserFunctionVariable
+from .variables.lists import ListIteratorVariable, ListVariable, SliceVariable, TupleVariable
+from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
+from .variables.nn_module import NNModuleVariable
+from .variables.tensor import TensorVariable
+from .variables.torch import PythonModuleVariable
+
+BINARY_OPS = [operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul, operator.mul,
+              operator.mod, operator.or_, operator.pow, operator.rshift, operator.sub, operator.truediv, operator.xor]
+INPLACE_OPS = [operator.iadd, operator.iand, operator.ifloordiv, operator.ilshift, operator.imatmul, operator.imul,
+               operator.imod, operator.ior, operator.ipow, operator.irshift, operator.isub, operator.itruediv,
+               operator.ixor]
+COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
+               ">=": operator.ge}
+JUMP_OPCODES = set(dis.hasjrel) | set(dis.hasjabs)
+MAX_INLINE_DEPTH = 40
+
+
+class LazyVariableTracker(VariableTracker):
+    """A frame input not read yet: it is wrapped (and guarded) on first read only."""
+
+    def __init__(self, value: Any, source):
+        super().__init__(source=source)
+        self.value = value
+
+    def realize(self, tx) -> VariableTracker:
+        return VariableBuilder(tx, self.source)(self.value)
+
+
+def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
+    """Fill in the explanation object of a graph break, at the innermost instruction."""
+    if e.explanation is None:
+        inst = tx.current_inst
+        filename = tx.code.co_filename
+        e.explanation = GraphBreak(
+            reason=e.reason,
+            instruction=f"{inst.opname} {inst.argrepr}".strip() if inst else "?",
+            lineno=tx.lineno,
+            filename=filename,
+            function=tx.code.co_name,
+            source=linecache.getline(filename, tx.lineno or 0),
+            hint=e.hint,
+        )
+    return e.explanation
+
+
+class InstructionTranslatorBase:
+    """The loop and the opcode handlers, shared by the root frame and inlined calls."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict, symbolic_locals: dict, output, *,
+                 closure_cells: Optional[dict] = None, globals_source=None, depth: int = 0):
+        self.code = code
+        self.f_globals = f_globals
+        self.symbolic_locals = symbolic_locals
+        self.output = output
+        self.instructions = get_instructions(code)
+        self.indexof = offset_to_index(self.instructions)
+        self.stack: list[VariableTracker] = []
+        self.ip = 0
+        self.kw_names: Optional[tuple] = None
+        self.cells: dict[str, CellVariable] = {}
+        self.closure_cells = closure_cells or {}
+        self.globals_source = globals_source  # None: the root frame's G
+        self.current_inst = None
+        self.lineno = code.co_firstlineno
+        self.done = False
+        self.depth = depth
+
+    # --- the loop -------------------------------------------------------------
+    def step(self) -> None:
+        inst = self.instructions[self.ip]
+        self.ip += 1
+        self.current_inst = inst
+        counters["instructions"] += 1
+        if inst.lineno is not None:
+            self.lineno = inst.lineno
+        handler = getattr(self, inst.opname, None)
+        with events.source_line(self.lineno):
+            try:
+                if handler is None:
+                    unimplemented(f"opcode {inst.opname} is not supported by the symbolic interpreter")
+                handler(inst)
+            except Unsupported as e:
+                explain_unsupported(self, e)
+                raise
+
+    def run(self) -> None:
+        while not self.done:
+            self.step()
+
+    # --- stack helpers (byterun's push/pop/popn) ---------------------------------
+    def push(self, v: VariableTracker) -> None:
+        assert isinstance(v, VariableTracker), v
+        self.stack.append(v)
+
+    def realize(self, v: VariableTracker) -> VariableTracker:
+        return v.realize(self) if isinstance(v, LazyVariableTracker) else v
+
+    def pop(self) -> VariableTracker:
+        return self.realize(self.stack.pop())
+
+    def peek(self, i: int = 1) -> VariableTracker:
+        v = self.stack[-i] = self.realize(self.stack[-i])
+        return v
+
+    def popn(self, n: int) -> list[VariableTracker]:
+        if n == 0:
+            return []
+        out = [self.realize(v) for v in self.stack[-n:]]
+        del self.stack[-n:]
+        return out
+
+    def jump(self, inst) -> None:
+        self.ip = self.indexof[inst.argval]
+
+    ## Do nothing
+    def nop(self, inst) -> None:
+        pass
+
+    NOP = RESUME = PRECALL = CACHE = EXTENDED_ARG = COPY_FREE_VARS = nop
+
+    ## Stack manipulation
+    def POP_TOP(self, inst) -> None:
+        self.stack.pop()  # not realized: a value nobody reads gets no guard
+
+    def PUSH_NULL(self, inst) -> None:
+        self.push(NullVariable())
+
+    def COPY(self, inst) -> None:
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst) -> None:
+        self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
+
+    ## Names: locals, constants, globals, cells
+    def LOAD_CONST(self, inst) -> None:
+        self.push(wrap_sourceless(self, inst.argval))
+
+    def LOAD_FAST(self, inst) -> None:
+        name = inst.argval
+        if name not in self.symbolic_locals:
+            unimplemented(f"local variable {name!r} referenced before assignment (eager raises UnboundLocalError)")
+        v = self.symbolic_locals[name]
+        if isinstance(v, LazyVariableTracker):
+            v = self.symbolic_locals[name] = v.realize(self)
+        self.push(v)
+
+    def STORE_FAST(self, inst) -> None:
+        self.symbolic_locals[inst.argval] = self.pop()
+
+    def DELETE_FAST(self, inst) -> None:
+        self.symbolic_locals.pop(inst.argval, None)
+
+    def load_global(self, name: str) -> VariableTracker:
+        pending = self.output.side_effects.load_global(self, name)
+        if pending is not None:
+            return pending
+        if name in self.f_globals:
+            value = self.f_globals[name]
+            if self.globals_source is None:
+                return VariableBuilder(self, GlobalSource(name))(value)
+            if self.globals_source is False:
+                return wrap_sourceless(self, value)
+            return VariableBuilder(self, GetItemSource(self.globals_source, name))(value)
+        import builtins
+
+        if hasattr(builtins, name):
+            return wrap_sourceless(self, getattr(builtins, name))
+        unimplemented(f"name {name!r} is not defined (eager raises NameError)")
+
+    def LOAD_GLOBAL(self, inst) -> None:
+        if inst.arg & 1:
+            self.push(NullVariable())
+        self.push(self.load_global(inst.argval))
+
+    def STORE_GLOBAL(self, inst) -> None:
+        if self.globals_source is not None:
+            unimplemented("writing a global of another module")
+        self.output.side_effects.store_global(inst.argval, self.pop())
+
+    def MAKE_CELL(self, inst) -> None:
+        name = inst.argval
+        value = self.symbolic_locals.pop(name, None)
+        if isinstance(value, LazyVariableTracker):
+            value = value.realize(self)
+        self.cells[name] = CellVariable(value)
+
+    def _cell(self, name: str):
+        if name in self.cells:
+            return self.cells[name]
+        if name in self.closure_cells:
+            return self.closure_cells[name]
+        return None
+
+    def LOAD_DEREF(self, inst) -> None:
+        name = inst.argval
+        cell = self._cell(name)
+        if cell is None:  # the root frame: free variables arrive as inputs L[name]
+            return self.LOAD_FAST(inst)
+        value = cell.value if isinstance(cell, CellVariable) else cell
+        if value is None:
+            unimplemented(f"free variable {name!r} referenced before assignment")
+        self.push(value)
+
+    def STORE_DEREF(self, inst) -> None:
+        name = inst.argval
+        cell = self._cell(name)
+        if isinstance(cell, CellVariable):
+            cell.value = self.pop()
+        elif cell is None and name in self.code.co_cellvars:
+            self.cells[name] = CellVariable(self.pop())
+        else:
+            unimplemented(f"assigning to free variable {name!r} of an enclosing function (nonlocal)")
+
+    def LOAD_CLOSURE(self, inst) -> None:
+        name = inst.argval
+        cell = self._cell(name)
+        if cell is None:
+            v = self.symbolic_locals.get(name)
+            if isinstance(v, LazyVariableTracker):
+                v = v.realize(self)
+            cell = CellVariable(v)
+        elif not isinstance(cell, CellVariable):
+            cell = CellVariable(cell)
+        self.push(cell)
+
+    ## Attributes
+    def LOAD_ATTR(self, inst) -> None:
+        obj = self.pop()
+        self.push(obj.var_getattr(self, inst.argval))
+
+    def LOAD_METHOD(self, inst) -> None:
+        obj = self.pop()
+        self.push(NullVariable())
+        self.push(obj.var_getattr(self, inst.argval))
+
+    def STORE_ATTR(self, inst) -> None:
+        obj = self.pop()
+        value = self.pop()
+        if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
+            self.output.side_effects.store_attr(obj, inst.argval, value)
+            return
+        unimplemented(f"setting attribute {inst.argval!r} on {obj}")
+
+    def IMPORT_NAME(self, inst) -> None:
+        fromlist, level = self.pop(), self.pop()
+        module = __import__(inst.argval, self.f_globals, None, fromlist.as_python_constant(), level.as_python_constant())
+        self.push(PythonModuleVariable(module))
+
+    def IMPORT_FROM(self, inst) -> None:
+        self.push(self.peek().var_getattr(self, inst.argval))
+
+    ## Operators
+    def BINARY_OP(self, inst) -> None:
+        b, a = self.pop(), self.pop()
+        fn = BINARY_OPS[inst.arg] if inst.arg < 13 else INPLACE_OPS[inst.arg - 13]
+        self.push(call_operator(self, fn, [a, b]))
+
+    def unary(self, fn):
+        def handler(inst):
+            self.push(call_operator(self, fn, [self.pop()]))
+        return handler
+
+    def UNARY_NEGATIVE(self, inst) -> None:
+        self.push(call_operator(self, operator.neg, [self.pop()]))
+
+    def UNARY_POSITIVE(self, inst) -> None:
+        self.push(call_operator(self, operator.pos, [self.pop()]))
+
+    def UNARY_INVERT(self, inst) -> None:
+        self.push(call_operator(self, operator.invert, [self.pop()]))
+
+    def UNARY_NOT(self, inst) -> None:
+        self.push(ConstantVariable(not self.pop().truth(self)))
+
+    def COMPARE_OP(self, inst) -> None:
+        b, a = self.pop(), self.pop()
+        self.push(call_operator(self, COMPARE_OPS[inst.argval], [a, b]))
+
+    def IS_OP(self, inst) -> None:
+        b, a = self.pop(), self.pop()
+        self.push(call_operator(self, operator.is_not if inst.arg else operator.is_, [a, b]))
+
+    def CONTAINS_OP(self, inst) -> None:
+        b, a = self.pop(), self.pop()
+        result = call_operator(self, operator.contains, [b, a])
+        self.push(ConstantVariable(not result.as_python_constant()) if inst.arg else result)
+
+    ## Subscripts
+    def BINARY_SUBSCR(self, inst) -> None:
+        index, obj = self.pop(), self.pop()
+        if isinstance(obj, TensorVariable):
+            from .variables.builder import wrap_fx_proxy
+
+            self.push(wrap_fx_proxy(self, "call_function", operator.getitem, (obj.proxy, index.as_proxy()), {}))
+        else:
+            if isinstance(index, TensorVariable):
+                unimplemented("indexing a Python container with a tensor")
+            self.push(obj.call_method(self, "__getitem__", [index], {}))
+
+    def store_subscr(self, obj, index, value) -> VariableTracker:
+        if isinstance(obj, TensorVariable):
+            from .fake_values import get_fake_value
+
+            proxy = self.output.create_proxy("call_function", operator.setitem,
+                                             (obj.proxy, index.as_proxy(), value.as_proxy()), {})
+            import torch.fx
+
+            ex = lambda a: a.meta["example_value"] if isinstance(a, torch.fx.Node) else a  # noqa: E731
+            fargs = torch.fx.node.map_arg(proxy.node.args, ex)
+            get_fake_value(self.output.fake_mode, operator.setitem, fargs, {}, "Tensor.__setitem__")
+            proxy.node.meta["example_value"] = None
+            return ConstantVariable(None)
+        return obj.call_method(self, "__setitem__", [index, value], {})
+
+    def STORE_SUBSCR(self, inst) -> None:
+        index, obj, value = self.pop(), self.pop(), self.pop()
+        self.store_subscr(obj, index, value)
+
+    def DELETE_SUBSCR(self, inst) -> None:
+        index, obj = self.pop(), self.pop()
+        obj.call_method(self, "__delitem__", [index], {})
+
+    ## Building containers
+    def BUILD_TUPLE(self, inst) -> None:
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst) -> None:
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_SET(self, inst) -> None:
+        items = self.popn(inst.arg)
+        self.push(ConstantVariable(frozenset(i.as_python_constant() for i in items)))
+
+    def BUILD_MAP(self, inst) -> None:
+        flat = self.popn(2 * inst.arg)
+        self.push(ConstDictVariable({flat[i].as_python_constant(): flat[i + 1] for i in range(0, len(flat), 2)}))
+
+    def BUILD_CONST_KEY_MAP(self, inst) -> None:
+        keys = self.pop().as_python_constant()
+        values = self.popn(inst.arg)
+        self.push(ConstDictVariable(dict(zip(keys, values))))
+
+    def BUILD_SLICE(self, inst) -> None:
+        self.push(SliceVariable(self.popn(inst.arg)))
+
+    def BUILD_STRING(self, inst) -> None:
+        parts = self.popn(inst.arg)
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
+
+    def FORMAT_VALUE(self, inst) -> None:
+        flags = inst.arg
+        spec = self.pop().as_python_constant() if flags & 0x04 else ""
+        value = self.pop()
+        if isinstance(value, TensorVariable):
+            unimplemented("formatting a tensor into a string needs its data")
+        v = value.as_python_constant()
+        conv = {0: lambda x: x, 1: str, 2: repr, 3: ascii}[flags & 0x03]
+        self.push(ConstantVariable(format(conv(v), spec)))
+
+    def LIST_APPEND(self, inst) -> None:
+        v = self.pop()
+        self.peek(inst.arg).items.append(v)
+
+    def LIST_EXTEND(self, inst) -> None:
+        v = self.pop()
+        self.peek(inst.arg).items.extend(v.unpack_var_sequence(self))
+
+    def LIST_TO_TUPLE(self, inst) -> None:
+        self.push(TupleVariable(self.pop().items))
+
+    def SET_ADD(self, inst) -> None:
+        v = self.pop()
+        s = self.peek(inst.arg)
+        self.stack[-inst.arg] = ConstantVariable(s.as_python_constant() | {v.as_python_constant()})
+
+    def MAP_ADD(self, inst) -> None:
+        value, key = self.pop(), self.pop()
+        self.peek(inst.arg).items[key.as_python_constant()] = value
+
+    def DICT_UPDATE(self, inst) -> None:
+        other = self.pop()
+        self.peek(inst.arg).call_method(self, "update", [other], {})
+
+    DICT_MERGE = DICT_UPDATE
+
+    def UNPACK_SEQUENCE(self, inst) -> None:
+        seq = self.pop()
+        items = seq.unpack_var_sequence(self)
+        if len(items) != inst.arg:
+            unimplemented(f"unpacking {len(items)} values into {inst.arg} names (eager raises ValueError)")
+        for item in reversed(items):
+            self.push(item)
+
+    def UNPACK_EX(self, inst) -> None:
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = self.pop().unpack_var_sequence(self)
+        if len(items) < before + after:
+            unimplemented("not enough values to unpack")
+        middle = items[before : len(items) - after]
+        for item in reversed(items[len(items) - after :]):
+            self.push(item)
+        self.push(ListVariable(middle))
+        for item in reversed(items[:before]):
+            self.push(item)
+
+    ## Iteration
+    def GET_ITER(self, inst) -> None:
+        seq = self.pop()
+        if isinstance(seq, ListIteratorVariable):
+            self.push(seq)
+        else:
+            self.push(ListIteratorVariable(seq.unpack_var_sequence(self)))
+
+    def FOR_ITER(self, inst) -> None:
+        it = self.peek()
+        if not isinstance(it, ListIteratorVariable):
+            unimplemented(f"for loop over {it}")
+        value = it.next_variable(self)
+        if value is None:
+            self.pop()
+            self.jump(inst)
+        else:
+            self.push(value)
+
+    ## Jumps
+    def JUMP_FORWARD(self, inst) -> None:
+        self.jump(inst)
+
+    JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP_ABSOLUTE = JUMP_FORWARD
+
+    def generic_jump(self, inst, value: VariableTracker, jump_if: bool, pop: bool) -> None:
+        """Conditional jumps: decide now if the condition is known (Note [Where a graph can break])."""
+        try:
+            truth = value.truth(self)
+        except Unsupported as e:
+            explain_unsupported(self, e)
+            self.break_graph_at_jump(inst, value, jump_if, pop, e)
+            return
+        if truth == jump_if:
+            if not pop:
+                self.push(value)
+            self.jump(inst)
+
+    def break_graph_at_jump(self, inst, value, jump_if, pop, e: Unsupported) -> None:
+        raise e  # an inlined frame cannot break here; the caller's CALL will
+
+    def POP_JUMP_IF_FALSE(self, inst) -> None:
+        self.generic_jump(inst, self.pop(), False, True)
+
+    def POP_JUMP_IF_TRUE(self, inst) -> None:
+        self.generic_jump(inst, self.pop(), True, True)
+
+    POP_JUMP_FORWARD_IF_FALSE = POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_IF_FALSE
+    POP_JUMP_FORWARD_IF_TRUE = POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_IF_TRUE
+
+    def JUMP_IF_FALSE_OR_POP(self, inst) -> None:
+        self.generic_jump(inst, self.pop(), False, False)
+
+    def JUMP_IF_TRUE_OR_POP(self, inst) -> None:
+        self.generic_jump(inst, self.pop(), True, False)
+
+    def _is_none(self, value) -> bool:
+        if isinstance(value, ConstantVariable):
+            return value.value is None
+        return False  # tensors, containers, functions, modules are never None
+
+    def POP_JUMP_IF_NONE(self, inst) -> None:
+        if self._is_none(self.pop()):
+            self.jump(inst)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst) -> None:
+        if not self._is_none(self.pop()):
+            self.jump(inst)
+
+    POP_JUMP_FORWARD_IF_NONE = POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_IF_NONE
+    POP_JUMP_FORWARD_IF_NOT_NONE = POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_IF_NOT_NONE
+
+    ## Functions
+    def KW_NAMES(self, inst) -> None:
+        self.kw_names = self.code.co_consts[inst.arg]
+
+    def _call_args(self, argc: int):
+        """Pop a 3.11 CALL's operands: [NULL|fn, fn|self, args...] -> fn, args, kwargs."""
+        kw_names, self.kw_names = self.kw_names or (), None
+        args = self.popn(argc)
+        second, first = self.pop(), self.pop()
+        if isinstance(first, NullVariable):
+            fn = second
+        else:
+            fn, args = first, [second] + args
+        kwargs = {}
+        if kw_names:
+            kwargs = dict(zip(kw_names, args[len(args) - len(kw_names) :]))
+            args = args[: len(args) - len(kw_names)]
+        return fn, args, kwargs
+
+    def CALL(self, inst) -> None:
+        fn, args, kwargs = self._call_args(inst.arg)
+        self.push(fn.call_function(self, args, kwargs))
+
+    def CALL_FUNCTION_EX(self, inst) -> None:
+        kwargs_var = self.pop() if inst.arg & 1 else None
+        args_var = self.pop()
+        fn = self.pop()
+        if self.stack and isinstance(self.stack[-1], NullVariable):
+            self.pop()
+        args = args_var.unpack_var_sequence(self)
+        kwargs = {}
+        if kwargs_var is not None:
+            if not isinstance(kwargs_var, ConstDictVariable):
+                unimplemented(f"**kwargs from {kwargs_var}")
+            kwargs = dict(kwargs_var.items)
+        self.push(fn.call_function(self, args, kwargs))
+
+    def MAKE_FUNCTION(self, inst) -> None:
+        code = self.pop().as_python_constant()
+        flags = inst.arg
+        closure = self.pop().items if flags & 0x08 else None
+        if flags & 0x04:
+            self.pop()  # annotations
+        kwdefaults = self.pop().items if flags & 0x02 else None
+        defaults = self.pop().items if flags & 0x01 else None
+        globals_source = self.globals_source
+        self.push(NestedUserFunctionVariable(code, code.co_qualname, self.f_globals, defaults, kwdefaults, closure))
+        del globals_source
+
+    def inline_user_function_return(self, fn_var, args: list, kwargs: dict) -> VariableTracker:
+        """Trace a Python function's body on this graph (Note [Binding arguments ...])."""
+        code = fn_var.get_code()
+        if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):  # generator, coroutine, async generator
+            unimplemented(f"{code.co_name} is a generator or coroutine")
+        if self.depth >= MAX_INLINE_DEPTH:
+            unimplemented("inlining too deep (recursion?)")
+        bound = fn_var.bind_args(self, args, kwargs)
+        fn_globals = fn_var.get_globals()
+        if fn_globals is self.output.root_globals:
+            globals_source = None
+        elif getattr(fn_var, "source", None) is not None and isinstance(fn_var, UserFunctionVariable):
+            globals_source = AttrSource(fn_var.source, "__globals__")
+        else:
+            globals_source = False  # no way to guard: read globals as constants
+        tracer = InliningInstructionTranslator(
+            code, fn_globals, bound, self.output, closure_cells=fn_var.closure_cells(self),
+            globals_source=globals_source, depth=self.depth + 1,
+        )
+        tracer.parent = self
+        tracer.run()
+        return tracer.return_value
+
+    ## Returning and raising
+    def RETURN_VALUE(self, inst) -> None:
+        self.return_value = self.pop()
+        self.done = True
+
+    def RAISE_VARARGS(self, inst) -> None:
+        unimplemented("raise statement (the frame runs eagerly, so the exception is raised as usual)")
+
+    def LOAD_ASSERTION_ERROR(self, inst) -> None:
+        unimplemented("assert failed while tracing (eager raises AssertionError)")
+
+
+class InliningInstructionTranslator(InstructionTranslatorBase):
+    """A callee traced on its caller's graph; returns its value to the caller's stack."""
+
+    return_value: VariableTracker
+
+
+class InstructionTranslator(InstructionTranslatorBase):
+    """The root frame: on RETURN_VALUE or at a graph break it finishes the compiled piece.
+
+    ``break_at`` maps instruction offsets to the explanation of a break that a previous
+    attempt found there (Dynamo's speculation log, see ``RestartAnalysis``);
+    ``stop_at`` = (offset, visit) is a checkpoint where a previous attempt decided to
+    stop tracing and run the rest of the frame eagerly (Dynamo's ``step_graph_break``).
+    """
+
+    def __init__(self, *args, break_at: Optional[dict] = None, stop_at=None, start_offset: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.break_at = break_at or {}
+        self.stop_at = stop_at
+        self.ip = self.indexof[start_offset]
+        self.result = None  # ("return", value) / ("call", inst, why) / ("jump", ...) / ("stop", inst, why)
+        self.exn_table = exception_table(self.code)
+        self.visits: dict[int, int] = {}
+        self.checkpoint = None  # (offset, visit) of the last instruction met with an empty stack
+
+    def step(self) -> None:
+        inst = self.instructions[self.ip]
+        visit = self.visits[inst.offset] = self.visits.get(inst.offset, 0) + 1
+        if self.stop_at is not None and self.stop_at[0] == (inst.offset, visit):
+            self.current_inst = inst
+            self.result = ("stop", inst, self.stop_at[1])
+            self.done = True
+            return
+        if not self.stack and not self.in_try_block(inst) and self.output.count_calls() > 0:
+            self.checkpoint = (inst.offset, visit)
+        try:
+            super().step()
+        except Unsupported as e:
+            # Not at a call or a jump (Note [Where a graph can break]): cut at the last
+            # checkpoint and let the rest of the frame run eagerly, as Dynamo does.
+            explanation = explain_unsupported(self, e)
+            if self.checkpoint is None:
+                raise
+            raise RestartAnalysis(-1, explanation, stop_at=self.checkpoint) from e
+
+    def in_try_block(self, inst) -> bool:
+        return find_exception_handler(self.exn_table, inst.offset) is not None
+
+    def maybe_has_backedge(self) -> bool:
+        """Dynamo's heuristic: a jump after here goes back before here -> we are in a loop."""
+        current = self.current_inst.offset
+        for inst in self.instructions[self.ip :]:
+            if inst.opname == "RETURN_VALUE":
+                break
+            if inst.opcode in JUMP_OPCODES and inst.argval < current:
+                return True
+        return False
+
+    def check_can_break(self, explanation) -> None:
+        """Where real Dynamo refuses to split a frame, the whole frame runs eagerly."""
+        if self.in_try_block(self.current_inst):
+            explanation.reason += " (inside a try/with block: the whole frame runs eagerly)"
+            raise EagerFallback(explanation)
+        if self.maybe_has_backedge():
+            explanation.reason += " (graph break in a for/while loop: the whole frame runs eagerly, as in Dynamo)"
+            raise EagerFallback(explanation)
+
+    def RETURN_VALUE(self, inst) -> None:
+        self.result = ("return", self.pop())
+        self.done = True
+
+    def CALL(self, inst) -> None:
+        self._breakable_call(inst, super().CALL)
+
+    def CALL_FUNCTION_EX(self, inst) -> None:
+        self._breakable_call(inst, super().CALL_FUNCTION_EX)
+
+    def _breakable_call(self, inst, do_call) -> None:
+        if inst.offset in self.break_at:
+            self.result = ("call", inst, self.break_at[inst.offset])
+            self.done = True
+            return
+        try:
+            do_call(inst)
+        except Unsupported as e:
+            explanation = explain_unsupported(self, e)
+            if self.output.fullgraph:
+                raise
+            self.check_can_break(explanation)
+            raise RestartAnalysis(inst.offset, explanation) from e
+
+    def break_graph_at_jump(self, inst, value, jump_if, pop, e: Unsupported) -> None:
+        if self.output.fullgraph:
+            raise e
+        self.check_can_break(e.explanation)
+        self.result = ("jump", inst, value, jump_if, pop, e.explanation)
+        self.done = True

@@ -1,0 +1,211 @@
+"""Turning real values into trackers: inputs (with a source, so guarded) and results.
+
+Place in the pipeline: the first time the interpreter reads an argument, a global or
+an attribute, ``VariableBuilder`` wraps the real value, installs the guards that protect
+what the trace will assume about it, and (for tensors) adds a graph input.
+``wrap_fx_proxy`` wraps the result of a traced op. Mirrors
+``torch/_dynamo/variables/builder.py`` (``VariableBuilder``, ``SourcelessBuilder``,
+``wrap_fx_proxy``).
+
+Note [Guards are installed where values enter]
+    A value gets its guards when it is first wrapped: a tensor input gets
+    TENSOR_MATCH (type, dtype, device, shape, stride, requires_grad), an int or str
+    gets CONSTANT_MATCH (its value is folded into the trace), a function or module gets
+    ID_MATCH, a list gets a length check. Values the trace never reads get no guard.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from typing import Any
+
+import torch
+
+from ..exc import unimplemented
+from ..fake_values import get_fake_value
+from ..resume_execution import ResumeIterator
+from ..source import AttrSource, GetItemSource, Source
+from .base import VariableTracker
+from .builtin import BuiltinVariable, is_builtin
+from .constant import ConstantVariable, is_constant_value
+from .dicts import ConstDictVariable
+from .functions import UserFunctionVariable, UserMethodVariable
+from .lists import ListIteratorVariable, ListVariable, TupleVariable
+from .misc import UserDefinedClassVariable, UserDefinedObjectVariable
+from .nn_module import NNModuleVariable
+from .tensor import TensorVariable
+from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
+
+
+class VariableBuilder:
+    """Wrap a real value that came from ``source`` (installs guards; see the Note)."""
+
+    def __init__(self, tx, source: Source):
+        self.tx = tx
+        self.source = source
+
+    def __call__(self, value: Any) -> VariableTracker:
+        cache = self.tx.output.input_source_to_var
+        key = self.source.name()
+        if key in cache:
+            return cache[key]
+        var = self._wrap(value)
+        cache[key] = var
+        return var
+
+    def _wrap(self, value: Any) -> VariableTracker:
+        tx, source = self.tx, self.source
+        guards = tx.output.guards
+        if isinstance(value, torch.Tensor):
+            guards.TENSOR_MATCH(source, value, "tensor input: the graph was traced for its metadata")
+            return tx.output.add_graph_input(source, value)
+        if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, (tuple, frozenset))):
+            guards.CONSTANT_MATCH(source, value, "Python value folded into the trace")
+            return ConstantVariable(value, source=source)
+        if isinstance(value, (list, tuple)):
+            guards.LENGTH_CHECK(source, value, "the trace unrolled this sequence")
+            items = [VariableBuilder(tx, GetItemSource(source, i))(v) for i, v in enumerate(value)]
+            cls = ListVariable if isinstance(value, list) else TupleVariable
+            if type(value) not in (list, tuple):
+                unimplemented(f"a {type(value).__name__} (list/tuple subclass) input")
+            return cls(items, source=source)
+        if type(value) is dict:
+            guards.TYPE_MATCH(source, value, "the trace read this dict")
+            guards.add(source, "DICT_KEYS", f"list({source.name()}) == {list(value)!r}", "the trace read these keys",
+                       f"list({source.name()})")
+            items = {k: VariableBuilder(tx, GetItemSource(source, k))(v) for k, v in value.items()}
+            return ConstDictVariable(items, source=source)
+        if isinstance(value, ResumeIterator):  # a for-loop iterator passed to a resume function
+            guards.TYPE_MATCH(source, value, "a loop iterator carried over a graph break")
+            items_src = AttrSource(source, "items")
+            guards.add(source, "LENGTH_CHECK", f"len({items_src.name()}) - {source.name()}.index == "
+                       f"{len(value.items) - value.index}", "the trace unrolled the rest of this loop")
+            items = [VariableBuilder(tx, GetItemSource(items_src, i))(v) for i, v in enumerate(value.items)]
+            return ListIteratorVariable(items, value.index)
+        if isinstance(value, torch.nn.Module):
+            guards.ID_MATCH(source, value, "the trace inlined this module's forward and read its attributes")
+            return NNModuleVariable(value, source=source)
+        if isinstance(value, types.ModuleType):
+            guards.ID_MATCH(source, value, "the trace read attributes of this module")
+            return PythonModuleVariable(value, source=source)
+        if is_builtin(value):
+            return BuiltinVariable(value, source=source)
+        if is_torch_callable(value):
+            return TorchInGraphFunctionVariable(value, source=source)
+        if isinstance(value, types.FunctionType):
+            guards.ID_MATCH(source, value, "the trace inlined this function")
+            return UserFunctionVariable(value, source=source)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            obj = VariableBuilder(tx, _attr(source, "__self__"))(value.__self__)
+            return UserMethodVariable(value.__func__, obj, source=source)
+        if isinstance(value, type):
+            guards.ID_MATCH(source, value, "the trace used this class")
+            return UserDefinedClassVariable(value, source=source)
+        if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+            return BuiltinVariable(value, source=source)
+        guards.TYPE_MATCH(source, value, "the trace read attributes of this object")
+        return UserDefinedObjectVariable(value, source=source)
+
+
+def _attr(source, name):
+    from ..source import AttrSource
+
+    return AttrSource(source, name)
+
+
+def wrap_constant_result(value: Any) -> VariableTracker:
+    """The result of folding on constants (a tuple stays a tuple of trackers)."""
+    if isinstance(value, tuple) and type(value) is tuple:
+        return TupleVariable([wrap_constant_result(v) for v in value])
+    if isinstance(value, list):
+        return ListVariable([wrap_constant_result(v) for v in value])
+    if isinstance(value, dict):
+        return ConstDictVariable({k: wrap_constant_result(v) for k, v in value.items()})
+    if is_constant_value(value) or isinstance(value, (torch.finfo, torch.iinfo)):
+        return ConstantVariable(value)
+    if isinstance(value, type):
+        return BuiltinVariable(value) if is_builtin(value) else UserDefinedClassVariable(value)
+    unimplemented(f"a {type(value).__name__} value produced while tracing")
+
+
+def wrap_sourceless(tx, value: Any) -> VariableTracker:
+    """A value with no source (a default, a constant of the code, a library attribute)."""
+    if isinstance(value, torch.Tensor):
+        unimplemented("a tensor with no source (e.g. a tensor default argument or a tensor constant)")
+    if isinstance(value, torch.nn.Module):
+        unimplemented("a module reached without a source")
+    if isinstance(value, types.ModuleType):
+        return PythonModuleVariable(value)
+    if is_builtin(value):
+        return BuiltinVariable(value)
+    if is_torch_callable(value):
+        return TorchInGraphFunctionVariable(value)
+    if isinstance(value, types.FunctionType):
+        return UserFunctionVariable(value)
+    if isinstance(value, type):
+        return UserDefinedClassVariable(value)
+    if isinstance(value, (tuple, list)) and type(value) in (tuple, list):
+        items = [wrap_sourceless(tx, v) for v in value]
+        return TupleVariable(items) if isinstance(value, tuple) else ListVariable(items)
+    if type(value) is dict:
+        return ConstDictVariable({k: wrap_sourceless(tx, v) for k, v in value.items()})
+    if is_constant_value(value) or isinstance(value, (torch.finfo, torch.iinfo)):
+        return ConstantVariable(value)
+    if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        return BuiltinVariable(value)
+    return UserDefinedObjectVariable(value)
+
+
+def _example(arg: Any) -> Any:
+    if isinstance(arg, torch.fx.Node):
+        return arg.meta["example_value"]
+    return arg
+
+
+def wrap_fx_proxy(tx, kind: str, target: Any, args: tuple, kwargs: dict) -> VariableTracker:
+    """Add one node to the graph, compute its fake value, and wrap the result.
+
+    ``args``/``kwargs`` may hold Proxies. Real Dynamo: ``wrap_fx_proxy`` +
+    ``get_fake_value`` (FakeTensor pass 1: every op runs once on fake tensors).
+    """
+    output = tx.output
+    proxy = output.create_proxy(kind, target, args, kwargs)
+    node = proxy.node
+    fargs = torch.fx.node.map_arg(node.args, _example)
+    fkwargs = torch.fx.node.map_arg(node.kwargs, _example)
+    what = f"{target}" if isinstance(target, str) else getattr(target, "__name__", str(target))
+    if kind == "call_method":
+        fn = lambda *a, **k: getattr(a[0], target)(*a[1:], **k)  # noqa: E731
+        what = f"Tensor.{target}"
+    else:
+        fn = target
+    try:
+        example = get_fake_value(output.fake_mode, fn, fargs, fkwargs, what)
+    except BaseException:
+        output.graph.erase_node(node)
+        raise
+    return wrap_example(tx, proxy, example)
+
+
+def wrap_example(tx, proxy, example: Any) -> VariableTracker:
+    node = proxy.node
+    node.meta["example_value"] = example
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(proxy, example)
+    if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
+        items = []
+        for i, e in enumerate(example):
+            if isinstance(e, torch.Tensor):
+                p = tx.output.create_proxy("call_function", operator.getitem, (proxy, i), {})
+                p.node.meta["example_value"] = e
+                items.append(TensorVariable(p, e))
+            else:
+                items.append(wrap_constant_result(e))
+        if isinstance(example, tuple):
+            return TupleVariable(items, tuple_cls=type(example))
+        return ListVariable(items)
+    # A non-tensor result (a size, a flag): fold it, and drop the node if unused.
+    if not node.users:
+        tx.output.graph.erase_node(node)
+    return wrap_constant_result(example)

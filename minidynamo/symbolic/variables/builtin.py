@@ -1,0 +1,351 @@
+"""Builtins and operators while tracing: ``len``, ``isinstance``, ``range``, ``+``, ``<``, ``in``...
+
+Place in the pipeline: ``BINARY_OP``, ``COMPARE_OP``, ``CONTAINS_OP`` and calls to
+builtins all land here. On constants they fold; on tensors they add a graph node
+(``operator.add`` etc., as Dynamo records them). Mirrors
+``torch/_dynamo/variables/builtin.py`` (``BuiltinVariable``).
+
+Note [print is a graph break]
+    ``print`` writes to stdout: a side effect the graph cannot hold. Real Dynamo
+    graph-breaks on it too (it can reorder prints with ``reorderable_logging_functions``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+from typing import Any
+
+import torch
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable, is_constant_value
+from .lists import ListIteratorVariable, ListVariable, TupleVariable
+from .tensor import TensorVariable
+
+# Builtins that are pure: on constant arguments we may simply call them.
+PURE_BUILTINS = {
+    abs, all, any, bool, chr, divmod, float, format, hash, int, isinstance, issubclass, len, max, min, ord,
+    pow, repr, round, sorted, str, sum, tuple, list, dict, set, frozenset, range, slice, reversed, type,
+    callable, complex, bin, hex, oct, getattr, hasattr, zip, enumerate, map, filter, iter, next,
+}
+BREAK_BUILTINS = {
+    print: "print() writes to stdout, a side effect the graph cannot hold",
+    id: "id() gives a real address",
+    input: "input() reads stdin",
+    open: "open() does I/O",
+    setattr: "setattr on an arbitrary object",
+    delattr: "delattr on an arbitrary object",
+    vars: "vars()",
+    globals: "globals()",
+    locals: "locals()",
+    exec: "exec()",
+    eval: "eval()",
+}
+
+
+def _all_const(args, kwargs=None) -> bool:
+    return all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in (kwargs or {}).values())
+
+
+def identity_of(v: VariableTracker) -> Any:
+    """The real object behind a tracker, when we know it (for ``is``)."""
+    if hasattr(v, "value") and not isinstance(v, ConstantVariable):
+        return v.value
+    if hasattr(v, "fn"):
+        return v.fn
+    return v
+
+
+def compare_in(tx, item: VariableTracker, container: VariableTracker) -> VariableTracker:
+    from .dicts import ConstDictVariable
+
+    if isinstance(container, ConstDictVariable):
+        return container.call_method(tx, "__contains__", [item], {})
+    if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
+        unimplemented("`in` with a tensor depends on the tensor's data")
+    if container.is_python_constant() and item.is_python_constant():
+        return ConstantVariable(item.as_python_constant() in container.as_python_constant())
+    elems = container.unpack_var_sequence(tx)
+    target = identity_of(item)
+    for e in elems:
+        if e.is_python_constant() and item.is_python_constant():
+            if e.as_python_constant() == item.as_python_constant():
+                return ConstantVariable(True)
+        elif identity_of(e) is target:
+            return ConstantVariable(True)
+        elif not e.is_python_constant() and not item.is_python_constant():
+            unimplemented("`in` over non-constant values")
+    return ConstantVariable(False)
+
+
+def call_operator(tx, fn, args: list) -> VariableTracker:
+    """One entry for every operator: tensors -> graph node, constants -> folded."""
+    from .builder import wrap_constant_result, wrap_fx_proxy
+
+    if fn in (operator.is_, operator.is_not):
+        a, b = args
+        if a.is_python_constant() and b.is_python_constant():
+            same = a.as_python_constant() is b.as_python_constant()
+        elif isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+            if a.proxy.node is not b.proxy.node and (a.source is None or b.source is None or a.source != b.source):
+                unimplemented("`is` between two different tensors")
+            same = True
+        elif isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+            same = False  # a tensor is never a constant or a module
+        else:
+            same = identity_of(a) is identity_of(b)
+        return ConstantVariable(same if fn is operator.is_ else not same)
+    if fn is operator.contains:
+        return compare_in(tx, args[1], args[0])
+    if fn is operator.not_:
+        return ConstantVariable(not args[0].truth(tx))
+    if fn is operator.getitem:
+        return args[0].call_method(tx, "__getitem__", [args[1]], {})
+    if any(isinstance(a, TensorVariable) for a in args):
+        return wrap_fx_proxy(tx, "call_function", fn, tuple(a.as_proxy() for a in args), {})
+    if all(a.is_python_constant() for a in args):
+        consts = [a.as_python_constant() for a in args]
+        try:
+            return wrap_constant_result(fn(*consts))
+        except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
+            unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)")
+    a = args[0]
+    if isinstance(a, (ListVariable, TupleVariable)) and len(args) == 2:
+        b = args[1]
+        if fn in (operator.add, operator.iadd) and type(b) is type(a):
+            if fn is operator.iadd and isinstance(a, ListVariable):
+                return a.call_method(tx, "extend", [b], {}) and a
+            return type(a)(a.items + b.items)
+        if fn is operator.iadd and isinstance(a, ListVariable):
+            a.call_method(tx, "extend", [b], {})
+            return a
+        if fn in (operator.mul, operator.imul) and b.is_python_constant():
+            return type(a)(a.items * b.as_python_constant())
+    if fn in (operator.eq, operator.ne) and len(args) == 2:
+        a, b = args
+        if not isinstance(a, TensorVariable) and not isinstance(b, TensorVariable):
+            if not a.is_python_constant() or not b.is_python_constant():
+                same = identity_of(a) is identity_of(b)
+                if a.is_python_constant() != b.is_python_constant() or same:
+                    return ConstantVariable(same if fn is operator.eq else not same)
+    unimplemented(f"operator {fn.__name__} on {', '.join(type(a).__name__ for a in args)}")
+
+
+class BuiltinVariable(VariableTracker):
+    """A builtin function (``len``, ``range``, ``print``) or an ``operator`` function."""
+
+    def __init__(self, fn, **kwargs):
+        super().__init__(**kwargs)
+        self.fn = fn
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def reconstruct(self, codegen) -> str:
+        return codegen.constant_expr(self.fn)
+
+    def __repr__(self) -> str:
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        from .builder import wrap_constant_result
+
+        fn = self.fn
+        if fn in BREAK_BUILTINS:
+            unimplemented(BREAK_BUILTINS[fn], "move it out of the compiled function, or accept the graph break")
+        if getattr(fn, "__module__", None) == "_operator" or fn in vars(operator).values():
+            if kwargs:
+                unimplemented(f"operator.{fn.__name__} with keyword arguments")
+            return call_operator(tx, fn, args)
+        handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
+        if handler is not None:
+            result = handler(tx, *args, **kwargs)
+            if result is not None:
+                return result
+        if fn in PURE_BUILTINS and _all_const(args, kwargs):
+            cargs = [a.as_python_constant() for a in args]
+            ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
+            try:
+                return wrap_constant_result(fn(*cargs, **ckw))
+            except Exception as e:  # noqa: BLE001
+                unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)")
+        unimplemented(f"builtin {getattr(fn, '__name__', fn)} with arguments {args!r}")
+
+    # --- builtins that look inside their arguments ----------------------------
+    def _call_len(self, tx, obj):
+        return obj.call_method(tx, "__len__", [], {})
+
+    def _call_isinstance(self, tx, obj, cls):
+        classes = cls.as_python_constant()
+        if isinstance(obj, TensorVariable):
+            ptype = obj.python_type()
+        elif obj.is_python_constant():
+            return ConstantVariable(isinstance(obj.as_python_constant(), classes))
+        else:
+            ptype = obj.python_type()
+        return ConstantVariable(issubclass(ptype, classes))
+
+    def _call_getattr(self, tx, obj, name, *default):
+        attr = name.as_python_constant()
+        if default:
+            try:
+                return obj.var_getattr(tx, attr)
+            except Exception:  # noqa: BLE001
+                return default[0]
+        return obj.var_getattr(tx, attr)
+
+    def _call_hasattr(self, tx, obj, name):
+        if obj.is_python_constant():
+            return ConstantVariable(hasattr(obj.as_python_constant(), name.as_python_constant()))
+        if hasattr(obj, "value") and not isinstance(obj, TensorVariable):
+            return ConstantVariable(hasattr(obj.value, name.as_python_constant()))
+        if isinstance(obj, TensorVariable):
+            return ConstantVariable(hasattr(obj.example_value, name.as_python_constant()))
+        return None
+
+    def _call_type(self, tx, obj):
+        from .builder import wrap_sourceless
+
+        if obj.is_python_constant():
+            return None
+        return wrap_sourceless(tx, obj.python_type())
+
+    def _call_callable(self, tx, obj):
+        from .functions import BaseUserFunctionVariable
+
+        if isinstance(obj, (BaseUserFunctionVariable, BuiltinVariable)):
+            return ConstantVariable(True)
+        return None
+
+    def _seq(self, tx, obj):
+        return obj.unpack_var_sequence(tx)
+
+    def _call_list(self, tx, obj=None):
+        return ListVariable(self._seq(tx, obj) if obj is not None else [])
+
+    def _call_tuple(self, tx, obj=None):
+        return TupleVariable(self._seq(tx, obj) if obj is not None else [])
+
+    def _call_dict(self, tx, *args, **kwargs):
+        from .dicts import ConstDictVariable
+
+        d = ConstDictVariable({})
+        d.items.update(ConstDictVariable({}).items)
+        if args:
+            src = args[0]
+            if isinstance(src, ConstDictVariable):
+                d.items.update(src.items)
+            else:
+                for pair in src.unpack_var_sequence(tx):
+                    k, v = pair.unpack_var_sequence(tx)
+                    d.items[k.as_python_constant()] = v
+        d.items.update(kwargs)
+        return d
+
+    def _call_iter(self, tx, obj):
+        if isinstance(obj, ListIteratorVariable):
+            return obj
+        return ListIteratorVariable(self._seq(tx, obj))
+
+    def _call_next(self, tx, it, *default):
+        if not isinstance(it, ListIteratorVariable):
+            unimplemented(f"next() on {it}")
+        value = it.next_variable(tx)
+        if value is None:
+            if default:
+                return default[0]
+            unimplemented("StopIteration while tracing")
+        return value
+
+    def _call_zip(self, tx, *seqs, **kwargs):
+        cols = [self._seq(tx, s) for s in seqs]
+        return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*cols)])
+
+    def _call_enumerate(self, tx, seq, start=None):
+        first = start.as_python_constant() if start is not None else 0
+        items = self._seq(tx, seq)
+        return ListIteratorVariable([TupleVariable([ConstantVariable(i + first), v]) for i, v in enumerate(items)])
+
+    def _call_reversed(self, tx, seq):
+        return ListIteratorVariable(list(reversed(self._seq(tx, seq))))
+
+    def _call_map(self, tx, fn, *seqs):
+        cols = [self._seq(tx, s) for s in seqs]
+        return ListIteratorVariable([fn.call_function(tx, list(row), {}) for row in zip(*cols)])
+
+    def _call_filter(self, tx, fn, seq):
+        keep = [v for v in self._seq(tx, seq) if fn.call_function(tx, [v], {}).truth(tx)]
+        return ListIteratorVariable(keep)
+
+    def _call_sum(self, tx, seq, start=None):
+        items = self._seq(tx, seq)
+        if all(i.is_python_constant() for i in items) and (start is None or start.is_python_constant()):
+            return None
+        acc = start if start is not None else ConstantVariable(0)
+        for item in items:
+            acc = call_operator(tx, operator.add, [acc, item])
+        return acc
+
+    def _minmax(self, tx, args, pick):
+        items = self._seq(tx, args[0]) if len(args) == 1 else list(args)
+        if all(i.is_python_constant() for i in items):
+            return None
+        if all(isinstance(i, TensorVariable) for i in items) and len(items) == 2:
+            from .torch import TorchInGraphFunctionVariable
+
+            return TorchInGraphFunctionVariable(torch.maximum if pick is max else torch.minimum).call_function(
+                tx, items, {}
+            )
+        unimplemented(f"{pick.__name__}() over tensors and numbers")
+
+    def _call_max(self, tx, *args):
+        return self._minmax(tx, args, max)
+
+    def _call_min(self, tx, *args):
+        return self._minmax(tx, args, min)
+
+    def _call_abs(self, tx, x):
+        if isinstance(x, TensorVariable):
+            return x.call_method(tx, "abs", [], {})
+        return None
+
+    def _call_bool(self, tx, x=None):
+        if x is None:
+            return ConstantVariable(False)
+        return ConstantVariable(x.truth(tx))
+
+    def _scalar(self, tx, x, kind):
+        if isinstance(x, TensorVariable):
+            unimplemented(f"{kind.__name__}(tensor) needs the tensor's data", "keep it a tensor")
+        return None
+
+    def _call_int(self, tx, x=None, *rest):
+        return self._scalar(tx, x, int)
+
+    def _call_float(self, tx, x=None):
+        return self._scalar(tx, x, float)
+
+    def _call_all(self, tx, seq):
+        items = self._seq(tx, seq)
+        return ConstantVariable(all(i.truth(tx) for i in items))
+
+    def _call_any(self, tx, seq):
+        items = self._seq(tx, seq)
+        return ConstantVariable(any(i.truth(tx) for i in items))
+
+
+def is_builtin(value: Any) -> bool:
+    return (
+        isinstance(value, type(len)) and getattr(value, "__module__", None) in ("builtins", "_operator")
+    ) or any(value is t for t in _BUILTIN_TYPES)
+
+
+_BUILTIN_TYPES = (int, float, bool, str, list, tuple, dict, set, frozenset, range, slice, zip, enumerate,
+                  reversed, map, filter, type, complex, object, super, property, staticmethod, classmethod)
+
+
+__all__ = ["BuiltinVariable", "call_operator", "compare_in", "is_builtin", "builtins", "functools",
+           "is_constant_value"]

@@ -1,0 +1,89 @@
+"""ConstantVariable: a Python value known while tracing (ints, strs, dtypes, shapes).
+
+Place in the pipeline: sizes, dtypes, flags and literals are folded while tracing;
+they never reach the graph. Mirrors ``torch/_dynamo/variables/constant.py``.
+
+Note [Constants fold]
+    ``x.shape[0] * 2`` runs right here on real ints: the graph only ever sees the
+    result. That is why a change of shape or of a guarded int recompiles (the
+    folded value is baked into the graph; a guard protects it). Real Dynamo can
+    instead keep sizes symbolic (``SymInt``, dynamic shapes); ours always specializes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..exc import unimplemented
+from .base import VariableTracker
+
+# Values we treat as constants. Immutable, so calling their methods at trace time is safe.
+CONSTANT_TYPES = (
+    int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
+    torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format, slice, range,
+    type((lambda: 0).__code__),
+)
+
+
+def is_constant_value(value: Any) -> bool:
+    if isinstance(value, CONSTANT_TYPES):
+        return True
+    if isinstance(value, (tuple, frozenset)):
+        return all(is_constant_value(v) for v in value)
+    return False
+
+
+class ConstantVariable(VariableTracker):
+    def __init__(self, value: Any, **kwargs):
+        super().__init__(**kwargs)
+        self.value = value
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_proxy(self) -> Any:
+        return self.value
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError:
+            unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
+        if callable(attr) and not is_constant_value(attr):
+            from .misc import GetAttrVariable
+
+            return GetAttrVariable(self, name)
+        return ConstantVariable(attr)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        from .builder import wrap_constant_result
+
+        if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
+            fn = getattr(self.value, name, None)
+            if fn is None:
+                unimplemented(f"{type(self.value).__name__} has no method {name!r}")
+            cargs = [a.as_python_constant() for a in args]
+            ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
+            return wrap_constant_result(fn(*cargs, **ckw))
+        if name == "format" and isinstance(self.value, str):
+            unimplemented("str.format with non-constant arguments")
+        return super().call_method(tx, name, args, kwargs)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        if isinstance(self.value, (tuple, list, str, torch.Size, range, bytes, frozenset)):
+            return [ConstantVariable(v) for v in self.value]
+        unimplemented(f"iterating over {type(self.value).__name__}")
+
+    def reconstruct(self, codegen) -> str:
+        return codegen.constant_expr(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"

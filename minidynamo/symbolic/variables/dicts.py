@@ -1,0 +1,117 @@
+"""Dicts while tracing: keys are Python constants, values are trackers.
+
+Place in the pipeline: like lists (Note [Containers mutate in place and say so]).
+Mirrors ``torch/_dynamo/variables/dicts.py`` (``ConstDictVariable``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .lists import ListVariable, TupleVariable
+
+
+def _key(v: VariableTracker) -> Any:
+    from .nn_module import NNModuleVariable
+
+    if isinstance(v, NNModuleVariable):
+        return v.value
+    return v.as_python_constant()
+
+
+class ConstDictVariable(VariableTracker):
+    def __init__(self, items: dict, user_cls: type = dict, **kwargs):
+        super().__init__(**kwargs)
+        self.items = dict(items)  # python key -> VariableTracker
+        self.user_cls = user_cls
+
+    def python_type(self) -> type:
+        return self.user_cls
+
+    def as_python_constant(self) -> Any:
+        return {k: v.as_python_constant() for k, v in self.items.items()}
+
+    def as_proxy(self) -> Any:
+        return {k: v.as_proxy() for k, v in self.items.items()}
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        from .builder import wrap_constant_result
+
+        return [wrap_constant_result(k) for k in self.items]
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        from .builder import wrap_constant_result
+
+        items = self.items
+        if name == "__getitem__":
+            key = _key(args[0])
+            if key not in items:
+                unimplemented(f"KeyError {key!r} while tracing")
+            return items[key]
+        if name == "get":
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            return items.get(_key(args[0]), default)
+        if name == "__len__":
+            return ConstantVariable(len(items))
+        if name == "__contains__":
+            return ConstantVariable(_key(args[0]) in items)
+        if name == "keys":
+            return ListVariable([wrap_constant_result(k) for k in items])
+        if name == "values":
+            return ListVariable(list(items.values()))
+        if name == "items":
+            return ListVariable([TupleVariable([wrap_constant_result(k), v]) for k, v in items.items()])
+        if name == "copy":
+            return ConstDictVariable(items, self.user_cls)
+        # mutations
+        if name in ("__setitem__", "update", "pop", "clear", "setdefault", "__delitem__", "popitem"):
+            tx.output.side_effects.mutation(self)
+        if name == "__setitem__":
+            items[_key(args[0])] = args[1]
+            return ConstantVariable(None)
+        if name == "__delitem__":
+            del items[_key(args[0])]
+            return ConstantVariable(None)
+        if name == "update":
+            if args:
+                other = args[0]
+                if isinstance(other, ConstDictVariable):
+                    items.update(other.items)
+                else:
+                    for pair in other.unpack_var_sequence(tx):
+                        k, v = pair.unpack_var_sequence(tx)
+                        items[_key(k)] = v
+            for k, v in kwargs.items():
+                items[k] = v
+            return ConstantVariable(None)
+        if name == "pop":
+            key = _key(args[0])
+            if key in items:
+                return items.pop(key)
+            if len(args) > 1:
+                return args[1]
+            unimplemented(f"KeyError {key!r} while tracing")
+        if name == "setdefault":
+            key = _key(args[0])
+            if key not in items:
+                items[key] = args[1] if len(args) > 1 else ConstantVariable(None)
+            return items[key]
+        if name == "clear":
+            items.clear()
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        body = ", ".join(f"{codegen.constant_expr(k)}: {codegen.expr(v)}" for k, v in self.items.items())
+        return "{" + body + "}"
+
+    def __repr__(self) -> str:
+        return f"ConstDictVariable({list(self.items)})"

@@ -1,0 +1,192 @@
+"""User Python functions while tracing: calls are inlined, not recorded.
+
+Place in the pipeline: a call to a Python function is traced *through*: a child
+``InliningInstructionTranslator`` runs the callee's bytecode on the caller's graph.
+Mirrors ``torch/_dynamo/variables/functions.py`` (``UserFunctionVariable``,
+``NestedUserFunctionVariable``, ``UserMethodVariable``).
+
+Note [Binding arguments by borrowing Python's]
+    To match arguments to parameters we build a throwaway function with the callee's
+    code whose defaults are the default values' trackers, and let
+    ``inspect.signature(...).bind`` do the work: positional, keyword, defaults,
+    ``*args`` and ``**kwargs`` are bound exactly as CPython would.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Optional
+
+from ..exc import unimplemented
+from ..source import AttrSource, ClosureSource
+from .base import VariableTracker
+
+
+def bind_args(tx, code, name, defaults, kwdefaults, args, kwargs) -> dict:
+    """Map the call's trackers to the callee's parameter names (Note [Binding arguments ...])."""
+    from .dicts import ConstDictVariable
+    from .lists import TupleVariable
+
+    dummy_closure = tuple(types.CellType() for _ in code.co_freevars) or None
+    dummy = types.FunctionType(code, {}, name, tuple(defaults) if defaults else None, dummy_closure)
+    if kwdefaults:
+        dummy.__kwdefaults__ = dict(kwdefaults)
+    try:
+        bound = inspect.signature(dummy).bind(*args, **kwargs)
+    except TypeError as e:
+        unimplemented(f"calling {name}: {e}")
+    bound.apply_defaults()
+    result = {}
+    for pname, param in inspect.signature(dummy).parameters.items():
+        value = bound.arguments[pname]
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            value = TupleVariable(list(value))
+        elif param.kind is inspect.Parameter.VAR_KEYWORD:
+            value = ConstDictVariable(dict(value))
+        result[pname] = value
+    return result
+
+
+class BaseUserFunctionVariable(VariableTracker):
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return tx.inline_user_function_return(self, list(args), dict(kwargs))
+
+
+class UserFunctionVariable(BaseUserFunctionVariable):
+    """A Python function that exists before the trace (a global, an attribute)."""
+
+    def __init__(self, fn: types.FunctionType, **kwargs):
+        super().__init__(**kwargs)
+        self.fn = fn
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def get_code(self):
+        return self.fn.__code__
+
+    def get_globals(self) -> dict:
+        return self.fn.__globals__
+
+    def get_name(self) -> str:
+        return self.fn.__name__
+
+    def bind_args(self, tx, args, kwargs) -> dict:
+        from .builder import wrap_sourceless
+
+        defaults = [wrap_sourceless(tx, d) for d in (self.fn.__defaults__ or ())]
+        kwdefaults = {k: wrap_sourceless(tx, v) for k, v in (self.fn.__kwdefaults__ or {}).items()}
+        return bind_args(tx, self.fn.__code__, self.fn.__name__, defaults, kwdefaults, args, kwargs)
+
+    def closure_cells(self, tx) -> dict:
+        """Free variables of the callee: real cells, wrapped (and guarded when they have a source)."""
+        from .builder import VariableBuilder, wrap_sourceless
+
+        out = {}
+        for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet")
+            if self.source is not None:
+                out[name] = VariableBuilder(tx, ClosureSource(self.source, i))(value)
+            else:
+                out[name] = wrap_sourceless(tx, value)
+        return out
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap_sourceless
+
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return wrap_sourceless(tx, getattr(self.fn, name))
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        return codegen.constant_expr(self.fn)
+
+    def __repr__(self) -> str:
+        return f"UserFunctionVariable({self.fn.__name__})"
+
+
+class NestedUserFunctionVariable(BaseUserFunctionVariable):
+    """A function made by ``MAKE_FUNCTION`` inside the traced code (nested def, lambda)."""
+
+    def __init__(self, code, qualname: str, f_globals: dict, defaults=None, kwdefaults=None, closure=None, **kw):
+        super().__init__(**kw)
+        self.code = code
+        self.qualname = qualname
+        self.f_globals = f_globals
+        self.defaults = defaults  # list of trackers
+        self.kwdefaults = kwdefaults  # dict name -> tracker
+        self.closure = closure  # list of CellVariable
+
+    def get_code(self):
+        return self.code
+
+    def get_globals(self) -> dict:
+        return self.f_globals
+
+    def get_name(self) -> str:
+        return self.code.co_name
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def bind_args(self, tx, args, kwargs) -> dict:
+        return bind_args(tx, self.code, self.code.co_name, self.defaults, self.kwdefaults, args, kwargs)
+
+    def closure_cells(self, tx) -> dict:
+        return dict(zip(self.code.co_freevars, self.closure or ()))
+
+    def reconstruct(self, codegen) -> str:
+        if not self.code.co_freevars and not self.defaults and not self.kwdefaults:
+            return codegen.constant_expr(types.FunctionType(self.code, self.f_globals, self.code.co_name))
+        unimplemented("a nested function with a closure cannot be rebuilt after a graph break")
+
+    def __repr__(self) -> str:
+        return f"NestedUserFunctionVariable({self.qualname})"
+
+
+class UserMethodVariable(UserFunctionVariable):
+    """``obj.method`` for a Python method: the function plus the tracker of ``self``."""
+
+    def __init__(self, fn, obj: VariableTracker, **kwargs):
+        super().__init__(fn, **kwargs)
+        self.obj = obj
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return tx.inline_user_function_return(self, [self.obj] + list(args), dict(kwargs))
+
+    def closure_cells(self, tx) -> dict:
+        return UserFunctionVariable(self.fn, source=self.source and AttrSource(self.source, "__func__")).closure_cells(tx)
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.obj)}.{self.fn.__name__}"
+
+    def __repr__(self) -> str:
+        return f"UserMethodVariable({self.fn.__qualname__})"
+
+
+def is_user_function(fn: Any) -> bool:
+    """A Python function whose frames we would trace (not torch's, not the stdlib's)."""
+    return isinstance(fn, types.FunctionType) and not _is_skipped_file(fn.__code__.co_filename)
+
+
+def _is_skipped_file(filename: str) -> bool:
+    import os
+
+    import torch
+
+    torch_dir = os.path.dirname(torch.__file__)
+    stdlib_dir = os.path.dirname(inspect.__file__)
+    return filename.startswith(torch_dir) or (filename.startswith(stdlib_dir) and "site-packages" not in filename)
+
+
+__all__ = ["UserFunctionVariable", "NestedUserFunctionVariable", "UserMethodVariable", "is_user_function",
+           "Optional"]

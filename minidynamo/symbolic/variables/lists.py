@@ -1,0 +1,200 @@
+"""Lists, tuples, slices and iterators while tracing.
+
+Place in the pipeline: Python containers are taken apart at trace time; only the
+tensors inside them reach the graph. Mirrors ``torch/_dynamo/variables/lists.py``
+(``ListVariable``, ``TupleVariable``, ``SliceVariable``, ``ListIteratorVariable``).
+
+Note [Containers mutate in place and say so]
+    ``lst.append(x)`` changes the tracker's ``items``. If the list came from outside
+    the frame (it has a source), SideEffects records it, and the transformed function
+    writes the final contents back (``L['lst'][:] = [...]``) after the graph ran.
+    A list created inside the frame needs nothing: it is rebuilt from its items.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+def _index(v: VariableTracker) -> Any:
+    if isinstance(v, SliceVariable):
+        return v.as_python_constant()
+    return v.as_python_constant()
+
+
+class BaseListVariable(VariableTracker):
+    kind: type = list
+
+    def __init__(self, items: list, **kwargs):
+        super().__init__(**kwargs)
+        self.items = list(items)
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def as_python_constant(self) -> Any:
+        return self.kind(v.as_python_constant() for v in self.items)
+
+    def as_proxy(self) -> Any:
+        return self.kind(v.as_proxy() for v in self.items)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return list(self.items)
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        idx = _index(index)
+        if isinstance(idx, slice):
+            return type(self)(self.items[idx])
+        if not isinstance(idx, int):
+            unimplemented(f"{self.kind.__name__} index of type {type(idx).__name__}")
+        return self.items[idx]
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "__contains__":
+            from .builtin import compare_in
+
+            return compare_in(tx, args[0], self)
+        if name in ("index", "count") and all(a.is_python_constant() for a in args):
+            consts = [v.as_python_constant() if v.is_python_constant() else v for v in self.items]
+            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:  # the real object (side effects already written back)
+            return codegen.source_expr(self.source)
+        parts = [codegen.expr(v) for v in self.items]
+        if self.kind is tuple:
+            return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+        return f"[{', '.join(parts)}]"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.items!r})"
+
+
+class TupleVariable(BaseListVariable):
+    kind = tuple
+
+    def __init__(self, items: list, tuple_cls: type = tuple, **kwargs):
+        super().__init__(items, **kwargs)
+        self.tuple_cls = tuple_cls  # a named tuple / torch.return_types structseq keeps its class
+
+    def python_type(self) -> type:
+        return self.tuple_cls
+
+    def fields(self) -> tuple:
+        return getattr(self.tuple_cls, "_fields", None) or getattr(self.tuple_cls, "__match_args__", ())
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in self.fields():
+            return self.items[self.fields().index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen) -> str:
+        text = super().reconstruct(codegen)
+        if self.tuple_cls is tuple or self.source is not None:
+            return text
+        cls = codegen.constant_expr(self.tuple_cls)
+        if hasattr(self.tuple_cls, "_make"):
+            return f"{cls}._make({text})"
+        return f"{cls}({text})"
+
+
+class ListVariable(BaseListVariable):
+    kind = list
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        mutating = {"append", "extend", "pop", "insert", "clear", "reverse", "remove", "sort", "__setitem__",
+                    "__delitem__"}
+        if name not in mutating:
+            if name == "copy":
+                return ListVariable(self.items)
+            return super().call_method(tx, name, args, kwargs)
+        tx.output.side_effects.mutation(self)
+        items = self.items
+        if name == "append":
+            items.append(args[0])
+        elif name == "extend":
+            items.extend(args[0].unpack_var_sequence(tx))
+        elif name == "insert":
+            items.insert(args[0].as_python_constant(), args[1])
+        elif name == "pop":
+            idx = args[0].as_python_constant() if args else -1
+            return items.pop(idx)
+        elif name == "clear":
+            items.clear()
+        elif name == "reverse":
+            items.reverse()
+        elif name == "remove":
+            target = args[0].as_python_constant()
+            for i, v in enumerate(items):
+                if v.is_python_constant() and v.as_python_constant() == target:
+                    del items[i]
+                    break
+            else:
+                unimplemented("list.remove of a value not found as a constant")
+        elif name == "sort":
+            key = {k: v.as_python_constant() for k, v in kwargs.items()}
+            values = sorted((v.as_python_constant() for v in items), **key)
+            items[:] = [ConstantVariable(v) for v in values]
+        elif name == "__setitem__":
+            idx = _index(args[0])
+            if isinstance(idx, slice):
+                items[idx] = args[1].unpack_var_sequence(tx)
+            else:
+                items[idx] = args[1]
+        elif name == "__delitem__":
+            del items[_index(args[0])]
+        return ConstantVariable(None)
+
+
+class SliceVariable(VariableTracker):
+    """``a[1:n]``: a slice whose bounds may be tensors (then it is only a proxy argument)."""
+
+    def __init__(self, parts: list, **kwargs):
+        super().__init__(**kwargs)
+        self.parts = parts  # start, stop, step trackers
+
+    def as_python_constant(self) -> Any:
+        return slice(*[p.as_python_constant() for p in self.parts])
+
+    def as_proxy(self) -> Any:
+        return slice(*[p.as_proxy() for p in self.parts])
+
+    def reconstruct(self, codegen) -> str:
+        return f"slice({', '.join(codegen.expr(p) for p in self.parts)})"
+
+
+class ListIteratorVariable(VariableTracker):
+    """``iter(seq)`` while tracing: the items, and how far we got (``FOR_ITER`` advances it)."""
+
+    def __init__(self, items: list, index: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.items = list(items)
+        self.index = index
+
+    def next_variable(self, tx):
+        if self.index >= len(self.items):
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return self.items[self.index :]
+
+    def reconstruct(self, codegen) -> str:
+        rest = [codegen.expr(v) for v in self.items[self.index :]]
+        return f"___ResumeIterator([{', '.join(rest)}])"
+
+    def __repr__(self) -> str:
+        return f"ListIteratorVariable({self.index}/{len(self.items)})"

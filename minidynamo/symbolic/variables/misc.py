@@ -1,0 +1,159 @@
+"""Small trackers: NULL, cells, bound attributes, user objects and classes.
+
+Place in the pipeline: everything that is not a tensor, constant, container, function
+or module. Mirrors ``torch/_dynamo/variables/misc.py`` and
+``torch/_dynamo/variables/user_defined.py``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Optional
+
+from ..exc import unimplemented
+from ..source import AttrSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+class NullVariable(VariableTracker):
+    """The NULL that 3.11's ``PUSH_NULL`` / ``LOAD_GLOBAL`` put under a callable."""
+
+    def reconstruct(self, codegen) -> str:
+        return "___NULL"
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+class CellVariable(VariableTracker):
+    """A closure cell shared between a frame and the nested functions it defines."""
+
+    def __init__(self, value: Optional[VariableTracker] = None, **kwargs):
+        super().__init__(**kwargs)
+        self.value = value
+
+    def reconstruct(self, codegen) -> str:
+        unimplemented("a closure cell cannot be rebuilt after a graph break")
+
+
+class GetAttrVariable(VariableTracker):
+    """``obj.name`` where name is a method not yet called (``x.add`` before ``(y)``)."""
+
+    def __init__(self, obj: VariableTracker, name: str, **kwargs):
+        super().__init__(**kwargs)
+        self.obj = obj
+        self.name = name
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.obj)}.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"GetAttrVariable({self.obj!r}, {self.name!r})"
+
+
+def _pending_attr(tx, obj_var, name):
+    return tx.output.side_effects.load_attr(obj_var, name)
+
+
+def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
+    """Attribute of a real Python object (user object, module): instance dict, then class."""
+    from .builder import VariableBuilder, wrap_sourceless
+    from .functions import UserFunctionVariable, UserMethodVariable
+
+    pending = _pending_attr(tx, obj_var, name)
+    if pending is not None:
+        return pending
+    source = AttrSource(obj_var.source, name) if obj_var.source is not None else None
+    inst_dict = getattr(value, "__dict__", {})
+    if name in inst_dict:
+        attr = inst_dict[name]
+        return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
+    cls_attr = inspect.getattr_static(type(value), name, None)
+    if isinstance(cls_attr, property) and cls_attr.fget is not None:
+        return UserFunctionVariable(cls_attr.fget).call_function(tx, [obj_var], {})
+    if isinstance(cls_attr, staticmethod):
+        return wrap_sourceless(tx, cls_attr.__func__)
+    if isinstance(cls_attr, classmethod):
+        return UserMethodVariable(cls_attr.__func__, UserDefinedClassVariable(type(value)))
+    if inspect.isfunction(cls_attr):
+        return UserMethodVariable(cls_attr, obj_var)
+    if cls_attr is not None and not callable(cls_attr):
+        # a class-level constant; guard it through the instance
+        attr = getattr(value, name)
+        return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
+    unimplemented(f"attribute {name!r} of {type(value).__name__} object")
+
+
+class UserDefinedObjectVariable(VariableTracker):
+    """An instance of a user class, read through its attributes (each one guarded)."""
+
+    def __init__(self, value: Any, **kwargs):
+        super().__init__(**kwargs)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        return lookup_python_attr(tx, self, self.value, name)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        call = inspect.getattr_static(type(self.value), "__call__", None)
+        if inspect.isfunction(call):
+            from .functions import UserMethodVariable
+
+            return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+        unimplemented(f"calling a {type(self.value).__name__} object")
+
+    def __repr__(self) -> str:
+        return f"UserDefinedObjectVariable({type(self.value).__name__})"
+
+
+class UserDefinedClassVariable(VariableTracker):
+    """A class (user or library) used as a value: isinstance targets, class attributes."""
+
+    def __init__(self, value: type, **kwargs):
+        super().__init__(**kwargs)
+        self.value = value
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import VariableBuilder, wrap_sourceless
+
+        attr = inspect.getattr_static(self.value, name, None)
+        if isinstance(attr, (staticmethod, classmethod)):
+            attr = getattr(self.value, name)
+        elif attr is None:
+            unimplemented(f"class {self.value.__name__} has no attribute {name!r}")
+        if self.source is not None:
+            return VariableBuilder(tx, AttrSource(self.source, name))(attr)
+        return wrap_sourceless(tx, attr)
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        unimplemented(f"constructing a {self.value.__name__} object", "construct it outside the compiled function")
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        return codegen.constant_expr(self.value)
+
+    def __repr__(self) -> str:
+        return f"UserDefinedClassVariable({self.value.__name__})"
+
+
+__all__ = [
+    "NullVariable", "CellVariable", "GetAttrVariable", "UserDefinedObjectVariable",
+    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr",
+]

@@ -1,0 +1,125 @@
+"""TensorVariable: a tensor while tracing = an fx.Proxy (graph node) + a FakeTensor (its metadata).
+
+Place in the pipeline: every tensor op the interpreter meets adds a node to the fx graph
+and runs once on fake values (FakeTensor pass 1). Mirrors
+``torch/_dynamo/variables/tensor.py`` and ``wrap_fx_proxy`` in ``variables/builder.py``.
+
+Note [Metadata is known, data is not]
+    ``x.shape``, ``x.dtype``, ``x.dim()`` come from the fake value and fold to constants.
+    ``x.item()``, ``x.tolist()`` and ``bool(x)`` need data the tracer does not have:
+    each is a graph break.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+# Methods whose result depends only on metadata: evaluated on the fake value, folded.
+CONSTANT_METHODS = {
+    "size", "dim", "ndimension", "numel", "nelement", "element_size", "is_contiguous",
+    "is_floating_point", "is_complex", "stride", "storage_offset", "get_device", "type",
+}
+CONSTANT_ATTRS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "layout", "is_cuda",
+                  "is_sparse", "is_quantized", "is_meta", "itemsize"}
+# Methods that need data (or change autograd state) the tracer cannot fake: graph breaks.
+BREAK_METHODS = {
+    "item": "Tensor.item() needs the tensor's data (a Python number)",
+    "tolist": "Tensor.tolist() needs the tensor's data",
+    "numpy": "Tensor.numpy() leaves torch",
+    "backward": "Tensor.backward() runs autograd eagerly",
+    "data_ptr": "Tensor.data_ptr() is a real address",
+    "__bool__": "bool(tensor) depends on the tensor's data",
+    "__int__": "int(tensor) depends on the tensor's data",
+    "__float__": "float(tensor) depends on the tensor's data",
+    "register_hook": "hooks are not traced",
+    "retain_grad": "retain_grad changes autograd state",
+    "requires_grad_": "requires_grad_ changes autograd metadata of an input",
+}
+
+
+class TensorVariable(VariableTracker):
+    """A tensor: ``proxy`` (fx.Proxy in the graph) and ``example_value`` (a FakeTensor)."""
+
+    def __init__(self, proxy: torch.fx.Proxy, example_value: torch.Tensor, **kwargs):
+        super().__init__(**kwargs)
+        self.proxy = proxy
+        self.example_value = example_value
+
+    def as_proxy(self) -> torch.fx.Proxy:
+        return self.proxy
+
+    def python_type(self) -> type:
+        return type(self.example_value) if self.source is not None else torch.Tensor
+
+    def as_python_constant(self) -> Any:
+        unimplemented("a tensor is not a Python constant")
+
+    def truth(self, tx) -> bool:
+        unimplemented(
+            "data-dependent control flow: the branch depends on a tensor's value",
+            "compute both sides with torch.where, or move the test out of the compiled function",
+        )
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap_fx_proxy
+
+        fake = self.example_value
+        if name in CONSTANT_ATTRS:
+            value = getattr(fake, name)
+            return ConstantVariable(value)
+        if name in ("T", "mT", "H", "mH", "real", "imag"):
+            return wrap_fx_proxy(tx, "call_function", getattr, (self.proxy, name), {})
+        if name == "grad":
+            unimplemented("reading Tensor.grad is not traced")
+        if name == "data":
+            return self.call_method(tx, "detach", [], {})
+        if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
+            from .misc import GetAttrVariable
+
+            return GetAttrVariable(self, name)
+        unimplemented(f"Tensor attribute {name!r}")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        from .builder import wrap_constant_result, wrap_fx_proxy
+
+        if name in BREAK_METHODS:
+            unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region")
+        if name in CONSTANT_METHODS:
+            cargs = [a.as_python_constant() for a in args]
+            ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
+            if name == "type" and (cargs or ckw):
+                pass  # x.type(torch.float16) is a conversion: trace it below
+            else:
+                return wrap_constant_result(getattr(self.example_value, name)(*cargs, **ckw))
+        if name == "__len__":
+            return ConstantVariable(len(self.example_value))
+        if name in ("__setitem__",):
+            return tx.store_subscr(self, args[0], args[1])
+        if not hasattr(torch.Tensor, name):
+            unimplemented(f"Tensor has no method {name!r}")
+        pargs = tuple(a.as_proxy() for a in args)
+        pkw = {k: v.as_proxy() for k, v in kwargs.items()}
+        return wrap_fx_proxy(tx, "call_method", name, (self.proxy,) + pargs, pkw)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        from .builder import wrap_fx_proxy
+
+        if self.example_value.dim() == 0:
+            unimplemented("iteration over a 0-d tensor")
+        n = self.example_value.shape[0]
+        return [wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, i), {}) for i in range(n)]
+
+    def reconstruct(self, codegen) -> str:
+        return codegen.tensor_expr(self)
+
+    def __repr__(self) -> str:
+        v = self.example_value
+        return f"TensorVariable({self.proxy.node.name}, {v.dtype}, {tuple(v.shape)})"

@@ -1,0 +1,198 @@
+"""Graph breaks (chapter 5): counts against torch._dynamo.explain, resume functions, fullgraph.
+
+Differential: every count is compared with the real ``torch._dynamo.explain`` on the
+same function and inputs; every result with eager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+import torch
+
+import minidynamo as md
+from minidynamo._torch_private import dynamo_explain, dynamo_reset, silence_dynamo_logs
+from minidynamo.symbolic import counters
+from minidynamo.symbolic.exc import FullGraphError, GraphBreak
+
+pytestmark = pytest.mark.ch05
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    silence_dynamo_logs()
+    md.reset()
+    dynamo_reset()
+    yield
+    md.reset()
+
+
+def helper_branch(x):
+    if x.sum() > 0:
+        return x + 1
+    return x - 1
+
+
+def helper_print(x):
+    y = x.cos()
+    print("in helper")
+    return y.sin()
+
+
+def calls_helper_with_branch(x):
+    y = x * 2
+    z = helper_branch(y)
+    return z * 3
+
+
+def prints_in_middle(x):
+    y = x + 1
+    print("hello")
+    return y * 2
+
+
+def prints_first(x):
+    print("start")
+    return x.relu()
+
+
+def item_break(x):
+    n = x.sum().item()
+    return x * n
+
+
+def data_dependent(x):
+    y = x.exp()
+    if y.mean() > 1:
+        return y - 1
+    return y + 1
+
+
+def calls_helper_print(x, k: int):
+    a = x * k
+    b = helper_print(a)
+    return a + b
+
+
+def break_in_loop(x):
+    for i in range(3):
+        x = x + i
+        print(i)
+    return x
+
+
+def explicit_graph_break(x):
+    x = x + 1
+    torch._dynamo.graph_break()
+    return x * 2
+
+
+def no_tensor_ops(x):
+    return x
+
+
+def unsupported_opcode_after_work(x):
+    y = x * 2
+    with open(__file__) as fh:  # BEFORE_WITH on a file: not traceable
+        fh.readline()
+    return y + 1
+
+
+CASES = {
+    "helper_with_branch": (calls_helper_with_branch, lambda: (torch.randn(4),)),
+    "print_middle": (prints_in_middle, lambda: (torch.randn(3),)),
+    "print_first": (prints_first, lambda: (torch.randn(3),)),
+    "item": (item_break, lambda: (torch.randn(3),)),
+    "data_dependent_if": (data_dependent, lambda: (torch.randn(5),)),
+    "helper_print": (calls_helper_print, lambda: (torch.randn(2), 3)),
+    "break_in_loop": (break_in_loop, lambda: (torch.randn(2),)),
+    "explicit_graph_break": (explicit_graph_break, lambda: (torch.randn(2),)),
+    "no_tensor_ops": (no_tensor_ops, lambda: (torch.randn(2),)),
+    "unsupported_opcode": (unsupported_opcode_after_work, lambda: (torch.randn(2),)),
+}
+
+
+def _quiet():
+    return contextlib.redirect_stdout(io.StringIO())
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_counts_match_real_dynamo_and_results_match_eager(name):
+    fn, make = CASES[name]
+    torch.manual_seed(0)
+    args = make()
+    with _quiet():
+        expected = fn(*args)
+        ours = md.explain(fn, *args)
+        real = dynamo_explain(fn, *args)
+        compiled = md.compile(fn, backend="eager")
+        first, second = compiled(*args), compiled(*args)
+    assert (ours.graph_count, ours.graph_break_count) == (real.graph_count, real.graph_break_count)
+    torch.testing.assert_close(ours.out, expected)
+    torch.testing.assert_close(first, expected)
+    torch.testing.assert_close(second, expected)
+
+
+def test_helper_with_branch_is_four_graphs_three_breaks():
+    with _quiet():
+        out = md.explain(calls_helper_with_branch, torch.ones(4))
+    assert (out.graph_count, out.graph_break_count) == (4, 3)
+    functions = [r.function for r in out.break_reasons]
+    assert functions == ["helper_branch", "helper_branch"]  # the call in the caller, the jump in the callee
+    assert "data-dependent" in out.break_reasons[-1].reason
+
+
+def test_explanation_object_has_instruction_line_reason_hint():
+    with _quiet():
+        out = md.explain(prints_in_middle, torch.randn(2))
+    (reason,) = out.break_reasons
+    assert isinstance(reason, GraphBreak)
+    assert reason.instruction.startswith("CALL")
+    assert reason.lineno == prints_in_middle.__code__.co_firstlineno + 2
+    assert "print" in reason.reason and reason.hint
+    assert 'print("hello")' in reason.source
+
+
+def test_transformed_source_calls_graph_then_break_then_resume():
+    cf = md.compile(prints_in_middle, backend="eager")
+    with _quiet():
+        cf(torch.randn(2))
+    src = cf.cache.entries[0].transformed_source
+    lines = [ln.strip() for ln in src.splitlines()]
+    assert lines[1].startswith("___graph_out = ___compiled_fn_")
+    assert lines[2].startswith("___r = print('hello')")
+    assert lines[3].startswith("return ___resume_at_")
+
+
+def test_steady_state_runs_no_bytecode_across_breaks():
+    cf = md.compile(calls_helper_with_branch, backend="eager")
+    x = torch.ones(4)
+    cf(x)
+    counters.clear()
+    torch.testing.assert_close(cf(x), calls_helper_with_branch(x))
+    assert counters["instructions"] == 0
+    torch.testing.assert_close(cf(-x), calls_helper_with_branch(-x))  # the other branch: traced once
+    counters.clear()
+    cf(-x)
+    assert counters["instructions"] == 0
+
+
+def test_fullgraph_raises_at_first_break():
+    cf = md.compile(prints_in_middle, backend="eager", fullgraph=True)
+    with pytest.raises(FullGraphError, match=r"print") as info:
+        cf(torch.randn(2))
+    assert info.value.explanation.lineno == prints_in_middle.__code__.co_firstlineno + 2
+    with pytest.raises(FullGraphError, match="data-dependent"):
+        md.compile(calls_helper_with_branch, fullgraph=True)(torch.randn(2))
+
+
+def test_graph_break_events():
+    with md.events.record() as log, _quiet():
+        md.compile(prints_in_middle, backend="eager")(torch.randn(2))
+    breaks = [e for e in log if e.kind == "graph_break"]
+    assert len(breaks) == 1 and breaks[0].instruction.startswith("CALL")
+    ops = [e for e in log if e.kind == "op"]
+    assert ops and all(e.pass_name == "dynamo" for e in ops)
+    assert {e.line for e in ops} >= {prints_in_middle.__code__.co_firstlineno + 1}

@@ -1,0 +1,147 @@
+"""Guards, the cache and recompiles (chapter 4): the mechanics of minidynamo.symbolic.
+
+Differential where a counterpart exists: results are compared with eager; what
+recompiles is compared with what the real Dynamo guards on (shape, dtype,
+requires_grad, a Python constant).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import minidynamo as md
+from minidynamo.symbolic import counters
+
+pytestmark = pytest.mark.ch04
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    md.reset()
+    yield
+    md.reset()
+
+
+def f(x, n):
+    y = x * n
+    if n > 2:
+        y = y + 1
+    return torch.relu(y)
+
+
+def _call(cf, *args):
+    out = cf(*args)
+    torch.testing.assert_close(out, f(*args))
+    return out
+
+
+def test_second_call_interprets_no_bytecode():
+    cf = md.compile(f, backend="eager")
+    x = torch.randn(3, 4)
+    _call(cf, x, 3)
+    assert counters["instructions"] > 0 and counters["frames_traced"] == 1
+    counters.clear()
+    _call(cf, x, 3)
+    _call(cf, torch.randn(3, 4), 3)  # new values, same metadata: same entry
+    assert counters["instructions"] == 0
+    assert counters["frames_traced"] == 0
+    assert counters["cache_hits"] == 2
+
+
+@pytest.mark.parametrize(
+    "change, expected_guard",
+    [
+        (lambda x: (torch.randn(5, 4), 3), "L['x'].shape"),
+        (lambda x: (x.double(), 3), "L['x'].dtype"),
+        (lambda x: (x.clone().requires_grad_(), 3), "L['x'].requires_grad"),
+        (lambda x: (x.t(), 3), "L['x'].shape"),
+        (lambda x: (torch.randn(4, 3).t(), 3), "L['x'].stride()"),
+        (lambda x: (x, 1), "L['n']"),
+    ],
+    ids=["shape", "dtype", "requires_grad", "transpose", "stride", "constant"],
+)
+def test_guard_failure_recompiles_and_names_the_guard(change, expected_guard):
+    cf = md.compile(f, backend="eager")
+    x = torch.randn(3, 4)
+    _call(cf, x, 3)
+    with md.events.record() as log:
+        _call(cf, *change(x))
+    assert counters["recompiles"] == 1 and counters["frames_traced"] == 2
+    record = cf.cache.recompiles[0]
+    assert record.guard.expr.startswith(expected_guard), record
+    assert [e for e in log if e.kind == "recompile"][0].guard == record.guard.expr
+    assert "is now" in str(record)
+    counters.clear()
+    _call(cf, x, 3)  # the first entry is still there
+    assert counters["frames_traced"] == 0
+
+
+def test_guards_are_readable_python_with_sources_and_reasons():
+    scale = 2.0
+
+    def g(x):
+        return x * scale + G_OFFSET
+
+    out = md.explain(g, torch.randn(2))
+    exprs = [gd.expr for gd in out.guards]
+    assert "L['x'].shape == (2,)" in exprs
+    assert "L['scale'] == 2.0" in exprs  # a closure value read by the trace
+    assert "G['G_OFFSET'] == 1" in exprs  # a global read by the trace
+    for guard in out.guards:
+        assert guard.source is not None and guard.why
+        compile(guard.expr, "<guard>", "eval")
+
+
+G_OFFSET = 1
+
+
+def test_global_change_recompiles():
+    global G_OFFSET
+
+    def g(x):
+        return x + G_OFFSET
+
+    cf = md.compile(g, backend="eager")
+    x = torch.randn(2)
+    torch.testing.assert_close(cf(x), x + 1)
+    G_OFFSET = 5
+    try:
+        torch.testing.assert_close(cf(x), x + 5)
+        assert counters["recompiles"] == 1
+    finally:
+        G_OFFSET = 1
+
+
+def test_cache_limit_falls_back_to_eager_with_a_warning():
+    cf = md.compile(f, backend="eager")
+    x = torch.randn(2)
+    for n in range(8):
+        _call(cf, x, n)
+    assert len(cf.cache.entries) == 8
+    with pytest.warns(UserWarning, match=r"cache size limit.*L\['n'\]"):
+        _call(cf, x, 100)
+    counters.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _call(cf, x, 101)  # eager now: no trace, no new warning
+    assert counters["frames_traced"] == 0
+
+
+def test_module_parameters_are_guarded_inputs():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    out = md.explain(model, torch.randn(5, 4))
+    exprs = [g.expr for g in out.guards]
+    assert "L['self'][0].weight.shape == (3, 4)" in exprs
+    assert any(e.startswith("L['self'] is ") for e in exprs)
+    placeholders = [n.name for n in out.graphs[0].graph.nodes if n.op == "placeholder"]
+    assert "l_self_0_weight" in placeholders and len(placeholders) == 5
+
+
+def test_guard_events_are_emitted():
+    with md.events.record() as log:
+        md.explain(f, torch.randn(2), 3)
+    kinds = {e.guard_kind for e in log if e.kind == "guard"}
+    assert {"TENSOR_MATCH", "CONSTANT_MATCH", "TYPE_MATCH"} <= kinds
