@@ -361,10 +361,10 @@ class FunctionalTensorMode(TorchDispatchMode):
 
     def _view(self, func, args, kwargs):
         base: FunctionalTensor = args[0]
+        self._report(func, func, "view")
         out = func(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
         rest = tuple(args[1:])
         kw = tuple(sorted(kwargs.items()))
-        self._report(func, func, "view")
         if isinstance(out, torch.Tensor):
             return FunctionalTensor(out, base.storage_, base.chain + (ViewMeta(func, rest, kw),))
         # Multi-output views (unbind, split): one chain step per output, with its index.
@@ -377,13 +377,13 @@ class FunctionalTensorMode(TorchDispatchMode):
         if not isinstance(t, FunctionalTensor):
             raise FunctionalizationError(f"{func}: metadata mutation of a tensor that was not wrapped (to_fun)")
         view_op = _functional_variant(func)
+        self._report(func, view_op, "metadata_mutation")
         self._sync(t)
         t.elem = view_op(t.elem, *tree_map(self._unwrap, args[1:]), **tree_map(self._unwrap, kwargs))
         t.chain = t.chain + (ViewMeta(view_op, tuple(args[1:]), tuple(sorted(kwargs.items()))),)
         # Change the wrapper's own sizes/strides, without dispatching (torch does the same).
         with no_dispatch():
             func(t, *args[1:], **kwargs)
-        self._report(func, view_op, "metadata_mutation")
         return t
 
     def _data_mutation(self, func, args, kwargs, mutated: list[int]):
@@ -395,6 +395,7 @@ class FunctionalTensorMode(TorchDispatchMode):
                 f"{func}: in-place op on a tensor that was not wrapped; call mode.to_fun() on every input"
             )
         functional = _functional_variant(func)
+        self._report(func, functional, "mutation")
         new = functional(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
         if new.dtype != t.dtype:
             new = aten._to_copy.default(new, dtype=t.dtype)
@@ -406,7 +407,6 @@ class FunctionalTensorMode(TorchDispatchMode):
             storage.mutation_counter_no_grad_or_inference_mode += 1
         t.elem = new
         t.generation = storage.generation
-        self._report(func, functional, "mutation")
         return t
 
     def _report(self, func, replacement, how: str) -> None:
