@@ -303,3 +303,4 @@ def dynamo_instruction_translator_base():
     from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
     return InstructionTranslatorBase
+dispatch_tls_is_dispatch_key_included = torch._C._dispatch_tls_is_dispatch_key_included  # (H5) TLS bit

@@ -11,6 +11,7 @@ from minidynamo import dispatch
 from minidynamo._torch_private import (
     DispatchKey,
     DispatchKeySet,
+    EnablePreDispatch,
     TorchDispatchMode,
     dispatch_has_computed_kernel_for_dispatch_key,
     dispatch_has_kernel_for_dispatch_key,
@@ -95,7 +96,25 @@ SITUATIONS = {
     "fake_mode": real_fake_tensor_mode,
     "inference_mode": torch.inference_mode,
     "autocast_cpu": lambda: torch.autocast("cpu"),
+    "pre_dispatch": lambda: EnablePreDispatch(),
+    "functionalization": lambda: _functionalization(),
 }
+
+
+def _functionalization():
+    import contextlib
+
+    from minidynamo._torch_private import disable_functionalization, enable_functionalization
+
+    @contextlib.contextmanager
+    def ctx():
+        enable_functionalization(reapply_views=True)
+        try:
+            yield
+        finally:
+            disable_functionalization()
+
+    return ctx()
 
 
 def _nullctx():

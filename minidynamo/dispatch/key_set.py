@@ -21,6 +21,12 @@ Note [Ours computes keys from what Python can see]
     dispatcher's key sets. The real key set is a 128-bit mask (functionality bits
     times backend bits); ours is a tuple of names ordered by ``PRIORITY``.
 
+Note [Switches with no Python-level flag]
+    Pre-dispatch tracing (``torch._C._EnablePreDispatch``) and C++ functionalization
+    (``torch._enable_functionalization``) put PreDispatch / Functionalize in the TLS
+    include set and keep no other state Python can see, so for these two keys
+    ``tls_included`` reads the TLS bit itself, the same bit the dispatcher reads.
+
 Note [requires_grad adds no key]
     A plain CPU tensor carries AutogradCPU whether or not it requires grad: the
     autograd kernel runs for every call and itself decides that there is nothing to
@@ -180,13 +186,17 @@ def tls_included() -> tuple[str, ...]:
     inference mode drops ADInplaceOrView; an active TorchDispatchMode adds Python and
     PythonTLSSnapshot, so the mode sees ops on plain tensors too.
     """
-    from minidynamo._torch_private import is_in_torch_dispatch_mode
+    from minidynamo._torch_private import DispatchKey, dispatch_tls_is_dispatch_key_included, is_in_torch_dispatch_mode
 
     names = {"BackendSelect"}
     if not torch.is_inference_mode_enabled():
         names.add("ADInplaceOrView")
     if is_in_torch_dispatch_mode():
         names |= {"Python", "PythonTLSSnapshot"}
+    # Note [Switches with no Python-level flag]
+    for key in ("PreDispatch", "Functionalize"):
+        if dispatch_tls_is_dispatch_key_included(getattr(DispatchKey, key)):
+            names.add(key)
     return order(names)
 
 
