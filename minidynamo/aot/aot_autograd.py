@@ -115,9 +115,9 @@ def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], conf
                                    art: CompiledArtifacts) -> Callable:
     """Dedupe, then synthetic bases, then the compile proper (torch: same order of wrappers)."""
 
-    def after_dedupe(fn, args):
+    def after_dedupe(fn, args, meta=None):
         return aot_wrapper_synthetic_base(
-            fn, args, lambda f, a, **kw: aot_dispatch(f, a, config, art, **kw), art.wrappers
+            fn, args, lambda f, a, **kw: aot_dispatch(f, a, config, art, **kw), art.wrappers, meta=meta
         )
 
     return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers)

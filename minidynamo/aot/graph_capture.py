@@ -119,11 +119,18 @@ def tangent_mask(meta: ViewAndMutationMeta) -> list[bool]:
     return mutated + outs + [True] * meta.num_intermediate_bases
 
 
-def fn_prepped_for_autograd(fn: Callable, meta: ViewAndMutationMeta) -> Callable:
-    """``inner(*args) -> (fw_outs, tangent_mask)``; fw_outs = mutated inputs, user outputs, intermediate bases."""
+def fn_prepped_for_autograd(fn: Callable, meta: ViewAndMutationMeta, *, fresh_inputs: bool = True) -> Callable:
+    """``inner(*args) -> (fw_outs, tangent_mask)``; fw_outs = mutated inputs, user outputs, intermediate bases.
+
+    ``fresh_inputs=False`` (the inference path, torch's fn_input_mutations_to_outputs):
+    no backward will be traced, so mutated inputs need no clone.
+    """
 
     def inner(*args: Any):
-        args_maybe_cloned = [_maybe_to_fresh_input(i, t, meta) for i, t in enumerate(args)]
+        if fresh_inputs:
+            args_maybe_cloned = [_maybe_to_fresh_input(i, t, meta) for i, t in enumerate(args)]
+        else:
+            args_maybe_cloned = list(args)
         outs = fn(*args_maybe_cloned)
         outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
         if len(outs) != len(meta.output_info):
@@ -263,7 +270,7 @@ def aot_dispatch_base_graph(
     Returns a graph of ``(*args) -> (mutated inputs, user outputs, intermediate bases)``,
     the same forward outputs the joint graph has, so one runtime wrapper serves both.
     """
-    prepped = fn_prepped_for_autograd(flat_fn, meta)
+    prepped = fn_prepped_for_autograd(flat_fn, meta, fresh_inputs=False)
     func_mode = _functionalization_mode() if functionalize else None
 
     def fw(*args):

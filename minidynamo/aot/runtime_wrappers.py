@@ -278,10 +278,13 @@ def create_runtime_wrapper(
 def aot_wrapper_dedupe(flat_fn: Callable, flat_args: list[Any], compile_inner: Callable, log: list[str]) -> Callable:
     """The same tensor passed twice becomes one graph input (torch: AOTDedupeWrapper).
 
-    ``compile_inner(fn, args)`` compiles the deduplicated function. At runtime the
-    duplicates are dropped by a precomputed index list; with no duplicates there is
-    no wrapper at all.
+    Only needed when some input is mutated (a write through one name must show
+    through the other); otherwise duplicates are harmless and, like torch, we
+    keep them. ``compile_inner(fn, args, meta=...)`` compiles the result; at
+    runtime the duplicates are dropped by a precomputed index list.
     """
+    from minidynamo.aot.collect_metadata_analysis import collect_metadata
+
     keep: list[int] = []
     position: list[int] = []  # for every original arg, its index among the kept ones
     seen: dict[int, int] = {}
@@ -293,8 +296,10 @@ def aot_wrapper_dedupe(flat_fn: Callable, flat_args: list[Any], compile_inner: C
             seen[id(a)] = len(keep)
         position.append(len(keep))
         keep.append(i)
-    if len(keep) == len(flat_args):
-        return compile_inner(flat_fn, flat_args)
+    meta = collect_metadata(flat_fn, *flat_args)
+    mutated = any(m.mutates_data or m.mutates_metadata for m in meta.input_info)
+    if len(keep) == len(flat_args) or not mutated:
+        return compile_inner(flat_fn, flat_args, meta=meta)
 
     def deduped_fn(*kept):
         return flat_fn(*[kept[p] for p in position])
@@ -314,7 +319,7 @@ def _storage_key(t: torch.Tensor) -> int:
 
 
 def aot_wrapper_synthetic_base(
-    flat_fn: Callable, flat_args: list[Any], compile_inner: Callable, log: list[str]
+    flat_fn: Callable, flat_args: list[Any], compile_inner: Callable, log: list[str], meta: Any = None
 ) -> Callable:
     """Inputs that alias each other, one of them mutated, become one synthetic base input.
 
@@ -332,7 +337,8 @@ def aot_wrapper_synthetic_base(
         if isinstance(a, torch.Tensor) and a.numel() > 0:
             groups.setdefault(_storage_key(a), []).append(i)
     aliased = [g for g in groups.values() if len(g) > 1]
-    meta = collect_metadata(flat_fn, *flat_args)
+    if meta is None:
+        meta = collect_metadata(flat_fn, *flat_args)
     aliased = [
         g for g in aliased
         if any(meta.input_info[i].mutates_data or meta.input_info[i].mutates_metadata for i in g)
