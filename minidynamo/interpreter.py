@@ -15,9 +15,18 @@ Note [Calls into user code stay in the VM]
     whose function is plain Python) we do not call it: we bind its arguments and
     run its bytecode in a NEW ``Frame`` of the same VM, so the whole call tree is
     interpreted (Dynamo "inlines" user functions the same way). Builtins and C
-    functions are called directly. Generator and coroutine functions, and
+    functions are called directly. Coroutines and async generators, and
     Python code called back by C (``sorted(key=...)``, ``__init__`` run by a
-    class call) run natively in CPython: our loop has no way to suspend a frame.
+    class call) run natively in CPython.
+
+Note [Generators suspend the frame loop]
+    Calling a generator function returns a real Python generator that drives
+    our frame: ``YIELD_VALUE`` raises ``_Yield`` out of ``run_frame``, leaving
+    the frame's stack and instruction pointer as they are; ``next``/``send``
+    push the sent value and re-enter ``run_frame``; ``throw``/``close`` re-enter
+    it by unwinding the thrown exception through the exception table at the
+    suspended ``YIELD_VALUE``. Real Dynamo inlines generators differently (it
+    traces them to exhaustion or graph-breaks), since a graph cannot suspend.
 
 Note [NULL on the stack]
     Since 3.11, a call leaves either ``NULL, callable`` or ``method, self`` below
@@ -72,6 +81,13 @@ class _Return(Exception):
         self.value = value
 
 
+class _Yield(Exception):
+    """Internal: YIELD_VALUE suspends the frame loop (Note [Generators suspend the frame loop])."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 class Frame:
     """One activation of a code object: its locals, cells, value stack and instruction pointer."""
 
@@ -117,7 +133,9 @@ UNARY_OPERATORS: dict[str, Callable[[Any], Any]] = {
     "UNARY_NOT": operator.not_, "UNARY_INVERT": operator.invert,
 }  # fmt: skip
 
+_CO_GENERATOR = 0x20
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+_NATIVE_FLAGS = _GENERATOR_FLAGS & ~_CO_GENERATOR  # coroutines and async generators run natively
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
@@ -145,7 +163,7 @@ class VirtualMachine:
         self_arg: tuple = ()
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             fn, self_arg = fn.__func__, (fn.__self__,)
-        if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & _GENERATOR_FLAGS:
+        if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & _NATIVE_FLAGS:
             if fn is super and not args and not kwargs:  # zero-argument super() reads the caller's frame
                 return super(self.frame.cells["__class__"].cell_contents, self.frame.locals[self.frame.code.co_varnames[0]])
             if fn is globals and not args:
@@ -153,15 +171,42 @@ class VirtualMachine:
             return fn(*self_arg, *args, **kwargs)
         locals_ = bind_arguments(fn, [*self_arg, *args], kwargs)
         frame = Frame(fn.__code__, fn.__globals__, locals_, fn.__closure__ or (), back=self.frame)
+        if fn.__code__.co_flags & _CO_GENERATOR:
+            return self.make_generator(frame, fn)
         return self.run_frame(frame)
 
-    def run_frame(self, frame: Frame) -> Any:
-        """The frame loop: fetch, dispatch to ``byte_<OPNAME>``, route exceptions by the exception table."""
+    def make_generator(self, frame: Frame, fn: types.FunctionType) -> types.GeneratorType:
+        """A real generator that drives ``frame`` (Note [Generators suspend the frame loop])."""
+
+        def drive():
+            thrown = None
+            while True:
+                try:
+                    return self.run_frame(frame, throw=thrown)
+                except _Yield as suspended:
+                    value = suspended.value
+                try:
+                    sent, thrown = (yield value), None
+                    frame.stack.append(sent)
+                except BaseException as exc:  # gen.throw(...) and gen.close()
+                    thrown = exc
+
+        gen = drive()
+        gen.__name__, gen.__qualname__ = fn.__name__, fn.__qualname__
+        return gen
+
+    def run_frame(self, frame: Frame, throw: Optional[BaseException] = None) -> Any:
+        """The frame loop: fetch, dispatch to ``byte_<OPNAME>``, route exceptions by the exception table.
+
+        ``throw``: resume a suspended generator frame by raising this at its current instruction.
+        """
         if events.is_recording():
             events.emit("interpret_frame", code=frame.code.co_qualname, depth=self._depth(frame))
         caller, self.frame = self.frame, frame
         handled = len(self.exc_info)
         try:
+            if throw is not None:
+                self.unwind(frame, frame.current, throw)
             while True:
                 inst = frame.instructions[frame.ip]
                 frame.ip += 1
@@ -171,7 +216,7 @@ class VirtualMachine:
                     self.trace(frame, inst)
                 try:
                     self.dispatch(inst)
-                except (_Return, UnsupportedInstructionError):
+                except (_Return, _Yield, UnsupportedInstructionError):
                     raise
                 except BaseException as exc:
                     self.unwind(frame, inst, exc)
@@ -571,6 +616,32 @@ class VirtualMachine:
     def byte_RETURN_CONST(self, inst: Instruction) -> None:  # 3.12
         raise _Return(inst.argval)
 
+    ## Generators
+
+    def byte_RETURN_GENERATOR(self, inst: Instruction) -> None:
+        # CPython creates the generator here and returns it; ours exists already
+        # (make_generator). On first resume CPython pushes the sent None, which POP_TOP drops.
+        self.push(None)
+
+    def byte_YIELD_VALUE(self, inst: Instruction) -> None:
+        raise _Yield(self.pop())
+
+    def byte_GET_YIELD_FROM_ITER(self, inst: Instruction) -> None:
+        if not isinstance(self.top(), types.GeneratorType):
+            self.push(iter(self.pop()))
+
+    def byte_SEND(self, inst: Instruction) -> None:
+        # `yield from`: pass the sent value on to the sub-iterator; when it returns, jump past the loop.
+        value, receiver = self.pop(), self.top()
+        try:
+            result = next(receiver) if value is None else receiver.send(value)
+        except StopIteration as stop:
+            self.pop()
+            self.push(stop.value)
+            self.jump(inst.argval)
+        else:
+            self.push(result)
+
     ## Strings
 
     def byte_FORMAT_VALUE(self, inst: Instruction) -> None:
@@ -638,8 +709,8 @@ class VirtualMachine:
 # missing a byte_ method reports "no handler written yet".
 UNSUPPORTED: dict[str, str] = {
     **dict.fromkeys(
-        ["RETURN_GENERATOR", "YIELD_VALUE", "SEND", "GET_YIELD_FROM_ITER", "GET_AWAITABLE", "ASYNC_GEN_WRAP"],
-        "generators and coroutines run natively (our frame loop cannot suspend a frame)",
+        ["GET_AWAITABLE", "ASYNC_GEN_WRAP"],
+        "coroutines and async generators run natively, never in our frame loop",
     ),
     **dict.fromkeys(
         ["BEFORE_ASYNC_WITH", "GET_AITER", "GET_ANEXT", "END_ASYNC_FOR"], "async code is not in the interpreted subset"

@@ -630,12 +630,90 @@ def bound_method_object(p):
 
 
 @case(3)
-def generator_natively(n):
+def generators_basic(n):
     def gen(k):
         for i in range(k):
             yield i * 2
 
     return list(gen(n)), sum(x for x in range(n))
+
+
+def _numbers(n):
+    try:
+        for i in range(n):
+            got = yield i
+            if got:
+                yield ("got", got)
+        result = yield from _sub()
+        yield result
+    finally:
+        COUNTER.append("finally")
+
+
+def _sub():
+    yield "sub"
+    return "sub-result"
+
+
+@case(3)
+def generator_send_and_yield_from(n):
+    gen = _numbers(n)
+    out = [next(gen), gen.send("hi"), next(gen), next(gen), next(gen), next(gen)]
+    gen.close()
+    return out, list(_numbers(2)), gen.__name__
+
+
+@case()
+def generator_throw():
+    def gen():
+        try:
+            yield 1
+        except ValueError as e:
+            yield f"caught {e}"
+        yield 3
+
+    g = gen()
+    return next(g), g.throw(ValueError("boom")), next(g), list(g)
+
+
+@case()
+def generator_throw_uncaught():
+    def gen():
+        yield 1
+
+    g = gen()
+    next(g)
+    g.throw(KeyError("k"))
+
+
+@case()
+def generator_stopiteration_becomes_runtimeerror():
+    def gen():
+        yield 1
+        raise StopIteration
+
+    return list(gen())
+
+
+@case()
+def generator_return_value():
+    def gen():
+        yield 1
+        return "done"
+
+    g = gen()
+    next(g)
+    try:
+        next(g)
+    except StopIteration as stop:
+        return stop.value
+
+
+@case(4)
+def generator_pipeline(n):
+    evens = (i for i in range(n * 3) if i % 2 == 0)
+    squares = (e * e for e in evens)
+    return list(zip(squares, "abcdef")), any(x > 10 for x in range(n)), dict((i, -i) for i in range(n))
 
 
 @case()
@@ -894,6 +972,14 @@ def test_nested_user_functions_run_in_new_frames():
     assert seen.count("fact") > 5 and "recursion" in seen
     depths = {f.code.co_name for f in [vm.frame] if f}  # the VM leaves no frame behind
     assert depths == set()
+
+
+def test_generator_bodies_are_interpreted():
+    """Note [Generators suspend the frame loop]: a genexpr's frame runs in our loop too."""
+    frames = set()
+    vm = VirtualMachine(trace=lambda frame, inst: frames.add(frame.code.co_name))
+    assert vm.run(generator_pipeline, 4) == generator_pipeline(4)
+    assert "<genexpr>" in frames
 
 
 def test_instruction_count_matches_trace():
