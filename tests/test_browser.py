@@ -1,0 +1,269 @@
+"""Widgets in a real browser: in JupyterLab with a kernel, and in the built book without one.
+
+Headless chromium (Debian's, driven by playwright) opens:
+
+1. JupyterLab, started on 127.0.0.1 over a temporary copy of every chapter whose
+   saved outputs hold a widget. Each notebook is run top to bottom; every widget
+   must render its controls and react to a slider move or a click (the content on
+   show changes the way the widget's state says). A screenshot per widget goes to
+   ``test-artifacts/``.
+2. The built book's page of chapter 00, from ``file://``, with no kernel: moving
+   the stepper's slider turns the page (jslink), and the page requests nothing from
+   the network.
+
+Without chromium the tests skip and say why; with ``CI=true`` a missing browser fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.ch00]
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+ARTIFACTS = ROOT / "test-artifacts"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        path, why = None, "playwright is not installed (pip install -e '.[dev]')"
+    else:
+        why = "chromium is not installed (apt-get install chromium)"
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"browser tests need a browser in CI: {why}")
+        pytest.skip(why)
+    return path
+
+
+def widget_notebooks() -> list[Path]:
+    """Chapters whose committed outputs contain at least one widget view."""
+    found = []
+    for nb in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+        if any(WIDGET_VIEW in out.get("data", {}) for cell in cells for out in cell.get("outputs", [])):
+            found.append(nb)
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """A JupyterLab server over a temporary copy of the widget chapters; yields (base url, token, names)."""
+    _chromium()
+    root = tmp_path_factory.mktemp("lab_root")
+    config = tmp_path_factory.mktemp("lab_config")
+    # Turn off the news pop-up, which could cover the widgets in a screenshot.
+    (config / "labconfig").mkdir()
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
+    names = []
+    for nb in widget_notebooks():
+        shutil.copy(nb, root / nb.name)
+        names.append(nb.name)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(config / "runtime"))
+    log = open(config / "lab.log", "w")
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={config / 'workspaces'}",
+            "--LabApp.news_url=None", "--allow-root",
+        ],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                pytest.fail("JupyterLab did not start:\n" + (config / "lab.log").read_text()[-3000:])
+            time.sleep(0.5)
+        yield base, token, names
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _step_text(widget) -> str:
+    return widget.locator(".minidynamo-step").first.inner_text()
+
+
+def _move_slider(widget, page) -> None:
+    """Move the first slider of ``widget`` one step with the keyboard (as a reader's arrow key)."""
+    handle = widget.locator(".noUi-handle").first
+    before = handle.get_attribute("aria-valuenow")
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(100)
+    if handle.get_attribute("aria-valuenow") == before:  # already on the last step
+        page.keyboard.press("ArrowLeft")
+
+
+def _check_widget(output, page, shot: Path) -> None:
+    """The widget view in ``output`` shows controls and reacts to the reader."""
+    output.scroll_into_view_if_needed()
+    controls = output.locator(".widget-slider, .jupyter-button, .widget-dropdown, .widget-toggle-buttons")
+    assert controls.count() > 0, f"{shot.stem}: the widget rendered no controls"
+    stepper = output.locator(".minidynamo-stepper")
+    if stepper.count():
+        stepper = stepper.first
+        before = _step_text(stepper)
+        _move_slider(stepper, page)
+        page.wait_for_function(
+            "([el, before]) => el.querySelector('.minidynamo-step').innerText !== before",
+            arg=[stepper.element_handle(), before],
+            timeout=10_000,
+        )
+        after_slider = _step_text(stepper)
+        assert after_slider != before
+        # Prev/Next talk to the kernel; the slider and the page follow.
+        button = stepper.locator(".jupyter-button", has_text="Prev" if "step 1/" not in after_slider else "Next")
+        button.first.click()
+        page.wait_for_function(
+            "([el, before]) => el.querySelector('.minidynamo-step').innerText !== before",
+            arg=[stepper.element_handle(), after_slider],
+            timeout=10_000,
+        )
+    else:
+        before = output.inner_text()
+        if output.locator(".noUi-handle").count():
+            _move_slider(output, page)
+        else:
+            controls.first.click()
+        page.wait_for_function(
+            "([el, before]) => el.innerText !== before", arg=[output.element_handle(), before], timeout=10_000
+        )
+    output.screenshot(path=str(shot))
+
+
+def test_widgets_render_and_react_in_jupyterlab(browser, jupyterlab):
+    base, token, names = jupyterlab
+    assert "00_welcome.ipynb" in names, "00_welcome.ipynb must hold the Stepper demo widget"
+    ARTIFACTS.mkdir(exist_ok=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pages = {}
+    try:
+        # Start every notebook first, so their kernels run side by side.
+        for name in names:
+            page = context.new_page()
+            page.goto(f"{base}/lab/tree/{name}?token={token}")
+            page.wait_for_function(
+                "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+                " const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;"
+                " return k && k.status === 'idle'; }",
+                timeout=60_000,
+            )
+            page.evaluate("() => { window.__ran = window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            pages[name] = page
+        for name, page in pages.items():
+            page.bring_to_front()
+            ok = page.evaluate("() => window.__ran", )
+            assert ok is not False, f"{name}: running all cells failed"
+            page.wait_for_function(
+                "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
+                " && !document.querySelector('.jp-InputArea-prompt:not(:empty)')?.innerText.includes('[*]')"
+                " && ![...document.querySelectorAll('.jp-InputArea-prompt')].some(p => p.innerText.includes('*'))",
+                timeout=90_000,
+            )
+            errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]')
+            assert errors.count() == 0, f"{name}: a cell raised:\n{errors.first.inner_text()[:2000]}"
+            # A widget view's output area holds the view's element, classed "jupyter-widgets".
+            outputs = page.locator(".jp-OutputArea-child:has(.jupyter-widgets)")
+            if outputs.count() == 0:
+                page.screenshot(path=str(ARTIFACTS / f"lab-{Path(name).stem}-page.png"), full_page=True)
+            assert outputs.count() > 0, f"{name}: no widget was displayed after running the notebook"
+            for i in range(outputs.count()):
+                _check_widget(outputs.nth(i), page, ARTIFACTS / f"lab-{Path(name).stem}-widget{i}.png")
+    finally:
+        context.close()
+
+
+def test_book_page_steps_without_a_kernel(browser):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_book import build_book
+
+    rc, log, html_dir = build_book()
+    assert rc == 0, f"the book did not build:\n{log[-3000:]}"
+    page_file = html_dir / "notebooks" / "00_welcome.html"
+    assert page_file.is_file()
+    ARTIFACTS.mkdir(exist_ok=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    remote = []
+
+    def route(r):
+        url = r.request.url
+        if url.startswith(("file:", "data:", "blob:")):
+            r.continue_()
+        else:
+            remote.append(url)
+            r.abort()
+
+    context.route("**/*", route)
+    try:
+        page = context.new_page()
+        page.goto(page_file.as_uri())
+        stepper = page.locator(".minidynamo-stepper").first
+        stepper.wait_for(timeout=30_000)
+        assert stepper.locator(".noUi-handle").count() == 1, "the stepper's slider did not render"
+        before = _step_text(stepper)
+        assert "step 1/" in before
+        _move_slider(stepper, page)
+        page.wait_for_function(
+            "([el, before]) => el.querySelector('.minidynamo-step').innerText !== before",
+            arg=[stepper.element_handle(), before],
+            timeout=10_000,
+        )
+        assert "step 2/" in _step_text(stepper), "the slider moved but the page did not turn to step 2"
+        stepper.screenshot(path=str(ARTIFACTS / "book-00_welcome-stepper.png"))
+        assert not remote, f"the book page tried to reach the network: {remote}"
+    finally:
+        context.close()
