@@ -32,6 +32,7 @@ from .resume_execution import NULL, ResumeIterator
 from .variables.base import VariableTracker
 from .variables.dicts import ConstDictVariable
 from .variables.lists import ListVariable
+from .variables.misc import NewObjectVariable, new_object
 
 
 def replace_dict(target: dict, new: dict) -> None:
@@ -55,7 +56,8 @@ class PyCodegen:
     def __init__(self, output):
         self.output = output
         self.scope: dict[str, Any] = {"torch": torch, "___NULL": NULL, "___replace_dict": replace_dict,
-                                      "___ResumeIterator": ResumeIterator}
+                                      "___ResumeIterator": ResumeIterator,
+                                      "___new_object": new_object}
         self.graph_outputs: list = []
         self.temps: list[str] = []
         self._memo: dict[int, str] = {}
@@ -66,7 +68,7 @@ class PyCodegen:
         if key in self._memo:
             return self._memo[key]
         text = var.reconstruct(self)
-        if isinstance(var, (ListVariable, ConstDictVariable)) and var.source is None:
+        if isinstance(var, (ListVariable, ConstDictVariable, NewObjectVariable)) and var.source is None:
             name = f"___tmp_{len(self.temps)}"
             self.temps.append(f"{name} = {text}")
             text = name

@@ -15,6 +15,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import torch
+
 from minidynamo import events
 
 from . import counters
@@ -53,6 +55,14 @@ class CacheEntry:
 
 def compile_frame(frame, L: dict, config) -> CacheEntry:
     """Trace ``frame`` (an OptimizedFunction or a ResumeFunction) on inputs ``L``."""
+    grad_mode = torch.is_grad_enabled()
+    try:
+        return _compile_frame(frame, L, config)
+    finally:
+        torch.set_grad_enabled(grad_mode)  # a traced `with torch.no_grad()` switched it while tracing
+
+
+def _compile_frame(frame, L: dict, config) -> CacheEntry:
     break_at: dict[int, GraphBreak] = {}
     stop_at = None
     for _ in range(MAX_RESTARTS):

@@ -44,7 +44,8 @@ from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable, UserFunctionVariable
 from .variables.lists import ListIteratorVariable, ListVariable, SliceVariable, TupleVariable
-from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
+from .variables.ctx_manager import GradModeVariable, WithExitVariable
+from .variables.misc import CellVariable, NullVariable, NewObjectVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
 from .variables.tensor import TensorVariable
 from .variables.torch import PythonModuleVariable
@@ -281,6 +282,9 @@ class InstructionTranslatorBase:
     def STORE_ATTR(self, inst) -> None:
         obj = self.pop()
         value = self.pop()
+        if isinstance(obj, NewObjectVariable):
+            obj.attrs[inst.argval] = value
+            return
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
             self.output.side_effects.store_attr(obj, inst.argval, value)
             return
@@ -374,7 +378,12 @@ class InstructionTranslatorBase:
 
     def BUILD_SET(self, inst) -> None:
         items = self.popn(inst.arg)
-        self.push(ConstantVariable(frozenset(i.as_python_constant() for i in items)))
+        self.push(ConstantVariable({i.as_python_constant() for i in items}))
+
+    def SET_UPDATE(self, inst) -> None:
+        other = self.pop()
+        target = self.peek(inst.arg)
+        target.value.update(v.as_python_constant() for v in other.unpack_var_sequence(self))
 
     def BUILD_MAP(self, inst) -> None:
         flat = self.popn(2 * inst.arg)
@@ -415,8 +424,7 @@ class InstructionTranslatorBase:
 
     def SET_ADD(self, inst) -> None:
         v = self.pop()
-        s = self.peek(inst.arg)
-        self.stack[-inst.arg] = ConstantVariable(s.as_python_constant() | {v.as_python_constant()})
+        self.peek(inst.arg).value.add(v.as_python_constant())
 
     def MAP_ADD(self, inst) -> None:
         value, key = self.pop(), self.pop()
@@ -591,6 +599,14 @@ class InstructionTranslatorBase:
         tracer.parent = self
         tracer.run()
         return tracer.return_value
+
+    ## Context managers (only the grad-mode ones: torch.no_grad, enable_grad, set_grad_enabled)
+    def BEFORE_WITH(self, inst) -> None:
+        ctx = self.pop()
+        if not isinstance(ctx, GradModeVariable):
+            unimplemented(f"with-statement on {ctx}")
+        self.push(WithExitVariable(ctx))
+        self.push(ctx.enter(self))
 
     ## Returning and raising
     def RETURN_VALUE(self, inst) -> None:

@@ -29,6 +29,7 @@ from ..source import AttrSource, GetItemSource, Source
 from .base import VariableTracker
 from .builtin import BuiltinVariable, is_builtin
 from .constant import ConstantVariable, is_constant_value
+from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
@@ -64,12 +65,14 @@ class VariableBuilder:
             guards.CONSTANT_MATCH(source, value, "Python value folded into the trace")
             return ConstantVariable(value, source=source)
         if isinstance(value, (list, tuple)):
+            named = isinstance(value, tuple) and hasattr(type(value), "_fields")
+            if type(value) not in (list, tuple) and not named:
+                unimplemented(f"a {type(value).__name__} (list/tuple subclass) input")
             guards.LENGTH_CHECK(source, value, "the trace unrolled this sequence")
             items = [VariableBuilder(tx, GetItemSource(source, i))(v) for i, v in enumerate(value)]
-            cls = ListVariable if isinstance(value, list) else TupleVariable
-            if type(value) not in (list, tuple):
-                unimplemented(f"a {type(value).__name__} (list/tuple subclass) input")
-            return cls(items, source=source)
+            if isinstance(value, list):
+                return ListVariable(items, source=source)
+            return TupleVariable(items, tuple_cls=type(value), source=source)
         if type(value) is dict:
             guards.TYPE_MATCH(source, value, "the trace read this dict")
             guards.add(source, "DICT_KEYS", f"list({source.name()}) == {list(value)!r}", "the trace read these keys",
@@ -99,6 +102,8 @@ class VariableBuilder:
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
             obj = VariableBuilder(tx, _attr(source, "__self__"))(value.__self__)
             return UserMethodVariable(value.__func__, obj, source=source)
+        if any(value is c for c in GRAD_MODE_CLASSES):
+            return GradModeClassVariable(value, source=source)
         if isinstance(value, type):
             guards.ID_MATCH(source, value, "the trace used this class")
             return UserDefinedClassVariable(value, source=source)
@@ -143,6 +148,8 @@ def wrap_sourceless(tx, value: Any) -> VariableTracker:
         return TorchInGraphFunctionVariable(value)
     if isinstance(value, types.FunctionType):
         return UserFunctionVariable(value)
+    if any(value is c for c in GRAD_MODE_CLASSES):
+        return GradModeClassVariable(value)
     if isinstance(value, type):
         return UserDefinedClassVariable(value)
     if isinstance(value, (tuple, list)) and type(value) in (tuple, list):

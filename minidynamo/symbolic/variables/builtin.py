@@ -90,9 +90,9 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         if a.is_python_constant() and b.is_python_constant():
             same = a.as_python_constant() is b.as_python_constant()
         elif isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
-            if a.proxy.node is not b.proxy.node and (a.source is None or b.source is None or a.source != b.source):
-                unimplemented("`is` between two different tensors")
-            same = True
+            # inputs are deduplicated by identity (OutputGraph.add_graph_input), so two
+            # different nodes are two different tensors
+            same = a.proxy.node is b.proxy.node
         elif isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
             same = False  # a tensor is never a constant or a module
         else:

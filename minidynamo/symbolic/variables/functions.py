@@ -44,6 +44,8 @@ def bind_args(tx, code, name, defaults, kwdefaults, args, kwargs) -> dict:
             value = TupleVariable(list(value))
         elif param.kind is inspect.Parameter.VAR_KEYWORD:
             value = ConstDictVariable(dict(value))
+        if pname.startswith("implicit") and "." + pname[8:] in code.co_varnames:
+            pname = "." + pname[8:]  # a comprehension's hidden iterator argument ".0"
         result[pname] = value
     return result
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Optional
 
+import torch
+
 from ..exc import unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
@@ -116,6 +118,58 @@ class UserDefinedObjectVariable(VariableTracker):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
 
 
+class NewObjectVariable(VariableTracker):
+    """An instance of a plain Python class created while tracing (its __init__ was inlined).
+
+    Its attributes live here; if it must exist after the graph, it is rebuilt with
+    ``___new_object(cls, {...})``. Real Dynamo: ``UserDefinedObjectVariable`` with a
+    ``AttributeMutationNew`` in SideEffects.
+    """
+
+    def __init__(self, cls: type, **kwargs):
+        super().__init__(**kwargs)
+        self.cls = cls
+        self.attrs: dict[str, VariableTracker] = {}
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap_sourceless
+        from .functions import UserFunctionVariable, UserMethodVariable
+
+        if name in self.attrs:
+            return self.attrs[name]
+        cls_attr = inspect.getattr_static(self.cls, name, None)
+        if isinstance(cls_attr, property) and cls_attr.fget is not None:
+            return UserFunctionVariable(cls_attr.fget).call_function(tx, [self], {})
+        if isinstance(cls_attr, staticmethod):
+            return wrap_sourceless(tx, cls_attr.__func__)
+        if inspect.isfunction(cls_attr):
+            return UserMethodVariable(cls_attr, self)
+        if cls_attr is not None:
+            return wrap_sourceless(tx, cls_attr)
+        unimplemented(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        cls = codegen.constant_expr(self.cls)
+        body = ", ".join(f"{k!r}: {codegen.expr(v)}" for k, v in self.attrs.items())
+        return f"___new_object({cls}, {{{body}}})"
+
+    def __repr__(self) -> str:
+        return f"NewObjectVariable({self.cls.__name__})"
+
+
+def new_object(cls: type, attrs: dict):
+    """Rebuild an object created while tracing (used by transformed functions)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(attrs)
+    return obj
+
+
 class UserDefinedClassVariable(VariableTracker):
     """A class (user or library) used as a value: isinstance targets, class attributes."""
 
@@ -142,7 +196,22 @@ class UserDefinedClassVariable(VariableTracker):
         return wrap_sourceless(tx, attr)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        unimplemented(f"constructing a {self.value.__name__} object", "construct it outside the compiled function")
+        cls = self.value
+        init = inspect.getattr_static(cls, "__init__", None)
+        plain = (
+            type(cls) is type
+            and cls.__new__ is object.__new__
+            and inspect.isfunction(init)
+            and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor))
+            and "__slots__" not in cls.__dict__
+        )
+        if not plain:
+            unimplemented(f"constructing a {cls.__name__} object", "construct it outside the compiled function")
+        from .functions import UserMethodVariable
+
+        obj = NewObjectVariable(cls)
+        UserMethodVariable(init, obj).call_function(tx, args, kwargs)
+        return obj
 
     def reconstruct(self, codegen) -> str:
         if self.source is not None:
@@ -155,5 +224,5 @@ class UserDefinedClassVariable(VariableTracker):
 
 __all__ = [
     "NullVariable", "CellVariable", "GetAttrVariable", "UserDefinedObjectVariable",
-    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr",
+    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr", "NewObjectVariable", "new_object",
 ]

@@ -1,0 +1,74 @@
+"""Grad-mode context managers while tracing: ``with torch.no_grad():`` goes into the graph.
+
+Place in the pipeline: ``BEFORE_WITH`` on one of these records a
+``torch.set_grad_enabled(False)`` node (and really switches grad mode while tracing,
+so fake values get the right ``requires_grad``); the ``__exit__`` call records the
+switch back. Mirrors ``torch/_dynamo/variables/ctx_manager.py`` (``GradModeVariable``,
+``WithExitFunctionVariable``); Dynamo records ``torch._C._set_grad_enabled``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+def _record(tx, mode: bool) -> None:
+    tx.output.create_proxy("call_function", torch.set_grad_enabled, (mode,), {}).node.meta["example_value"] = None
+    torch.set_grad_enabled(mode)
+
+
+class GradModeVariable(VariableTracker):
+    """``torch.no_grad()`` / ``torch.enable_grad()`` / ``torch.set_grad_enabled(b)`` while tracing."""
+
+    def __init__(self, target_mode: bool, **kwargs):
+        super().__init__(**kwargs)
+        self.target_mode = target_mode
+        self.initial_mode = None
+
+    def enter(self, tx) -> VariableTracker:
+        self.initial_mode = torch.is_grad_enabled()
+        _record(tx, self.target_mode)
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> VariableTracker:
+        _record(tx, self.initial_mode)
+        return ConstantVariable(None)
+
+
+class WithExitVariable(VariableTracker):
+    """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack."""
+
+    def __init__(self, ctx: GradModeVariable, **kwargs):
+        super().__init__(**kwargs)
+        self.ctx = ctx
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.ctx.exit(tx)
+
+
+class GradModeClassVariable(VariableTracker):
+    """The classes themselves: calling one makes a GradModeVariable."""
+
+    def __init__(self, value, **kwargs):
+        super().__init__(**kwargs)
+        self.value = value
+
+    def as_python_constant(self):
+        return self.value
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if self.value is torch.no_grad:
+            return GradModeVariable(False)
+        if self.value is torch.enable_grad:
+            return GradModeVariable(True)
+        # torch.set_grad_enabled(b) switches at once, even when not used in a with-statement
+        var = GradModeVariable(bool(args[0].as_python_constant()))
+        var.enter(tx)
+        var.enter = lambda tx: ConstantVariable(None)
+        return var
+
+
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
