@@ -65,6 +65,7 @@ class CompiledArtifacts:
     joint: Any = None
     partition: PartitionResult | None = None
     fw_module: fx.GraphModule | None = None
+    compiled_function: Any = None  # the autograd.Function class (training path)
     wrappers: list[str] = field(default_factory=list)
 
 
@@ -96,6 +97,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             num_inputs=len(flat_args),
         )
         compiled_fn = fn_cls.apply
+        art.compiled_function = fn_cls
         art.wrappers.append("CompiledFunction")
     else:
         gm = aot_dispatch_base_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)

@@ -246,6 +246,8 @@ def aot_dispatch_autograd_graph(
         on_start=lambda tracer: info.__setitem__("tracer", tracer),
     )
     gm = tracer(*primals, *tangents)
+    gm.graph.eliminate_dead_code()  # torch does the same after tracing the joint
+    gm.recompile()
     for node in gm.graph.nodes:
         node.meta.setdefault("partitioner_tag", "is_backward")
     return JointGraph(
@@ -278,7 +280,10 @@ def aot_dispatch_base_graph(
         return tuple(_from_fun(func_mode, outs))
 
     names = [f"arg{i}_1" for i in range(len(flat_args))]
-    return make_fx(
+    gm = make_fx(
         fw, fake_mode=fake_mode, placeholder_names=names,
         outer_modes=[func_mode] if func_mode is not None else [], pass_name=events.AOT_JOINT,
     )(*flat_args)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm

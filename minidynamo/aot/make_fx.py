@@ -203,7 +203,6 @@ def make_fx(
         flat_out, spec = tree_flatten(out)
         out_args = tree_unflatten([_output_arg(tracer, o) for o in flat_out], spec)
         tracer.graph.output(out_args)
-        tracer.graph.eliminate_dead_code()
         gm = fx.GraphModule(tracer.root, tracer.graph)
         gm.meta["num_traced_ops"] = mode.num_ops
         return gm
