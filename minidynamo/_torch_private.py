@@ -304,3 +304,26 @@ def dynamo_instruction_translator_base():
 
     return InstructionTranslatorBase
 dispatch_tls_is_dispatch_key_included = torch._C._dispatch_tls_is_dispatch_key_included  # (H5) TLS bit
+
+
+def clear_python_dispatch_cache(op) -> None:
+    """(H5) Forget the Python dispatcher's cached kernel choices for ``op`` (an OpOverload).
+
+    torch/_ops.py caches, per OpOverload, which kernel each dispatch key resolved to
+    (``_dispatch_cache``). A torch.library registration made later does not clear it,
+    so code that adds or removes kernels (our simulated fused kernels) clears it.
+    """
+    op._dispatch_cache.clear()
+
+
+def enable_python_dispatcher():
+    """(H5) torch._dispatch.python.enable_python_dispatcher(): dispatch through torch/_ops.py
+    (sees ``py_impl`` kernels), as make_fx / AOTAutograd do while tracing."""
+    from torch._dispatch.python import enable_python_dispatcher as _enable
+
+    return _enable()
+
+
+def python_dispatcher_kernels(op) -> dict:
+    """(H5) ``op.py_kernels``: kernels only the Python dispatcher sees (key name -> function)."""
+    return {getattr(k, "name", str(k)): fn for k, fn in op.py_kernels.items()}

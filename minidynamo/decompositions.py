@@ -189,10 +189,12 @@ def decomposition_mode(table: dict | None = None, *, decompose_implicit: bool = 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if func in self.table:
-                self.decomposed.append(str(func))
-                events.emit("decomposition", op=str(func), how="table")
                 with self:  # the decomposition's own ops come back through this mode
-                    return self.table[func](*args, **kwargs)
+                    out = self.table[func](*args, **kwargs)
+                if out is not NotImplemented:  # torch's entries may decline
+                    self.decomposed.append(str(func))
+                    events.emit("decomposition", op=str(func), how="table")
+                    return out
             if self.decompose_implicit and _has_cia_kernel(func):
                 with self:
                     out = func.decompose(*args, **kwargs)
@@ -206,16 +208,27 @@ def decomposition_mode(table: dict | None = None, *, decompose_implicit: bool = 
     return DecompositionMode()
 
 
-def ops_run(fn, *args, table: dict | None = None, backward: bool = False, decompose_implicit: bool = False):
+def ops_run(
+    fn,
+    *args,
+    table: dict | None = None,
+    backward: bool = False,
+    decompose_implicit: bool = False,
+    python_dispatcher: bool = False,
+):
     """The ATen ops that reach the Python key while ``fn(*args)`` runs (and its backward).
 
     ``table=None`` applies no decompositions (pass ``decomposition_table`` or torch's
     to apply one). Returns ``(ops, decomposed, output)``; ``ops`` are torch's op
     names such as "aten.mul.Tensor". Bookkeeping ops (``detach``, ``prim.device``) are
-    dropped so that lists compare across devices.
+    dropped so that lists compare across devices. ``python_dispatcher=True`` dispatches
+    through torch/_ops.py as make_fx and AOTAutograd do (see Note [Kernels only the
+    Python dispatcher sees] in dispatch/tables.py).
     """
+    from minidynamo._torch_private import enable_python_dispatcher
+
     mode = decomposition_mode({} if table is None else table, decompose_implicit=decompose_implicit)
-    with mode:
+    with enable_python_dispatcher() if python_dispatcher else contextlib.nullcontext(), mode:
         out = fn(*args)
         if backward:
             first = out[0] if isinstance(out, (tuple, list)) else out
@@ -244,13 +257,20 @@ def simulated_fused_kernels(key: str = "CPU"):
         gx, gw = fused_rms_norm_backward(grad_out, x, normalized_shape, rstd, weight, output_mask)
         return gx, gw
 
+    from minidynamo._torch_private import clear_python_dispatch_cache
+
+    ops = (aten._fused_rms_norm.default, aten._fused_rms_norm_backward.default)
     lib = torch.library.Library("aten", "IMPL")
     try:
         lib.impl("_fused_rms_norm", forward, key)
         lib.impl("_fused_rms_norm_backward", backward, key)
+        for op in ops:  # the Python dispatcher (used by AOTAutograd) caches kernel choices
+            clear_python_dispatch_cache(op)
         yield
     finally:
         lib._destroy()
+        for op in ops:
+            clear_python_dispatch_cache(op)
 
 
 # --- what a fake *CUDA* tensor does in this CPU-only build ----------------------------

@@ -152,3 +152,48 @@ def test_decompose_implicit_under_inference_mode():
         ops, decomposed, _ = D.ops_run(lambda t: F.rms_norm(t, (4,)), x, decompose_implicit=True)
     assert plain == ["aten.rms_norm.default"]
     assert "aten.rms_norm.default" in decomposed and "aten.rsqrt.default" in ops
+
+
+def _aot_backward_ops(x, w, decompositions):
+    from minidynamo._torch_private import torch_aot_function
+
+    graphs = {}
+
+    def fw(gm, _):
+        return gm
+
+    def bw(gm, _):
+        graphs["bw"] = gm
+        return gm
+
+    torch_aot_function(_rms, fw, bw, decompositions=decompositions)(x, w).sum().backward()
+    return {str(n.target) for n in graphs["bw"].graph.nodes if n.op == "call_function"}
+
+
+AOT_EXPECT = {"cpu": False, "meta": True, "simulated": True, "meta+inductor table": False, "simulated+inductor table": False}
+
+
+@pytest.mark.parametrize("setup", sorted(AOT_EXPECT))
+def test_real_aot_agrees_with_ops_run(setup):
+    # torch's AOTAutograd backward graph contains _fused_rms_norm_backward exactly when
+    # our Python-key observation (ops_run, with the Python dispatcher on as AOT has it)
+    # says the backward runs it. On meta it does: torch registers its decomposition as
+    # a py_impl Meta kernel of _fused_rms_norm, which only the Python dispatcher sees.
+    import contextlib
+
+    from minidynamo._torch_private import torch_inductor_decompositions
+
+    device = "meta" if setup.startswith("meta") else "cpu"
+    sim = D.simulated_fused_kernels("CPU") if setup.startswith("simulated") else contextlib.nullcontext()
+    table = torch_inductor_decompositions() if setup.endswith("table") else {}
+    with sim:
+        ours, _, _ = D.ops_run(_rms, *_inputs(device), table=table, backward=True, python_dispatcher=True)
+        theirs = _aot_backward_ops(*_inputs(device), table)
+    fused = "aten._fused_rms_norm_backward.default"
+    assert (fused in ours) == (fused in theirs) == AOT_EXPECT[setup]
+
+
+def test_meta_python_kernel_is_the_evidence():
+    table = dispatch.kernels_for(aten._fused_rms_norm.default)
+    assert "Meta" not in table  # the C++ dispatcher: no Meta kernel, CIA fills Meta
+    assert "Meta" in table.python_dispatcher  # the Python dispatcher: torch._decomp's function

@@ -13,6 +13,15 @@ tables:
   AutogradCPU, Meta, ...), filled from the registrations by
   ``computeDispatchTableEntryWithDebug``; ``torch._C._dispatch_dump_table`` prints it.
 
+Note [Kernels only the Python dispatcher sees]
+    ``OpOverload.py_impl(key)`` registers a Python kernel in ``op.py_kernels``; the C++
+    dispatcher never sees it, only the Python dispatcher does (torch/_ops.py, switched
+    on by make_fx and AOTAutograd). ``torch._meta_registrations`` registers many of
+    torch._decomp's decompositions this way as Meta kernels, e.g. for
+    ``_fused_rms_norm``; with the Python dispatcher on, such a kernel counts as "the
+    backend has a kernel", which changes what the Autograd<Backend> key resolves to.
+    ``KernelTable.python_dispatcher`` lists them.
+
 Note [How the computed table is filled]
     For a runtime key the dispatcher takes, in order: a kernel registered at that
     key; else CompositeExplicitAutograd (backend keys); else
@@ -62,13 +71,16 @@ class KernelTable(dict):
     ``alias`` set names the alias keys among them (CompositeImplicitAutograd, ...).
     """
 
-    def __init__(self, op: str, entries: dict[str, str], alias: set[str]):
+    def __init__(self, op: str, entries: dict[str, str], alias: set[str], python_only: dict[str, str] | None = None):
         super().__init__(entries)
         self.op = op
         self.alias = frozenset(alias)
+        # Note [Kernels only the Python dispatcher sees]
+        self.python_dispatcher = dict(python_only or {})
 
     def __repr__(self) -> str:
         rows = [f"  {k + ('[alias]' if k in self.alias else ''):<34} {v}" for k, v in self.items()]
+        rows += [f"  {k + ' (py_impl)':<34} {v}" for k, v in self.python_dispatcher.items()]
         return f"kernels_for({self.op}):\n" + "\n".join(rows)
 
 
@@ -97,7 +109,14 @@ def kernels_for(op) -> KernelTable:
         entries[key] = ("fallthrough, " if m["fallthrough"] else "") + _source(m["where"])
         if m["alias"]:
             alias.add(key)
-    return KernelTable(name, entries, alias)
+    python_only = {}
+    if not isinstance(op, str):
+        from minidynamo._torch_private import python_dispatcher_kernels
+
+        for key, fn in python_dispatcher_kernels(op).items():
+            where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"
+            python_only[key] = f"Python dispatcher only: {where}"
+    return KernelTable(name, entries, alias, python_only)
 
 
 def computed_kernel(op, key: str) -> tuple[str, str] | None:
