@@ -14,8 +14,9 @@ Note [Calls into user code stay in the VM]
     When the interpreted code calls a plain Python function (or a bound method
     whose function is plain Python) we do not call it: we bind its arguments and
     run its bytecode in a NEW ``Frame`` of the same VM, so the whole call tree is
-    interpreted (Dynamo "inlines" user functions the same way). Builtins and C
-    functions are called directly. Coroutines and async generators, and
+    interpreted (Dynamo "inlines" user functions the same way); calling a plain
+    class runs its Python ``__init__`` in the VM too. Builtins and C functions are
+    called directly. Coroutines and async generators, and
     Python code called back by C (``sorted(key=...)``, ``__init__`` run by a
     class call) run natively in CPython.
 
@@ -163,6 +164,13 @@ class VirtualMachine:
         self_arg: tuple = ()
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             fn, self_arg = fn.__func__, (fn.__self__,)
+        if _plain_class_with_python_init(fn):
+            # type.__call__ for a plain class: object.__new__, then __init__ in our VM.
+            obj = object.__new__(fn)
+            result = self.call_function(fn.__init__, [obj, *args], kwargs)
+            if result is not None:
+                raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
+            return obj
         if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & _NATIVE_FLAGS:
             if fn is super and not args and not kwargs:  # zero-argument super() reads the caller's frame
                 return super(self.frame.cells["__class__"].cell_contents, self.frame.locals[self.frame.code.co_varnames[0]])
@@ -348,7 +356,11 @@ class VirtualMachine:
             self.push(self.load_global(inst.argval))
 
     byte_STORE_NAME = byte_STORE_FAST
-    byte_DELETE_NAME = byte_DELETE_FAST
+
+    def byte_DELETE_NAME(self, inst: Instruction) -> None:
+        if inst.argval not in self.frame.locals:
+            raise NameError(f"name '{inst.argval}' is not defined")
+        del self.frame.locals[inst.argval]
 
     def byte_MAKE_CELL(self, inst: Instruction) -> None:
         # A local captured by an inner function lives in a cell; an argument keeps its value.
@@ -725,6 +737,15 @@ UNSUPPORTED: dict[str, str] = {
 
 
 # -- helpers shared by the handlers ---------------------------------------------------------------
+
+
+def _plain_class_with_python_init(fn: Any) -> bool:
+    """A class whose instances come from object.__new__ and a Python __init__ (no metaclass magic)."""
+    return (
+        type(fn) is type
+        and fn.__new__ is object.__new__
+        and isinstance(fn.__dict__.get("__init__", getattr(fn, "__init__", None)), types.FunctionType)
+    )
 
 
 def _func_desc(fn: Any) -> str:

@@ -982,6 +982,36 @@ def test_generator_bodies_are_interpreted():
     assert "<genexpr>" in frames
 
 
+def test_user_class_init_is_interpreted():
+    frames = []
+    vm = VirtualMachine(trace=lambda frame, inst: frames.append(frame.code.co_qualname))
+    assert vm.run(super_call) == super_call()
+    assert "Point3.__init__" in frames and "Point.__init__" in frames
+
+
+class _NewStyle:
+    def __new__(cls, v):
+        obj = super().__new__(cls)
+        obj.v = v * 2
+        return obj
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self.v == other.v
+
+
+class _BadInit:
+    def __init__(self):
+        return 3
+
+
+@pytest.mark.parametrize("cls,args", [(_NewStyle, (2,)), (_BadInit, ()), (Point, (1,)), (dict, ((("a", 1),),))])
+def test_class_calls_same_as_eager(cls, args):
+    def make(*a):
+        return cls(*a)
+
+    assert_same_as_eager(make, *args)
+
+
 def test_instruction_count_matches_trace():
     events = []
     vm = VirtualMachine(trace=lambda frame, inst: events.append((inst.opname, len(frame.stack))))
