@@ -196,3 +196,31 @@ def test_graph_break_events():
     ops = [e for e in log if e.kind == "op"]
     assert ops and all(e.pass_name == "dynamo" for e in ops)
     assert {e.line for e in ops} >= {prints_in_middle.__code__.co_firstlineno + 1}
+
+
+class Holder:
+    def __init__(self):
+        self.tmp = 1
+
+
+def deletes_attr(x, obj):
+    y = x * 2
+    del obj.tmp  # DELETE_ATTR: not a call; we cut at the last clean instruction and run the rest eagerly
+    return y + 1
+
+
+def test_unsupported_instruction_cuts_at_last_clean_point():
+    x = torch.randn(3)
+    real = dynamo_explain(deletes_attr, x, Holder())
+    obj = Holder()
+    ours = md.explain(deletes_attr, x, obj)
+    assert ours.graph_count == real.graph_count == 1
+    assert not hasattr(obj, "tmp")
+    torch.testing.assert_close(ours.out, x * 2 + 1)
+    src = ours.entries[0].transformed_source
+    assert "___eager_rest_at_" in src and "runs eagerly" in src
+    compiled = md.compile(deletes_attr, backend="eager")
+    for _ in range(2):
+        obj = Holder()
+        torch.testing.assert_close(compiled(x, obj), x * 2 + 1)
+        assert not hasattr(obj, "tmp")

@@ -32,24 +32,34 @@ _STOPS = {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACK
           "JUMP_BACKWARD_NO_INTERRUPT", "RETURN_CONST"}
 
 
-def live_locals(code: types.CodeType, offset: int) -> set[str]:
-    """Names that code reachable from ``offset`` may read (a simple, safe liveness)."""
+def reachable(code: types.CodeType, offset: int) -> list:
+    """The instructions that may run after ``offset`` (following jumps, ignoring exceptions)."""
     insts = get_instructions(code)
     index = offset_to_index(insts)
-    seen, todo, names = set(), [index[offset]], set()
+    seen, todo = set(), [index[offset]]
     while todo:
         i = todo.pop()
         if i in seen or i >= len(insts):
             continue
         seen.add(i)
         inst = insts[i]
-        if inst.opname in _READS:
-            names.add(inst.argval)
-        if inst.opcode in _JUMPS and inst.opname != "KW_NAMES":
+        if inst.opcode in _JUMPS:
             todo.append(index[inst.argval])
         if inst.opname not in _STOPS:
             todo.append(i + 1)
-    return names
+    return [insts[i] for i in sorted(seen)]
+
+
+def vm_can_run(code: types.CodeType, offset: int) -> bool:
+    """Can the concrete interpreter run the rest of the frame from ``offset``?"""
+    from minidynamo.interpreter import VirtualMachine
+
+    return all(hasattr(VirtualMachine, f"byte_{inst.opname}") for inst in reachable(code, offset))
+
+
+def live_locals(code: types.CodeType, offset: int) -> set[str]:
+    """Names that code reachable from ``offset`` may read (a simple, safe liveness)."""
+    return {inst.argval for inst in reachable(code, offset) if inst.opname in _READS}
 
 
 class _Null:

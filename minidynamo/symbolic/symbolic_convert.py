@@ -37,6 +37,8 @@ from minidynamo.bytecode import exception_table, find_exception_handler, get_ins
 from . import counters
 from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
 from .source import AttrSource, GetItemSource, GlobalSource, LocalSource
+from .opcodes_data import DataOpcodes
+from .resume_execution import vm_can_run
 from .variables.base import VariableTracker
 from .variables.builder import VariableBuilder, wrap_constant_result, wrap_sourceless
 from .variables.builtin import BuiltinVariable, call_operator
@@ -50,13 +52,6 @@ from .variables.nn_module import NNModuleVariable
 from .variables.tensor import TensorVariable
 from .variables.torch import PythonModuleVariable
 
-BINARY_OPS = [operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul, operator.mul,
-              operator.mod, operator.or_, operator.pow, operator.rshift, operator.sub, operator.truediv, operator.xor]
-INPLACE_OPS = [operator.iadd, operator.iand, operator.ifloordiv, operator.ilshift, operator.imatmul, operator.imul,
-               operator.imod, operator.ior, operator.ipow, operator.irshift, operator.isub, operator.itruediv,
-               operator.ixor]
-COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
-               ">=": operator.ge}
 JUMP_OPCODES = set(dis.hasjrel) | set(dis.hasjabs)
 MAX_INLINE_DEPTH = 40
 
@@ -89,7 +84,7 @@ def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
     return e.explanation
 
 
-class InstructionTranslatorBase:
+class InstructionTranslatorBase(DataOpcodes):
     """The loop and the opcode handlers, shared by the root frame and inlined calls."""
 
     def __init__(self, code: types.CodeType, f_globals: dict, symbolic_locals: dict, output, *,
@@ -298,164 +293,6 @@ class InstructionTranslatorBase:
     def IMPORT_FROM(self, inst) -> None:
         self.push(self.peek().var_getattr(self, inst.argval))
 
-    ## Operators
-    def BINARY_OP(self, inst) -> None:
-        b, a = self.pop(), self.pop()
-        fn = BINARY_OPS[inst.arg] if inst.arg < 13 else INPLACE_OPS[inst.arg - 13]
-        self.push(call_operator(self, fn, [a, b]))
-
-    def unary(self, fn):
-        def handler(inst):
-            self.push(call_operator(self, fn, [self.pop()]))
-        return handler
-
-    def UNARY_NEGATIVE(self, inst) -> None:
-        self.push(call_operator(self, operator.neg, [self.pop()]))
-
-    def UNARY_POSITIVE(self, inst) -> None:
-        self.push(call_operator(self, operator.pos, [self.pop()]))
-
-    def UNARY_INVERT(self, inst) -> None:
-        self.push(call_operator(self, operator.invert, [self.pop()]))
-
-    def UNARY_NOT(self, inst) -> None:
-        self.push(ConstantVariable(not self.pop().truth(self)))
-
-    def COMPARE_OP(self, inst) -> None:
-        b, a = self.pop(), self.pop()
-        self.push(call_operator(self, COMPARE_OPS[inst.argval], [a, b]))
-
-    def IS_OP(self, inst) -> None:
-        b, a = self.pop(), self.pop()
-        self.push(call_operator(self, operator.is_not if inst.arg else operator.is_, [a, b]))
-
-    def CONTAINS_OP(self, inst) -> None:
-        b, a = self.pop(), self.pop()
-        result = call_operator(self, operator.contains, [b, a])
-        self.push(ConstantVariable(not result.as_python_constant()) if inst.arg else result)
-
-    ## Subscripts
-    def BINARY_SUBSCR(self, inst) -> None:
-        index, obj = self.pop(), self.pop()
-        if isinstance(obj, TensorVariable):
-            from .variables.builder import wrap_fx_proxy
-
-            self.push(wrap_fx_proxy(self, "call_function", operator.getitem, (obj.proxy, index.as_proxy()), {}))
-        else:
-            if isinstance(index, TensorVariable):
-                unimplemented("indexing a Python container with a tensor")
-            self.push(obj.call_method(self, "__getitem__", [index], {}))
-
-    def store_subscr(self, obj, index, value) -> VariableTracker:
-        if isinstance(obj, TensorVariable):
-            from .fake_values import get_fake_value
-
-            proxy = self.output.create_proxy("call_function", operator.setitem,
-                                             (obj.proxy, index.as_proxy(), value.as_proxy()), {})
-            import torch.fx
-
-            ex = lambda a: a.meta["example_value"] if isinstance(a, torch.fx.Node) else a  # noqa: E731
-            fargs = torch.fx.node.map_arg(proxy.node.args, ex)
-            get_fake_value(self.output.fake_mode, operator.setitem, fargs, {}, "Tensor.__setitem__")
-            proxy.node.meta["example_value"] = None
-            return ConstantVariable(None)
-        return obj.call_method(self, "__setitem__", [index, value], {})
-
-    def STORE_SUBSCR(self, inst) -> None:
-        index, obj, value = self.pop(), self.pop(), self.pop()
-        self.store_subscr(obj, index, value)
-
-    def DELETE_SUBSCR(self, inst) -> None:
-        index, obj = self.pop(), self.pop()
-        obj.call_method(self, "__delitem__", [index], {})
-
-    ## Building containers
-    def BUILD_TUPLE(self, inst) -> None:
-        self.push(TupleVariable(self.popn(inst.arg)))
-
-    def BUILD_LIST(self, inst) -> None:
-        self.push(ListVariable(self.popn(inst.arg)))
-
-    def BUILD_SET(self, inst) -> None:
-        items = self.popn(inst.arg)
-        self.push(ConstantVariable({i.as_python_constant() for i in items}))
-
-    def SET_UPDATE(self, inst) -> None:
-        other = self.pop()
-        target = self.peek(inst.arg)
-        target.value.update(v.as_python_constant() for v in other.unpack_var_sequence(self))
-
-    def BUILD_MAP(self, inst) -> None:
-        flat = self.popn(2 * inst.arg)
-        self.push(ConstDictVariable({flat[i].as_python_constant(): flat[i + 1] for i in range(0, len(flat), 2)}))
-
-    def BUILD_CONST_KEY_MAP(self, inst) -> None:
-        keys = self.pop().as_python_constant()
-        values = self.popn(inst.arg)
-        self.push(ConstDictVariable(dict(zip(keys, values))))
-
-    def BUILD_SLICE(self, inst) -> None:
-        self.push(SliceVariable(self.popn(inst.arg)))
-
-    def BUILD_STRING(self, inst) -> None:
-        parts = self.popn(inst.arg)
-        self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
-
-    def FORMAT_VALUE(self, inst) -> None:
-        flags = inst.arg
-        spec = self.pop().as_python_constant() if flags & 0x04 else ""
-        value = self.pop()
-        if isinstance(value, TensorVariable):
-            unimplemented("formatting a tensor into a string needs its data")
-        v = value.as_python_constant()
-        conv = {0: lambda x: x, 1: str, 2: repr, 3: ascii}[flags & 0x03]
-        self.push(ConstantVariable(format(conv(v), spec)))
-
-    def LIST_APPEND(self, inst) -> None:
-        v = self.pop()
-        self.peek(inst.arg).items.append(v)
-
-    def LIST_EXTEND(self, inst) -> None:
-        v = self.pop()
-        self.peek(inst.arg).items.extend(v.unpack_var_sequence(self))
-
-    def LIST_TO_TUPLE(self, inst) -> None:
-        self.push(TupleVariable(self.pop().items))
-
-    def SET_ADD(self, inst) -> None:
-        v = self.pop()
-        self.peek(inst.arg).value.add(v.as_python_constant())
-
-    def MAP_ADD(self, inst) -> None:
-        value, key = self.pop(), self.pop()
-        self.peek(inst.arg).items[key.as_python_constant()] = value
-
-    def DICT_UPDATE(self, inst) -> None:
-        other = self.pop()
-        self.peek(inst.arg).call_method(self, "update", [other], {})
-
-    DICT_MERGE = DICT_UPDATE
-
-    def UNPACK_SEQUENCE(self, inst) -> None:
-        seq = self.pop()
-        items = seq.unpack_var_sequence(self)
-        if len(items) != inst.arg:
-            unimplemented(f"unpacking {len(items)} values into {inst.arg} names (eager raises ValueError)")
-        for item in reversed(items):
-            self.push(item)
-
-    def UNPACK_EX(self, inst) -> None:
-        before, after = inst.arg & 0xFF, inst.arg >> 8
-        items = self.pop().unpack_var_sequence(self)
-        if len(items) < before + after:
-            unimplemented("not enough values to unpack")
-        middle = items[before : len(items) - after]
-        for item in reversed(items[len(items) - after :]):
-            self.push(item)
-        self.push(ListVariable(middle))
-        for item in reversed(items[:before]):
-            self.push(item)
-
     ## Iteration
     def GET_ITER(self, inst) -> None:
         seq = self.pop()
@@ -661,7 +498,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             # Not at a call or a jump (Note [Where a graph can break]): cut at the last
             # checkpoint and let the rest of the frame run eagerly, as Dynamo does.
             explanation = explain_unsupported(self, e)
-            if self.checkpoint is None:
+            if self.checkpoint is None or not vm_can_run(self.code, self.checkpoint[0]):
                 raise
             raise RestartAnalysis(-1, explanation, stop_at=self.checkpoint) from e
 
