@@ -431,3 +431,20 @@ def test_random_view_and_mutation_programs_match_eager(program):
     assert len(values) == len(eager)
     for e, o in zip(eager, values):
         assert e.shape == o.shape and torch.equal(e, o), program
+
+
+def test_fake_inputs_keep_their_mode():
+    """Inputs that are already fake (Dynamo's pass 1 made them) are used as they are, with their mode."""
+    from minidynamo.fake import FakeTensorMode
+
+    mode = FakeTensorMode()
+    x = mode.from_tensor(torch.randn(2, 3))
+    def fn(a):
+        return a.t_(), a + 1
+
+    with events.record() as log:
+        meta = collect_metadata(fn, x)
+    assert metadata_differences(meta, torch_collect_metadata(fn, torch.randn(2, 3))) == []
+    assert meta.input_info[0].mutates_metadata
+    assert x.shape == (2, 3), "the caller's fake input must not be mutated"
+    assert {e.pass_name for e in log if e.kind == "op"} == {"aot_metadata"}

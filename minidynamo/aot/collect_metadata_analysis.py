@@ -66,12 +66,15 @@ def collect_metadata(fn: Callable, *args: Any, keep_input_mutations: bool = Fals
     """FakeTensor pass 2: ``fn(*args)`` run functionalized on fake copies of ``args``.
 
     ``fn`` returns one value or a flat tuple/list of tensors and plain values.
-    Real tensor ``args`` are converted with ``fake_mode.from_tensor`` (a fresh
-    ``minidynamo.fake.FakeTensorMode`` by default); the real ``args`` are never
-    touched.
+    Real tensor ``args`` are converted with ``fake_mode.from_tensor`` (by default
+    the mode of any FakeTensor among ``args``, else a fresh
+    ``minidynamo.fake.FakeTensorMode``); the real ``args`` are never touched.
     """
     from minidynamo.fake import FakeTensor, FakeTensorMode
 
+    if fake_mode is None:
+        # torch: detect_fake_mode(args): inputs that are already fake (Dynamo's) keep their mode.
+        fake_mode = next((a.fake_mode for a in args if isinstance(a, FakeTensor)), None)
     if fake_mode is None:
         # Non-fake inputs allowed: ``x[1] = 0.0`` makes a real 0-dim constant (aten.lift_fresh)
         # that must become fake; torch's FakeTensorMode converts such constants too.
