@@ -16,7 +16,15 @@ Note [Calls into user code stay in the VM]
     run its bytecode in a NEW ``Frame`` of the same VM, so the whole call tree is
     interpreted (Dynamo "inlines" user functions the same way); calling a plain
     class runs its Python ``__init__`` in the VM too. Builtins and C functions are
-    called directly. Coroutines and async generators, and
+    called directly, and so is library code (Note [Which calls run in the VM]).
+
+Note [Which calls run in the VM]
+    Only user code is interpreted: a function whose file lies in the standard
+    library or in site-packages (torch, numpy, ...) is called natively. Real
+    Dynamo decides the same question with its trace rules
+    (``torch/_dynamo/trace_rules.py``: skipfiles, ``is_callable_allowed``), with
+    a much finer list. ``VirtualMachine.should_interpret`` is the one place to
+    change the rule; a test or a chapter can pass ``interpret_all=True``. Coroutines and async generators, and
     Python code called back by C (``sorted(key=...)``, ``__init__`` run by a
     class call) run natively in CPython.
 
@@ -46,6 +54,8 @@ Note [Errors inside the VM versus errors in the user's code]
 from __future__ import annotations
 
 import operator
+import os
+import sysconfig
 import types
 from typing import Any, Callable, Optional
 
@@ -137,6 +147,9 @@ UNARY_OPERATORS: dict[str, Callable[[Any], Any]] = {
 _CO_GENERATOR = 0x20
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
 _NATIVE_FLAGS = _GENERATOR_FLAGS & ~_CO_GENERATOR  # coroutines and async generators run natively
+_LIBRARY_DIRS = tuple(
+    sorted({os.path.join(sysconfig.get_paths()[key], "") for key in ("stdlib", "platstdlib", "purelib", "platlib")})
+)  # Note [Which calls run in the VM]
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
@@ -147,8 +160,9 @@ class VirtualMachine:
     ``instructions_executed`` counts instructions over the VM's lifetime.
     """
 
-    def __init__(self, trace: Optional[Callable[[Frame, Instruction], None]] = None) -> None:
+    def __init__(self, trace: Optional[Callable[[Frame, Instruction], None]] = None, interpret_all: bool = False) -> None:
         self.trace = trace
+        self.interpret_all = interpret_all
         self.frame: Optional[Frame] = None
         self.instructions_executed = 0
         self.exc_info: list[BaseException] = []  # exceptions being handled (sys.exc_info's stack)
@@ -163,15 +177,17 @@ class VirtualMachine:
         """Call ``fn``: in a new Frame if it is plain Python (Note [Calls into user code ...])."""
         self_arg: tuple = ()
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            if not self.should_interpret(fn.__func__):
+                return fn(*args, **kwargs)
             fn, self_arg = fn.__func__, (fn.__self__,)
-        if _plain_class_with_python_init(fn):
+        if _plain_class_with_python_init(fn) and self.should_interpret(fn.__init__):
             # type.__call__ for a plain class: object.__new__, then __init__ in our VM.
             obj = object.__new__(fn)
             result = self.call_function(fn.__init__, [obj, *args], kwargs)
             if result is not None:
                 raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
             return obj
-        if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & _NATIVE_FLAGS:
+        if not isinstance(fn, types.FunctionType) or not self.should_interpret(fn):
             if fn is super and not args and not kwargs:  # zero-argument super() reads the caller's frame
                 return super(self.frame.cells["__class__"].cell_contents, self.frame.locals[self.frame.code.co_varnames[0]])
             if fn is globals and not args:
@@ -182,6 +198,12 @@ class VirtualMachine:
         if fn.__code__.co_flags & _CO_GENERATOR:
             return self.make_generator(frame, fn)
         return self.run_frame(frame)
+
+    def should_interpret(self, fn: types.FunctionType) -> bool:
+        """Run ``fn`` in a new Frame of this VM? (Note [Which calls run in the VM])"""
+        if fn.__code__.co_flags & _NATIVE_FLAGS:
+            return False
+        return self.interpret_all or not fn.__code__.co_filename.startswith(_LIBRARY_DIRS)
 
     def make_generator(self, frame: Frame, fn: types.FunctionType) -> types.GeneratorType:
         """A real generator that drives ``frame`` (Note [Generators suspend the frame loop])."""
@@ -399,6 +421,23 @@ class VirtualMachine:
 
     def byte_LOAD_ASSERTION_ERROR(self, inst: Instruction) -> None:
         self.push(AssertionError)
+
+    def byte_IMPORT_NAME(self, inst: Instruction) -> None:
+        level, fromlist = self.popn(2)
+        self.push(__import__(inst.argval, self.frame.globals, self.frame.locals, fromlist, level))
+
+    def byte_IMPORT_FROM(self, inst: Instruction) -> None:
+        module = self.top()
+        try:
+            self.push(getattr(module, inst.argval))
+        except AttributeError:
+            import sys
+
+            name = getattr(module, "__name__", "<unknown module name>")
+            if f"{name}.{inst.argval}" not in sys.modules:
+                where = getattr(module, "__file__", None) or "unknown location"
+                raise ImportError(f"cannot import name '{inst.argval}' from '{name}' ({where})") from None
+            self.push(sys.modules[f"{name}.{inst.argval}"])
 
     ## Attributes
 
@@ -730,8 +769,8 @@ UNSUPPORTED: dict[str, str] = {
     **dict.fromkeys(["MATCH_CLASS", "MATCH_MAPPING", "MATCH_SEQUENCE", "MATCH_KEYS"], "match statements are not in the subset"),
     **dict.fromkeys(["CHECK_EG_MATCH", "PREP_RERAISE_STAR"], "except* (exception groups) is not in the subset"),
     **dict.fromkeys(
-        ["IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR", "LOAD_BUILD_CLASS", "SETUP_ANNOTATIONS", "PRINT_EXPR", "LOAD_CLASSDEREF"],
-        "imports and class bodies run at module level; the subset interprets functions",
+        ["IMPORT_STAR", "LOAD_BUILD_CLASS", "SETUP_ANNOTATIONS", "PRINT_EXPR", "LOAD_CLASSDEREF"],
+        "module-level code and class bodies; the subset interprets functions",
     ),
 }
 

@@ -716,6 +716,22 @@ def generator_pipeline(n):
     return list(zip(squares, "abcdef")), any(x > 10 for x in range(n)), dict((i, -i) for i in range(n))
 
 
+@case(9.0)
+def local_imports(x):
+    import math as m
+    from collections import OrderedDict
+    from os import path
+
+    import os.path
+
+    return m.sqrt(x), list(OrderedDict(a=1)), path.basename("/a/b"), os.path.join("a", "b")
+
+
+@case()
+def import_missing_name():
+    from os import does_not_exist  # noqa: F401
+
+
 @case()
 def math_module():
     return math.sqrt(16.0), math.floor(2.7), math.pi > 3
@@ -1010,6 +1026,16 @@ def test_class_calls_same_as_eager(cls, args):
         return cls(*a)
 
     assert_same_as_eager(make, *args)
+
+
+def test_library_code_runs_natively_unless_asked():
+    """Note [Which calls run in the VM]: stdlib/site-packages functions are called, not interpreted."""
+    text = "    a\n    b\n"
+    for interpret_all, expect in [(False, False), (True, True)]:
+        names = set()
+        vm = VirtualMachine(trace=lambda frame, inst: names.add(frame.code.co_name), interpret_all=interpret_all)
+        assert vm.run(lambda t: textwrap.dedent(t), text) == textwrap.dedent(text)
+        assert ("dedent" in names) is expect
 
 
 def test_instruction_count_matches_trace():
