@@ -448,3 +448,23 @@ def test_fake_inputs_keep_their_mode():
     assert meta.input_info[0].mutates_metadata
     assert x.shape == (2, 3), "the caller's fake input must not be mutated"
     assert {e.pass_name for e in log if e.kind == "op"} == {"aot_metadata"}
+
+
+def test_keep_input_mutations_matches_torch():
+    """The inference path keeps data-only mutations in the graph: MUTATED_IN_GRAPH vs _OUT_GRAPH as torch decides."""
+    mutating = [c for c in CASES if set(c.tags) & {"data_mutation", "no_grad_mutation", "metadata_mutation"}]
+    differing, in_graph = [], 0
+    for c in mutating:
+        a = collect_metadata(c.fn, *c.make_inputs(), keep_input_mutations=True)
+        in_graph += sum(i.mutation_type.name == "MUTATED_IN_GRAPH" for i in a.input_info)
+        b = torch_collect_metadata(c.fn, *c.make_inputs(), keep_input_mutations=True)
+        d = metadata_differences(a, b)
+        d += [
+            f"input {i} mutation_type: {x.mutation_type.name} vs {y.mutation_type.name}"
+            for i, (x, y) in enumerate(zip(a.input_info, b.input_info))
+            if x.mutation_type.name != y.mutation_type.name
+        ]
+        if d:
+            differing.append((c.name, d))
+    assert len(mutating) >= 30 and not differing, differing
+    assert in_graph > 0
