@@ -180,6 +180,11 @@ class OptimizedModule:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._forward(self._orig_mod, *args, **kwargs)
 
+    @property
+    def cache(self) -> FrameCache:
+        """The cache of the module's ``forward`` (entries, recompiles)."""
+        return self._forward.cache
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_orig_mod"], name)
 

@@ -417,8 +417,9 @@ class InstructionTranslatorBase(DataOpcodes):
     def inline_user_function_return(self, fn_var, args: list, kwargs: dict) -> VariableTracker:
         """Trace a Python function's body on this graph (Note [Binding arguments ...])."""
         code = fn_var.get_code()
-        if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):  # generator, coroutine, async generator
-            unimplemented(f"{code.co_name} is a generator or coroutine")
+        if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
+            unimplemented(f"{code.co_name} is a coroutine")
+        generator = bool(code.co_flags & 0x20)
         if self.depth >= MAX_INLINE_DEPTH:
             unimplemented("inlining too deep (recursion?)")
         bound = fn_var.bind_args(self, args, kwargs)
@@ -434,7 +435,13 @@ class InstructionTranslatorBase(DataOpcodes):
             globals_source=globals_source, depth=self.depth + 1,
         )
         tracer.parent = self
+        if generator:
+            tracer.yielded = []
         tracer.run()
+        if generator:
+            # Note [Generators run to completion]: a generator is traced whole when it is
+            # created; the caller iterates over what it yielded.
+            return ListIteratorVariable(tracer.yielded)
         return tracer.return_value
 
     ## Context managers (only the grad-mode ones: torch.no_grad, enable_grad, set_grad_enabled)
@@ -458,9 +465,29 @@ class InstructionTranslatorBase(DataOpcodes):
 
 
 class InliningInstructionTranslator(InstructionTranslatorBase):
-    """A callee traced on its caller's graph; returns its value to the caller's stack."""
+    """A callee traced on its caller's graph; returns its value to the caller's stack.
+
+    Note [Generators run to completion]
+        A generator function (a genexpr like ``sum(f(x) for f in fs)``) is inlined at
+        once: ``YIELD_VALUE`` collects the values and the caller gets an iterator over
+        them. That is only right when nothing the consumer does between two items
+        changes what the generator computes, which holds for the usual
+        ``sum/list/tuple/any/all(... for ...)``. Real Dynamo inlines generators lazily.
+    """
 
     return_value: VariableTracker
+    yielded: Optional[list] = None
+
+    def RETURN_GENERATOR(self, inst) -> None:
+        if self.yielded is None:
+            unimplemented("generator outside an inlined call")
+        self.push(ConstantVariable(None))  # what the first next() sends in (popped by POP_TOP)
+
+    def YIELD_VALUE(self, inst) -> None:
+        if self.yielded is None:
+            unimplemented("yield outside an inlined generator")
+        self.yielded.append(self.pop())
+        self.push(ConstantVariable(None))  # the value next() sends back in
 
 
 class InstructionTranslator(InstructionTranslatorBase):

@@ -165,7 +165,7 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if fn in PURE_BUILTINS and _all_const(args, kwargs):
+        if (fn in PURE_BUILTINS or getattr(fn, "__module__", None) in ("math", "cmath")) and _all_const(args, kwargs):
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:
