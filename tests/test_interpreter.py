@@ -1038,6 +1038,22 @@ def test_library_code_runs_natively_unless_asked():
         assert ("dedent" in names) is expect
 
 
+def test_entry_function_is_interpreted_even_from_the_library():
+    vm = VirtualMachine()
+    assert vm.run(textwrap.dedent, "  x\n") == "x\n"
+    assert vm.instructions_executed > 0
+
+
+def test_coroutines_run_natively():
+    async def coro(x):
+        return x + 1
+
+    c = VirtualMachine().run(coro, 1)
+    with pytest.raises(StopIteration) as stop:
+        c.send(None)
+    assert stop.value.value == 2
+
+
 def test_instruction_count_matches_trace():
     events = []
     vm = VirtualMachine(trace=lambda frame, inst: events.append((inst.opname, len(frame.stack))))
