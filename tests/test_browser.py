@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -155,12 +156,19 @@ def _move_slider(widget, page) -> None:
 def _check_widget(output, page, shot: Path) -> None:
     """The widget view in ``output`` shows controls and reacts to the reader."""
     output.scroll_into_view_if_needed()
-    controls = output.locator(".widget-slider, .jupyter-button, .widget-dropdown, .widget-toggle-buttons")
-    assert controls.count() > 0, f"{shot.stem}: the widget rendered no controls"
+    controls = output.locator(".widget-slider, .jupyter-button, .widget-dropdown, .widget-toggle-buttons, .widget-checkbox")
+    box = output.bounding_box()
+    assert box and box["height"] > 0 and output.inner_text().strip(), f"{shot.stem}: the widget rendered nothing"
+    if controls.count() == 0:  # a display-only widget (HTML, Label...): nothing to click
+        output.screenshot(path=str(shot))
+        return
     stepper = output.locator(".minidynamo-stepper")
     if stepper.count():
         stepper = stepper.first
         before = _step_text(stepper)
+        if re.search(r"step 1/1\b", before):  # one step: nothing to move to
+            output.screenshot(path=str(shot))
+            return
         _move_slider(stepper, page)
         page.wait_for_function(
             "([el, before]) => el.querySelector('.minidynamo-step').innerText !== before",
@@ -178,13 +186,13 @@ def _check_widget(output, page, shot: Path) -> None:
             timeout=10_000,
         )
     else:
-        before = output.inner_text()
+        before = output.inner_html()
         if output.locator(".noUi-handle").count():
             _move_slider(output, page)
         else:
             controls.first.click()
         page.wait_for_function(
-            "([el, before]) => el.innerText !== before", arg=[output.element_handle(), before], timeout=10_000
+            "([el, before]) => el.innerHTML !== before", arg=[output.element_handle(), before], timeout=10_000
         )
     output.screenshot(path=str(shot))
 
