@@ -21,11 +21,13 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """AOTAutograd, then run its forward and backward graphs eagerly.
 
-    FOR NOW this runs the Dynamo graph eagerly, exactly like ``eager``: the AOT stages
-    (``minidynamo.aot``) replace this body with
-    ``minidynamo.aot.aot_module_simplified(gm, example_inputs)`` when they land.
+    The graph goes through mini AOTAutograd (``minidynamo.aot.aot_module_simplified``):
+    metadata (FakeTensor pass 2), joint graph (pass 3), default partition; the
+    forward and backward graphs then run as they are.
     """
-    return gm.forward
+    from minidynamo.aot import aot_module_simplified
+
+    return aot_module_simplified(gm, example_inputs)
 
 
 BACKENDS: dict[str, Callable] = {"eager": eager, "aot_eager": aot_eager}
