@@ -53,6 +53,7 @@ Note [Errors inside the VM versus errors in the user's code]
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import sysconfig
@@ -62,8 +63,8 @@ from typing import Any, Callable, Optional
 from minidynamo import events
 from minidynamo.bytecode import (
     PYTHON_VERSION,
+    ExceptionTableEntry,
     Instruction,
-    code_of,
     exception_table,
     find_exception_handler,
     get_instructions,
@@ -104,9 +105,7 @@ class Frame:
 
     def __init__(self, code: types.CodeType, globals_: dict, locals_: dict, closure: tuple = (), back: Optional[Frame] = None):
         self.code = code
-        self.instructions: list[Instruction] = get_instructions(code)
-        self.index_of = offset_to_index(self.instructions)
-        self.exception_table = exception_table(code)
+        self.instructions, self.index_of, self.exception_table = _decode(code)
         self.globals = globals_
         builtins = globals_.get("__builtins__", __builtins__)
         self.builtins: dict = builtins if isinstance(builtins, dict) else builtins.__dict__
@@ -125,6 +124,13 @@ class Frame:
 
     def __repr__(self) -> str:
         return f"<Frame {self.code.co_qualname} line {self.lineno} stack={self.stack!r}>"
+
+
+@functools.lru_cache(maxsize=512)
+def _decode(code: types.CodeType) -> tuple[list[Instruction], dict[int, int], list[ExceptionTableEntry]]:
+    """Decode a code object once (instructions, offset -> index, exception table); frames share it."""
+    instructions = get_instructions(code)
+    return instructions, offset_to_index(instructions), exception_table(code)
 
 
 # Operators by the symbol ``dis`` shows in argrepr (BINARY_OP, COMPARE_OP).
