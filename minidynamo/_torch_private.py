@@ -327,3 +327,10 @@ def enable_python_dispatcher():
 def python_dispatcher_kernels(op) -> dict:
     """(H5) ``op.py_kernels``: kernels only the Python dispatcher sees (key name -> function)."""
     return {getattr(k, "name", str(k)): fn for k, fn in op.py_kernels.items()}
+
+
+def load_python_kernels() -> None:
+    """(H5) Import the modules that register torch's Python kernels (py_impl Meta kernels,
+    decompositions), so that what kernels_for reports does not depend on import order."""
+    import torch._decomp  # noqa: F401
+    import torch._meta_registrations  # noqa: F401

@@ -90,8 +90,9 @@ def kernels_for(op) -> KernelTable:
     Fallbacks (the Python key's, Functionalize's, ...) are not the op's own kernels
     and are not listed; ``computed_kernel`` shows what a runtime key ends up with.
     """
-    from minidynamo._torch_private import dispatch_dump
+    from minidynamo._torch_private import dispatch_dump, load_python_kernels
 
+    load_python_kernels()  # torch registers its Python kernels lazily, on import
     name = op_name(op)
     try:
         dump = dispatch_dump(name)
