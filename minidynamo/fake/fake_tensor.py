@@ -195,6 +195,12 @@ class FakeTensor(torch.Tensor):
         )
 
 
+# torch.tensor(data) builds a real CPU tensor first and then "lifts" it into the
+# traced world with aten.lift_fresh: a fresh constant, so we convert it (torch's
+# fake mode does the same and also remembers its value as a constant; ours does not).
+_LIFT_OPS = (aten.lift_fresh.default, aten.lift_fresh_copy.default)
+
+
 # --- the mode -------------------------------------------------------------------
 
 
@@ -304,7 +310,7 @@ class FakeTensorMode(TorchDispatchMode):
                         "fakes of two modes cannot meet (convert inputs with one mode's from_tensor)"
                     )
                 return t
-            if self.allow_non_fake_inputs:
+            if self.allow_non_fake_inputs or func in _LIFT_OPS:
                 return self.from_tensor(t)
             bad.append(f"{type(t).__name__} of size {tuple(t.shape)} on {t.device}")
             return t
