@@ -100,7 +100,15 @@ def unsupported_opcode_after_work(x):
     return y + 1
 
 
+def loop_calls_helper(x):
+    for i in range(2):  # a break in a loop: Dynamo skips this frame but compiles helper_print
+        x = helper_print(x) + i
+        print(i)
+    return x
+
+
 CASES = {
+    "skipped_frame_still_compiles_callees": (loop_calls_helper, lambda: (torch.randn(3),)),
     "helper_with_branch": (calls_helper_with_branch, lambda: (torch.randn(4),)),
     "print_middle": (prints_in_middle, lambda: (torch.randn(3),)),
     "print_first": (prints_first, lambda: (torch.randn(3),)),

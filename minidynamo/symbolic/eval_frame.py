@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import types
 import warnings
 import weakref
@@ -41,6 +42,7 @@ from .convert_frame import CacheEntry, compile_frame
 from .exc import EagerFallback, FullGraphError, GraphBreak
 from .fake_values import TracedUserError
 from .guards import Guard
+from .resume_execution import vm_can_run
 from .variables.functions import is_user_function
 
 CACHE_SIZE_LIMIT = 8
@@ -66,6 +68,7 @@ class FrameCache:
     entries: list = field(default_factory=list)
     recompiles: list = field(default_factory=list)
     fallback: Any = None  # why this frame runs eagerly for good
+    skipped: bool = False  # Dynamo's SkipFrame: eager, but the frames it calls are still compiled
 
 
 @dataclass(eq=False)
@@ -158,6 +161,16 @@ class OptimizedFunction:
                     pass
         return call_frame(self, L, self.config, eager=lambda: self.fn(*args, **kwargs))
 
+    def run_eagerly(self, L: dict) -> Any:
+        """Run the whole frame on the concrete interpreter, nested user calls compiled."""
+        from minidynamo import interpreter
+
+        from .resume_execution import InterceptingVM
+
+        local_values = {k: v for k, v in L.items() if k not in self._freevars}
+        frame = interpreter.Frame(self.code, self.f_globals, local_values, self.fn.__closure__ or ())
+        return InterceptingVM(self.config).run_frame(frame)
+
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
 
@@ -200,7 +213,7 @@ def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any]) 
         cache = config.frames[_frame_key(frame)] = FrameCache()
     G = frame.f_globals
     if cache.fallback is not None:
-        return eager()
+        return frame.run_eagerly(L) if cache.skipped else eager()
     for entry in cache.entries:
         if entry.check(L, G):
             counters["cache_hits"] += 1
@@ -229,7 +242,8 @@ def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any]) 
                     whole_frame=True)
         if config.on_break is not None:
             config.on_break(e.explanation)
-        return eager()
+        cache.skipped = vm_can_run(frame.code, frame.offset)
+        return frame.run_eagerly(L) if cache.skipped else eager()
     except FullGraphError:
         raise
     except TracedUserError:
@@ -314,7 +328,12 @@ def _optimize_with(fn: Callable, config: CompileConfig):
 
 def reset() -> None:
     """Forget every compiled entry and counter (``torch._dynamo.reset``)."""
+    from . import convert_frame, resume_execution
+
     for config in _all_configs:
         config.frames.clear()
         config.resumes.clear()
     counters.clear()
+    # fresh numbering, so that names in a chapter's output do not depend on what ran before
+    convert_frame._graph_ids = itertools.count()  # noqa: SLF001
+    resume_execution._ids = itertools.count(1)  # noqa: SLF001

@@ -93,6 +93,40 @@ class ResumeIterator:
         return self.items[self.index - 1]
 
 
+def _vm_class():
+    from minidynamo import interpreter
+
+    class InterceptingVM(interpreter.VirtualMachine):
+        """The concrete interpreter, with calls to user functions sent through the cache.
+
+        Real Dynamo skips a frame it cannot split (a graph break in a loop) but still
+        compiles the frames that frame calls, because every frame passes PEP 523's hook.
+        Running the skipped frame on our own interpreter gives us the same hook.
+        """
+
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+
+        def call_function(self, fn, args, kwargs):
+            target = self.config.compiled_callee(fn)
+            if target is not fn:
+                return target(*args, **kwargs)
+            return super().call_function(fn, args, kwargs)
+
+    return InterceptingVM
+
+
+def InterceptingVM(config):  # noqa: N802 - reads like the class it builds
+    global _VM
+    if _VM is None:
+        _VM = _vm_class()
+    return _VM(config)
+
+
+_VM = None
+
+
 class ResumeFunction:
     """``___resume_at_<offset>_<n>(___stack0=..., x=...)``: the rest of a frame after a break."""
 
@@ -131,7 +165,7 @@ class ResumeFunction:
         stack = [L[f"___stack{i}"] for i in range(self.stack_depth)]
         frame.stack = [interpreter.NULL if v is NULL else v for v in stack]
         frame.ip = frame.index_of[self.offset]
-        return interpreter.VirtualMachine().run_frame(frame)
+        return InterceptingVM(self.config).run_frame(frame)
 
     def __repr__(self) -> str:
         return f"<resume function {self.__name__} of {self.code.co_name}>"
