@@ -331,3 +331,12 @@ def test_explorer_reports_an_impossible_combination():
 
     widget = DispatchKeyExplorer(inference=True, requires_grad=True)
     assert "cannot require grad" in widget.message
+
+
+def test_trace_with_our_fake_tensor(probe):
+    fake = _mini_fake()
+    tr = dispatch.trace(probe, fake)
+    observed = _observed_forward(tr)
+    assert observed[:3] == ["PythonTLSSnapshot", "Autograd", "ADInplaceOrView"]
+    assert set(observed[3:]) == {"Python", "Meta"}  # our mode reports after its Meta kernel returned
+    assert any("minidynamo FakeTensorMode" in s.handler for s in tr)

@@ -137,7 +137,9 @@ def _steps_from(log) -> list[Step]:
         if e.kind == "dispatch":
             steps.append(Step(e.key, e.handler, e.op, e.keyset, e.phase, e.inferred))
         elif e.kind == "op":  # our mini FakeTensorMode reports each op it handles
-            steps.append(Step("Python", "minidynamo FakeTensorMode", e.op))
+            # It reports when the op is done (its event carries output shapes), so its step
+            # comes after the kernels it called; the handler text says so.
+            steps.append(Step("Python", "minidynamo FakeTensorMode (reports when done)", e.op))
     return steps
 
 
