@@ -104,8 +104,12 @@ class Probe:
         self.op = _schema_op()
         self._libs: dict[str, torch.library.Library] = {}
         _open_probe = self
-        for key in keys:
-            self.add(key)
+        try:
+            for key in keys:
+                self.add(key)
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def keys(self) -> tuple[str, ...]:
