@@ -282,7 +282,8 @@ class FunctionalTensorMode(TorchDispatchMode):
             return t
         # The wrapper holds ``t`` itself: the layers below (a tracer) know that tensor.
         # Autograd does not run on it: it is excluded while a mode's __torch_dispatch__ runs.
-        out = FunctionalTensor(t, FunctionalStorage(t))
+        with self._below():  # reading t's metadata may dispatch (prim.device): not our business
+            out = FunctionalTensor(t, FunctionalStorage(t))
         if t.requires_grad:
             if mirror_leaf and not t.is_leaf:
                 mirror_autograd_meta(t, out)  # a non-leaf that requires grad, like ``t``
@@ -356,6 +357,7 @@ class FunctionalTensorMode(TorchDispatchMode):
         if _is_view_op(func) and isinstance(args[0], FunctionalTensor):
             return self._view(func, args, kwargs)
         # A functional op: run it on the current values, wrap what comes back.
+        self._report(func, func, "functional")
         out = func(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
         return tree_map(self._wrap_fresh, out)
 
@@ -411,7 +413,7 @@ class FunctionalTensorMode(TorchDispatchMode):
 
     def _report(self, func, replacement, how: str) -> None:
         self.num_rewrites += 1
-        if events.is_recording():
+        if events.is_recording() and func.namespace == "aten":
             events.emit("functionalize", op=str(func), replacement=str(replacement), how=how)
 
 
