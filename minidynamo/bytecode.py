@@ -82,6 +82,15 @@ class Instruction:
     def family(self) -> str:
         return family(self.opname)
 
+    @property
+    def argtext(self) -> str:
+        """``argrepr`` for listings: no addresses (code objects by name), jumps as ``to N``."""
+        if isinstance(self.argval, types.CodeType):
+            return f"<code object {self.argval.co_name}>"
+        if self.family == "jumps" and not self.argrepr:
+            return f"to {self.argval}"
+        return self.argrepr or ("" if self.arg is None else str(self.arg))
+
     def __repr__(self) -> str:
         arg = f" {self.argrepr}" if self.argrepr else ("" if self.arg is None else f" {self.arg}")
         return f"<{self.offset}: {self.opname}{arg} (line {self.lineno})>"
@@ -561,12 +570,7 @@ def format_instructions(fn_or_code: Any, *, exceptions: bool = True) -> str:
         line = f"{inst.lineno:>4}" if inst.lineno != last_line else "    "
         last_line = inst.lineno
         mark = ">>" if inst.is_jump_target else "  "
-        arg = inst.argrepr or ("" if inst.arg is None else str(inst.arg))
-        if isinstance(inst.argval, types.CodeType):  # no addresses or file paths in the listing
-            arg = f"<code object {inst.argval.co_name}>"
-        if inst.family == "jumps" and not inst.argrepr:
-            arg = f"to {inst.argval}"
-        lines.append(f"{line} {mark} {inst.offset:>4} {inst.opname:<28} {arg}".rstrip())
+        lines.append(f"{line} {mark} {inst.offset:>4} {inst.opname:<28} {inst.argtext}".rstrip())
     entries = exception_table(code) if exceptions else []
     if entries:
         lines.append("ExceptionTable:")

@@ -58,6 +58,7 @@ import operator
 import os
 import sysconfig
 import types
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from minidynamo import events
@@ -71,7 +72,7 @@ from minidynamo.bytecode import (
     offset_to_index,
 )
 
-__all__ = ["Frame", "VirtualMachine", "UnsupportedInstructionError", "NULL", "run"]
+__all__ = ["Frame", "VirtualMachine", "UnsupportedInstructionError", "NULL", "run", "TraceStep", "trace_run"]
 
 
 class _Null:
@@ -891,3 +892,45 @@ def dis_op(name: str) -> int:
 def run(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     """``VirtualMachine().run(fn, *args, **kwargs)``."""
     return VirtualMachine().run(fn, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One executed instruction, as the chapter shows it: where, what, and the stack before it."""
+
+    depth: int  # 0 for the function run, 1 for a function it calls, ...
+    function: str  # co_qualname
+    offset: int
+    lineno: Optional[int]
+    opname: str
+    argrepr: str
+    stack: tuple[str, ...]  # short reprs, bottom first
+
+    def __str__(self) -> str:
+        return (
+            f"{'  ' * self.depth}{self.offset:>3} L{self.lineno} {self.opname:<26} {self.argrepr:<14} "
+            f"[{', '.join(self.stack)}]"
+        )
+
+
+def short_repr(value: Any) -> str:
+    """A repr without memory addresses: functions by name, other address-bearing objects by type."""
+    if callable(value) and isinstance(getattr(value, "__qualname__", None), str) and not isinstance(value, type):
+        return value.__qualname__
+    text = repr(value)
+    return f"<{type(value).__name__}>" if " at 0x" in text else text
+
+
+def trace_run(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, list[TraceStep]]:
+    """Run ``fn`` in a fresh VM and record every instruction it executes (nested frames too)."""
+    steps: list[TraceStep] = []
+
+    def hook(frame: Frame, inst: Instruction) -> None:
+        depth, f = 0, frame
+        while f.back is not None:
+            f, depth = f.back, depth + 1
+        stack = tuple(short_repr(v) for v in frame.stack)
+        steps.append(TraceStep(depth, frame.code.co_qualname, inst.offset, inst.lineno, inst.opname, inst.argtext, stack))
+
+    result = VirtualMachine(trace=hook).run(fn, *args, **kwargs)
+    return result, steps

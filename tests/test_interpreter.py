@@ -1054,6 +1054,18 @@ def test_coroutines_run_natively():
     assert stop.value.value == 2
 
 
+def test_trace_run_records_nested_frames_without_addresses():
+    from minidynamo.interpreter import trace_run
+
+    result, steps = trace_run(recursion, 3)
+    assert result == recursion(3)
+    assert steps[0].depth == 0 and steps[0].opname == "MAKE_CELL"  # fact is a closure over itself
+    assert max(s.depth for s in steps) == 3  # recursion -> fact -> fact -> fact
+    assert "recursion.<locals>.fact" in {s.function for s in steps}
+    assert not any("0x" in str(s) for s in steps)
+    assert steps[-1].opname == "RETURN_VALUE" and steps[-1].stack == (repr(result),)
+
+
 def test_instruction_count_matches_trace():
     events = []
     vm = VirtualMachine(trace=lambda frame, inst: events.append((inst.opname, len(frame.stack))))
