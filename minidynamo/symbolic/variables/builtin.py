@@ -175,6 +175,21 @@ class BuiltinVariable(VariableTracker):
         unimplemented(f"builtin {getattr(fn, '__name__', fn)} with arguments {args!r}")
 
     # --- builtins that look inside their arguments ----------------------------
+    def _call_super(self, tx, *args):
+        from .misc import SuperVariable
+
+        if args:
+            cls, obj = args
+            return SuperVariable(cls.as_python_constant(), obj)
+        from .misc import CellVariable
+
+        cls = tx.closure_cells.get("__class__")  # zero-argument super(): the __class__ cell and self
+        if isinstance(cls, CellVariable):
+            cls = cls.value
+        if cls is None or not tx.code.co_varnames:
+            unimplemented("super() outside a method")
+        return SuperVariable(cls.as_python_constant(), tx.symbolic_locals[tx.code.co_varnames[0]])
+
     def _call_len(self, tx, obj):
         return obj.call_method(tx, "__len__", [], {})
 

@@ -35,6 +35,17 @@ def is_constant_value(value: Any) -> bool:
     return False
 
 
+def _materialize(tx, arg: VariableTracker) -> VariableTracker:
+    """An iterator of constants (``"-".join(n.upper() for n in names)``) as a constant tuple."""
+    from .lists import ListIteratorVariable
+
+    if isinstance(arg, ListIteratorVariable):
+        items = arg.unpack_var_sequence(tx)
+        if all(i.is_python_constant() for i in items):
+            return ConstantVariable(tuple(i.as_python_constant() for i in items))
+    return arg
+
+
 class ConstantVariable(VariableTracker):
     def __init__(self, value: Any, **kwargs):
         super().__init__(**kwargs)
@@ -66,6 +77,7 @@ class ConstantVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from .builder import wrap_constant_result
 
+        args = [_materialize(tx, a) for a in args]
         if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
             fn = getattr(self.value, name, None)
             if fn is None:

@@ -118,6 +118,31 @@ class UserDefinedObjectVariable(VariableTracker):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
 
 
+class SuperVariable(VariableTracker):
+    """``super()`` inside an inlined method: attribute lookup starts after ``cls`` in the MRO."""
+
+    def __init__(self, cls: type, obj: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.cls = cls
+        self.obj = obj
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .functions import UserMethodVariable
+
+        obj_type = self.obj.python_type()
+        mro = obj_type.__mro__
+        for klass in mro[mro.index(self.cls) + 1 :]:
+            if name in klass.__dict__:
+                attr = klass.__dict__[name]
+                if inspect.isfunction(attr):
+                    return UserMethodVariable(attr, self.obj)
+                break
+        unimplemented(f"super().{name}")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+
 class NewObjectVariable(VariableTracker):
     """An instance of a plain Python class created while tracing (its __init__ was inlined).
 

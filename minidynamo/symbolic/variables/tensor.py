@@ -90,7 +90,9 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from .builder import wrap_constant_result, wrap_fx_proxy
 
-        if name in BREAK_METHODS:
+        if name == "requires_grad_" and self.source is None:
+            pass  # on an intermediate tensor it is an ordinary op in the graph
+        elif name in BREAK_METHODS:
             unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region")
         if name in CONSTANT_METHODS:
             cargs = [a.as_python_constant() for a in args]
