@@ -16,6 +16,7 @@ Note [Every step was appended by the thing that ran]
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -83,26 +84,20 @@ class Trace:
         return self.text()
 
 
-class _LoggingMode:
-    """Built lazily: a TorchDispatchMode that reports each op it sees at the Python key."""
+@functools.lru_cache(maxsize=None)
+def _logging_mode_class():
+    """A TorchDispatchMode that reports each op it sees at the Python key (built lazily)."""
+    from minidynamo._torch_private import TorchDispatchMode
 
-    cls = None
+    class LoggingMode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            events.emit(
+                "dispatch", op=str(func), key="Python", handler="TorchDispatchMode (LoggingMode)",
+                keyset=None, phase="forward", inferred=False,
+            )  # fmt: skip
+            return func(*args, **(kwargs or {}))
 
-    @classmethod
-    def make(cls):
-        if cls.cls is None:
-            from minidynamo._torch_private import TorchDispatchMode
-
-            class LoggingMode(TorchDispatchMode):
-                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                    events.emit(
-                        "dispatch", op=str(func), key="Python", handler="TorchDispatchMode (LoggingMode)",
-                        keyset=None, phase="forward", inferred=False,
-                    )  # fmt: skip
-                    return func(*args, **(kwargs or {}))
-
-            cls.cls = LoggingMode
-        return cls.cls()
+    return LoggingMode
 
 
 @contextlib.contextmanager
@@ -165,7 +160,7 @@ def trace(fn, *args, mode: bool = False, backward: bool = False, pre_dispatch: b
             if pre_dispatch:
                 stack.enter_context(EnablePreDispatch())
             if mode:
-                stack.enter_context(_LoggingMode.make())
+                stack.enter_context(_logging_mode_class()())
             stack.enter_context(_report_torch_fake_modes(args))
             at_call = _keys(*tensors) if tensors else ()
             try:
