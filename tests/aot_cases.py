@@ -26,7 +26,7 @@ Conventions every case follows, so any stage can run it eagerly and compare:
 Tags: data_mutation, metadata_mutation, no_grad_mutation, out_alias_input, out_is_input,
 out_alias_intermediate, multi_out_alias_intermediate, intermediate_returned, out_mutation,
 aliased_inputs, dup_input, non_tensor, detach, no_grad_output, view_chain, multi_output_view,
-custom_function, plain.
+custom_function, strided_input, plain.
 """
 
 from __future__ import annotations
@@ -806,6 +806,38 @@ def custom_fn_view_of_input(a):
 @case("custom_function", inputs=lambda: [g(3)])
 def custom_fn_non_view(a):
     return _DoubleFn.apply(a) + 1
+
+
+# ----------------------------------------------------------------------------- inputs that are views / not contiguous
+
+
+@case("data_mutation", "strided_input", inputs=lambda: [ng(4, 4)[1]])
+def strided_mutate_input_that_is_a_view(a):
+    a.mul_(2)
+    return a + 1
+
+
+@case("data_mutation", "strided_input", inputs=lambda: [r(4, 3).t()])
+def strided_mutate_noncontiguous_input(a):
+    a.add_(1)
+    return a * 2
+
+
+@case("data_mutation", "strided_input", inputs=lambda: [ng(4, 3).t()])
+def strided_mutate_noncontiguous_grad_input(a):
+    a.add_(1)
+    return a * 2
+
+
+@case("out_alias_input", "strided_input", inputs=lambda: [ng(4, 3).t()])
+def strided_view_of_noncontiguous_input(a):
+    return a[0]
+
+
+@case("metadata_mutation", "strided_input", inputs=lambda: [r(4, 3).t()])
+def strided_meta_mutate_noncontiguous(a):
+    a.t_()
+    return a + 1
 
 
 CASES_BY_NAME: dict[str, AOTCase] = {c.name: c for c in CASES}
