@@ -53,6 +53,7 @@ Note [Errors inside the VM versus errors in the user's code]
 
 from __future__ import annotations
 
+import dis
 import functools
 import operator
 import os
@@ -873,20 +874,15 @@ def bind_arguments(fn: types.FunctionType, args: list, kwargs: dict) -> dict:
 
 
 def _raise_binding_error(fn: types.FunctionType, args: list, kwargs: dict) -> None:
+    """Call a copy of ``fn`` whose body is just ``return None``: CPython raises its own binding error."""
     stub_code = fn.__code__.replace(
-        co_code=bytes([dis_op("RESUME"), 0, dis_op("LOAD_CONST"), 0, dis_op("RETURN_VALUE"), 0]),
+        co_code=bytes([dis.opmap["RESUME"], 0, dis.opmap["LOAD_CONST"], 0, dis.opmap["RETURN_VALUE"], 0]),
         co_consts=(None,), co_linetable=b"", co_exceptiontable=b"", co_flags=fn.__code__.co_flags & ~_GENERATOR_FLAGS,
     )  # fmt: skip
     stub = types.FunctionType(stub_code, {}, fn.__name__, fn.__defaults__, fn.__closure__)
     stub.__kwdefaults__, stub.__qualname__ = fn.__kwdefaults__, fn.__qualname__
     stub(*args, **kwargs)  # raises CPython's message
     raise TypeError(f"minidynamo could not bind the arguments of {fn.__qualname__}()")  # pragma: no cover
-
-
-def dis_op(name: str) -> int:
-    import dis
-
-    return dis.opmap[name]
 
 
 def run(fn: Callable, *args: Any, **kwargs: Any) -> Any:
