@@ -16,6 +16,7 @@ from minidynamo.fake.fake_tensor import (
     FakeTensorMode,
     MixedFakeTensorError,
     UnsupportedOperatorError,
+    shares_storage,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "DataDependentOutputError",
     "UnsupportedOperatorError",
     "MixedFakeTensorError",
+    "shares_storage",
 ]

@@ -65,6 +65,7 @@ __all__ = [
     "DataDependentOutputError",
     "UnsupportedOperatorError",
     "MixedFakeTensorError",
+    "shares_storage",
 ]
 
 aten = torch.ops.aten
@@ -103,6 +104,15 @@ class UnsupportedOperatorError(FakeTensorError):
 
 class MixedFakeTensorError(FakeTensorError):
     """An op got a real tensor beside fakes, or fakes from two different modes."""
+
+
+def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors (real or fake) alias: one storage under both.
+
+    ``data_ptr()`` cannot tell for fakes: every meta storage has address 0. The
+    storage object's identity can (torch uses ``StorageWeakRef`` the same way).
+    """
+    return StorageWeakRef(a.untyped_storage()) == StorageWeakRef(b.untyped_storage())
 
 
 # --- flattening op arguments (ATen args nest only lists and tuples; kwargs is a dict) --
@@ -338,11 +348,7 @@ class FakeTensorMode(TorchDispatchMode):
 
     def _emit(self, func, flat_in, out) -> None:
         flat_out = _flat_tensors(out if isinstance(out, (list, tuple)) else [out], {})
-        in_storages = [StorageWeakRef(t.untyped_storage()) for t in flat_in]
-        aliases = []
-        for j, o in enumerate(flat_out):
-            s = StorageWeakRef(o.untyped_storage())
-            aliases.append(next((i for i, si in enumerate(in_storages) if si == s), None))
+        aliases = [next((i for i, t in enumerate(flat_in) if shares_storage(o, t)), None) for o in flat_out]
         events.emit(
             "op",
             op=str(func),
