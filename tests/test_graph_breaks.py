@@ -17,7 +17,8 @@ from minidynamo._torch_private import dynamo_explain, dynamo_reset, silence_dyna
 from minidynamo.symbolic import counters
 from minidynamo.symbolic.exc import FullGraphError, GraphBreak
 
-pytestmark = pytest.mark.ch05
+# an internal tracing error must fail these tests, not fall back to eager quietly
+pytestmark = [pytest.mark.ch05, pytest.mark.filterwarnings("error:minidynamo. tracing")]
 
 
 @pytest.fixture(autouse=True)

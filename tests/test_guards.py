@@ -15,7 +15,8 @@ import torch
 import minidynamo as md
 from minidynamo.symbolic import counters
 
-pytestmark = pytest.mark.ch04
+# an internal tracing error must fail these tests, not fall back to eager quietly
+pytestmark = [pytest.mark.ch04, pytest.mark.filterwarnings("error:minidynamo. tracing")]
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,8 @@ import torch
 
 import minidynamo as md
 
-pytestmark = pytest.mark.ch05
+# an internal tracing error must fail these tests, not fall back to eager quietly
+pytestmark = [pytest.mark.ch05, pytest.mark.filterwarnings("error:minidynamo. tracing")]
 
 CALLS = 0
 

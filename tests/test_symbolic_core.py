@@ -16,7 +16,8 @@ import minidynamo as md
 from minidynamo._torch_private import dynamo_explain, dynamo_reset, silence_dynamo_logs
 from minidynamo.symbolic import counters
 
-pytestmark = pytest.mark.ch03
+# an internal tracing error must fail these tests, not fall back to eager quietly
+pytestmark = [pytest.mark.ch03, pytest.mark.filterwarnings("error:minidynamo. tracing")]
 
 
 @pytest.fixture(autouse=True)
@@ -182,3 +183,9 @@ def test_operator_targets_are_python_operators():
     (gm,) = md.explain(f, torch.randn(2)).graphs
     targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
     assert targets == [operator.add, operator.neg, operator.mul]
+
+
+def test_lambdas_and_unary_operators():
+    f = lambda x: -(~(x > 0)).float() + (+x)  # noqa: E731
+    x = torch.randn(3)
+    torch.testing.assert_close(md.compile(f, backend="eager")(x), f(x))

@@ -11,6 +11,7 @@ a return, a graph break at a call, or a graph break at a jump on a tensor. Mirro
 from __future__ import annotations
 
 import itertools
+import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -213,7 +214,7 @@ def finish(tx, frame, config) -> CacheEntry:
             config.on_graph(gm)
     if explanation is not None:
         _record_break(config, explanation)
-    fn_name = f"___transformed_{frame.__name__.lstrip('_')}"
+    fn_name = "___transformed_" + re.sub(r"\W", "_", frame.__name__.lstrip("_"))
     source = assemble(fn_name, graph_call, cg.temps, side_effects, tail)
     exec(compile(source, f"<minidynamo transformed {frame.__name__}>", "exec"), cg.scope)  # noqa: S102
     entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)

@@ -31,6 +31,16 @@ COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": ope
                ">=": operator.ge}
 
 
+def stack_op(fn, nargs: int):
+    """Early TorchDynamo's ``stack_op``: pop ``nargs`` values, apply ``fn``, push the result."""
+
+    def handler(self, inst) -> None:
+        self.push(call_operator(self, fn, self.popn(nargs)))
+
+    handler.__name__ = f"stack_op({fn.__name__})"
+    return handler
+
+
 class DataOpcodes:
     """Mixed into InstructionTranslatorBase (which provides push/pop/peek/output)."""
 
@@ -40,14 +50,9 @@ class DataOpcodes:
         fn = BINARY_OPS[inst.arg] if inst.arg < 13 else INPLACE_OPS[inst.arg - 13]
         self.push(call_operator(self, fn, [a, b]))
 
-    def UNARY_NEGATIVE(self, inst) -> None:
-        self.push(call_operator(self, operator.neg, [self.pop()]))
-
-    def UNARY_POSITIVE(self, inst) -> None:
-        self.push(call_operator(self, operator.pos, [self.pop()]))
-
-    def UNARY_INVERT(self, inst) -> None:
-        self.push(call_operator(self, operator.invert, [self.pop()]))
+    UNARY_NEGATIVE = stack_op(operator.neg, 1)
+    UNARY_POSITIVE = stack_op(operator.pos, 1)
+    UNARY_INVERT = stack_op(operator.invert, 1)
 
     def UNARY_NOT(self, inst) -> None:
         self.push(ConstantVariable(not self.pop().truth(self)))
