@@ -1134,6 +1134,17 @@ def _stmt(depth):
     assign = st.tuples(st.sampled_from(VARS), st.sampled_from(["=", "+=", "-=", "*="]), _small_expr).map(
         lambda t: [f"{t[0]} {t[1]} {t[2]}", f"{t[0]} = {t[0]} % 1000003"]
     )
+    # Lists, calls into a nested closure (it reads the cell `c`), comprehensions, unpacking.
+    data = st.one_of(
+        _small_expr.map(lambda e: [f"xs.append({e})", "xs = xs[-6:]"]),
+        st.tuples(st.sampled_from(VARS), _small_expr).map(lambda t: [f"{t[0]} = h({t[1]})"]),
+        st.tuples(st.sampled_from(VARS), _small_expr, _small_expr).map(lambda t: [f"{t[0]} = h({t[1]}, v={t[2]})"]),
+        st.just(["xs = [v % 7 for v in xs if v]"]),
+        st.just(["c = len(xs) + sum(xs) % 97"]),
+        st.just(["a, *rest = xs + [b]", "b = len(rest)"]),
+        st.just(["xs = sorted(xs, key=lambda v: (v % 3, v))"]),
+    )
+    assign = st.one_of(assign, data)
     if depth == 0:
         return assign
     block = st.lists(_stmt(depth - 1), min_size=1, max_size=3).map(lambda ls: [line for s in ls for line in s])
@@ -1156,8 +1167,11 @@ def _stmt(depth):
     )
 
 
+_PROLOGUE = "xs = [a, b]\ndef h(u, v=1):\n    return (u * v + c) % 1009\n"
 _program = st.lists(_stmt(2), min_size=1, max_size=4).map(
-    lambda ls: "def f(a, b, c):\n" + textwrap.indent("\n".join(line for s in ls for line in s), "    ") + "\n    return a, b, c\n"
+    lambda ls: "def f(a, b, c):\n"
+    + textwrap.indent(_PROLOGUE + "\n".join(line for s in ls for line in s), "    ")
+    + "\n    return a, b, c, xs\n"
 )
 
 
