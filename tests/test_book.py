@@ -208,8 +208,11 @@ def test_widget_pages_load_the_widget_manager_locally(built):
         page = html_dir / "notebooks" / f"{nb.stem}.html"
         links = _parse(page)
         sources = [urlsplit(s.get("src", "")).path for s in links.scripts]
-        assert any(s.endswith("_static/widgets/embed-amd.js") for s in sources), f"{page.name} lacks the local widget manager"
-        assert any(s.endswith("_static/widgets/require.js") for s in sources), f"{page.name} lacks the local require.js"
+        # Exactly once: loaded twice, the manager renders every widget twice.
+        assert sum(s.endswith("_static/widgets/embed-amd.js") for s in sources) == 1, (
+            f"{page.name} must load the local widget manager exactly once: {sources}"
+        )
+        assert sum(s.endswith("_static/widgets/require.js") for s in sources) == 1, f"{page.name}: require.js once"
         remote = [s.get("src") for s in links.scripts if urlsplit(s.get("src", "")).scheme in ("http", "https")]
         assert not remote, f"{page.name} loads scripts from the network: {remote}"
         assert any(s.get("type") == "application/vnd.jupyter.widget-state+json" for s in links.scripts), (

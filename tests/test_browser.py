@@ -264,6 +264,8 @@ def test_book_page_steps_without_a_kernel(browser):
         page.goto(page_file.as_uri())
         stepper = page.locator(".minidynamo-stepper").first
         stepper.wait_for(timeout=30_000)
+        page.wait_for_timeout(500)
+        assert page.locator(".minidynamo-stepper").count() == 1, "chapter 00 has one stepper; it rendered more than once"
         assert stepper.locator(".noUi-handle").count() == 1, "the stepper's slider did not render"
         before = _step_text(stepper)
         assert "step 1/" in before
