@@ -171,6 +171,7 @@ class VirtualMachine:
     def __init__(self, trace: Optional[Callable[[Frame, Instruction], None]] = None, interpret_all: bool = False) -> None:
         self.trace = trace
         self.interpret_all = interpret_all
+        self.entry: Any = None  # the function `run` was asked to run
         self.frame: Optional[Frame] = None
         self.instructions_executed = 0
         self.exc_info: list[BaseException] = []  # exceptions being handled (sys.exc_info's stack)
@@ -179,26 +180,24 @@ class VirtualMachine:
 
     def run(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         """Call ``fn(*args, **kwargs)``, interpreting its bytecode (and that of user code it calls)."""
-        return self.call_function(fn, list(args), kwargs, entry=True)
+        self.entry = getattr(fn, "__func__", fn)  # interpreted even if it is library code
+        return self.call_function(fn, list(args), kwargs)
 
-    def call_function(self, fn: Any, args: list, kwargs: dict, entry: bool = False) -> Any:
-        """Call ``fn``: in a new Frame if it is plain Python (Note [Calls into user code ...]).
-
-        ``entry``: the function ``run`` was asked to run is interpreted even if it is library code.
-        """
+    def call_function(self, fn: Any, args: list, kwargs: dict) -> Any:
+        """Call ``fn``: in a new Frame if it is plain Python (Note [Calls into user code ...])."""
         self_arg: tuple = ()
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-            if not self.should_interpret(fn.__func__, entry):
+            if not self.should_interpret(fn.__func__):
                 return fn(*args, **kwargs)
             fn, self_arg = fn.__func__, (fn.__self__,)
-        if _plain_class_with_python_init(fn) and self.should_interpret(fn.__init__, entry):
+        if _plain_class_with_python_init(fn) and self.should_interpret(fn.__init__):
             # type.__call__ for a plain class: object.__new__, then __init__ in our VM.
             obj = object.__new__(fn)
             result = self.call_function(fn.__init__, [obj, *args], kwargs)
             if result is not None:
                 raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
             return obj
-        if not isinstance(fn, types.FunctionType) or not self.should_interpret(fn, entry):
+        if not isinstance(fn, types.FunctionType) or not self.should_interpret(fn):
             if fn is super and not args and not kwargs:  # zero-argument super() reads the caller's frame
                 return super(self.frame.cells["__class__"].cell_contents, self.frame.locals[self.frame.code.co_varnames[0]])
             if fn is globals and not args:
@@ -210,11 +209,11 @@ class VirtualMachine:
             return self.make_generator(frame, fn)
         return self.run_frame(frame)
 
-    def should_interpret(self, fn: types.FunctionType, entry: bool = False) -> bool:
+    def should_interpret(self, fn: types.FunctionType) -> bool:
         """Run ``fn`` in a new Frame of this VM? (Note [Which calls run in the VM])"""
         if fn.__code__.co_flags & _NATIVE_FLAGS:
             return False
-        return entry or self.interpret_all or not fn.__code__.co_filename.startswith(_LIBRARY_DIRS)
+        return fn is self.entry or self.interpret_all or not fn.__code__.co_filename.startswith(_LIBRARY_DIRS)
 
     def make_generator(self, frame: Frame, fn: types.FunctionType) -> types.GeneratorType:
         """A real generator that drives ``frame`` (Note [Generators suspend the frame loop])."""

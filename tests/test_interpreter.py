@@ -1044,6 +1044,23 @@ def test_entry_function_is_interpreted_even_from_the_library():
     assert vm.instructions_executed > 0
 
 
+def test_subclass_can_intercept_calls():
+    """The symbolic side subclasses the VM and overrides call_function(fn, args, kwargs)."""
+
+    class Intercepting(VirtualMachine):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def call_function(self, fn, args, kwargs):
+            self.calls.append(getattr(fn, "__name__", type(fn).__name__))
+            return super().call_function(fn, args, kwargs)
+
+    vm = Intercepting()
+    assert vm.run(recursion, 3) == 6
+    assert vm.calls.count("fact") == 3 and vm.calls[0] == "recursion"
+
+
 def test_coroutines_run_natively():
     async def coro(x):
         return x + 1
