@@ -30,6 +30,9 @@ def _has_hooks(m: torch.nn.Module) -> bool:
     return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)  # noqa: SLF001
 
 
+_SPECIAL_METHODS = {"parameters", "named_parameters", "buffers", "named_buffers", "children", "modules"}
+
+
 class NNModuleVariable(VariableTracker):
     def __init__(self, value: torch.nn.Module, **kwargs):
         super().__init__(**kwargs)
@@ -57,6 +60,10 @@ class NNModuleVariable(VariableTracker):
         if pending is not None:
             return pending
         m = self.value
+        if name in _SPECIAL_METHODS and inspect.getattr_static(type(m), name, None) is getattr(torch.nn.Module, name, 0):
+            from .misc import GetAttrVariable
+
+            return GetAttrVariable(self, name)  # nn.Module's own method: call_method below handles it
         source = AttrSource(self.source, name) if self.source is not None else None
         for table in ("_parameters", "_buffers", "_modules"):
             entries = m.__dict__.get(table, {})
@@ -134,8 +141,25 @@ class NNModuleVariable(VariableTracker):
                 return ListVariable([self._child(tx, k, m[k]) for k in keys])
             return ListVariable([TupleVariable([ConstantVariable(k), self._child(tx, k, m[k])]) for k in keys])
         if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
-            unimplemented(f"Module.{name}() inside the compiled function")
+            return self._tensors(tx, name, args, kwargs)
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def _tensors(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        """``m.parameters()`` and friends: each tensor wrapped from its own source (so guarded)."""
+        from .builder import VariableBuilder
+        from .lists import ListIteratorVariable
+
+        if args or kwargs or self.source is None:
+            unimplemented(f"Module.{name}() with arguments or without a source")
+        kind = "parameters" if "param" in name else "buffers"
+        items = []
+        for qualname, tensor in getattr(self.value, f"named_{kind}")():
+            source = self.source
+            for part in qualname.split("."):
+                source = AttrSource(source, part)
+            var = VariableBuilder(tx, source)(tensor)
+            items.append(TupleVariable([ConstantVariable(qualname), var]) if name.startswith("named") else var)
+        return ListIteratorVariable(items)
 
     def reconstruct(self, codegen) -> str:
         if self.source is not None:
