@@ -1,0 +1,83 @@
+"""The three FakeTensor passes, live: PassTimeline, ours vs real torch per pass, the backward's visibility."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import minidynamo as md
+from minidynamo import events
+
+pytestmark = pytest.mark.ch12
+
+
+def _f(x, w):
+    y = x @ w
+    z = y.relu()
+    return z.sum()
+
+
+def _inputs():
+    torch.manual_seed(0)
+    return torch.randn(3, 4, requires_grad=True), torch.randn(4, 5, requires_grad=True)
+
+
+def test_pass_timeline_updates_live_in_every_pass():
+    from minidynamo.views import PassTimeline
+
+    md.reset()
+    timeline = PassTimeline()
+    changes: list[str | None] = []
+    # A state change of the widget's trait, seen as the frontend would see it, tagged with the pass running then.
+    timeline.live.observe(lambda change: changes.append(events.current_pass()), names="value")
+    with timeline.watch():
+        out = md.compile(_f)(*_inputs())
+    during = [p for p in changes if p is not None]
+    for name in (events.DYNAMO, events.AOT_METADATA, events.AOT_JOINT):
+        assert during.count(name) >= 1, f"no live update during pass {name}: {during}"
+    # Every op event redrew the widget while its pass was running.
+    assert len(during) == sum(timeline.counts().values())
+    assert torch.equal(out, _f(*_inputs()))
+
+
+def test_pass_timeline_steps_through_every_op_and_lights_the_line():
+    from minidynamo.views import PassTimeline
+
+    md.reset()
+    with events.record() as log:
+        md.compile(_f)(*_inputs())
+    timeline = PassTimeline.from_events(log)
+    counts = timeline.counts()
+    assert list(counts) == [events.DYNAMO, events.AOT_METADATA, events.AOT_JOINT]
+    assert timeline.stepper is not None and len(timeline.stepper.steps) == sum(counts.values())
+    # The relu of line 2 of _f is lit in the dynamo, metadata and joint columns at once.
+    relu_step = next(i for i, op in enumerate(timeline._all_ops) if op.op == "aten.relu.default")
+    page = timeline.stepper.steps[relu_step]
+    assert page.count("background:") >= 3
+    timeline.go(relu_step)
+    assert "aten.relu.default" in repr(timeline)
+    assert repr(timeline) == repr(PassTimeline.from_events(log).go(relu_step))
+    # The joint pass has the backward ops the forward passes do not.
+    joint_ops = [op.op for op in timeline.passes[events.AOT_JOINT]]
+    assert "aten.threshold_backward.default" in joint_ops
+    assert "aten.threshold_backward.default" not in [op.op for op in timeline.passes[events.DYNAMO]]
+
+
+def test_ours_and_torch_make_the_same_passes():
+    from minidynamo._torch_private import dynamo_reset
+    from minidynamo.real_passes import counting_backend, record_real_passes
+
+    md.reset()
+    with events.record() as log:
+        md.compile(_f)(*_inputs())
+    ours = [e.pass_name for e in log if e.kind == "pass_begin"]
+    dynamo_reset()
+    with record_real_passes() as real:
+        torch.compile(_f, backend=counting_backend())(*_inputs())
+    theirs = real.counts()
+    assert ours == [events.DYNAMO, events.AOT_METADATA, events.AOT_JOINT]
+    for name in ours:
+        assert theirs.get(name, 0) > 0, (name, theirs)
+    # The joint pass sees the backward too: it dispatches more ops than the forward-only passes, in both.
+    for counts in (theirs, {p: sum(1 for e in log if e.kind == "op" and e.pass_name == p) for p in ours}):
+        assert counts[events.AOT_JOINT] > counts[events.AOT_METADATA]
