@@ -470,3 +470,39 @@ def test_keep_input_mutations_matches_torch():
             differing.append((c.name, d))
     assert len(mutating) >= 30 and not differing, differing
     assert in_graph > 0
+
+
+# ----------------------------------------------------------------------------- ops that need care
+
+
+def test_batch_norm_running_stats_are_mutated_inputs():
+    """Note [Schemas that hide a mutation]: native_batch_norm writes its running stats."""
+    import torch.nn.functional as F
+
+    def bn(x, w, b, running_mean, running_var):
+        return F.batch_norm(x, running_mean, running_var, w, b, training=True)
+
+    def inputs():
+        g = torch.Generator().manual_seed(0)
+        return [torch.randn(4, 3, generator=g, requires_grad=True), torch.rand(3, generator=g, requires_grad=True),
+                torch.randn(3, generator=g), torch.zeros(3), torch.ones(3)]
+
+    assert metadata_differences(collect_metadata(bn, *inputs()), torch_collect_metadata(bn, *inputs())) == []
+    eager_args = inputs()
+    eager_out = bn(*eager_args)
+    out, finals = functionalize(bn)(*inputs())
+    assert torch.allclose(out, eager_out)
+    assert torch.allclose(finals[3], eager_args[3]) and torch.allclose(finals[4], eager_args[4])
+    assert not torch.equal(finals[3], torch.zeros(3)), "the running mean must have moved"
+
+
+def test_dropout_functionalized_matches_eager_with_same_seed():
+    """bernoulli_(p) arrives with p dropped (a default); its functional twin needs it filled in."""
+    import torch.nn.functional as F
+
+    x = torch.randn(64)
+    torch.manual_seed(3)
+    eager = F.dropout(x, 0.5, training=True)
+    torch.manual_seed(3)
+    ours_, _ = functionalize(lambda t: F.dropout(t, 0.5, training=True))(x)
+    assert torch.equal(ours_, eager)

@@ -184,6 +184,18 @@ def _functional_variant(func):
     raise FunctionalizationError(f"no functional overload of {func} in aten.{name}")
 
 
+def _with_defaults(func, args, kwargs):
+    """``args``/``kwargs`` with every omitted argument that has a default filled in."""
+    args, kwargs = list(args), dict(kwargs)
+    for i, a in enumerate(func._schema.arguments):
+        if a.kwarg_only:
+            if a.name not in kwargs and a.has_default_value():
+                kwargs[a.name] = a.default_value
+        elif i >= len(args) and a.name not in kwargs and a.has_default_value():
+            args.append(a.default_value)
+    return tuple(args), kwargs
+
+
 # ----------------------------------------------------------------------------- inverse views
 
 
@@ -350,6 +362,8 @@ class FunctionalTensorMode(TorchDispatchMode):
         if func._schema.name in _STORAGE_MUTATIONS:
             # torch supports these only in narrow cases (set_ under no_grad, inductor's resize).
             raise FunctionalizationError(f"{func}: changes a tensor's storage; functionalization does not support it")
+        if func is aten.native_batch_norm.default and len(args) > 5 and args[5] and args[3] is not None:
+            return self._batch_norm(func, args, kwargs)
         if mutated and torch.Tag.inplace_view in func.tags:
             return self._metadata_mutation(func, args, kwargs)
         if mutated:
@@ -398,7 +412,14 @@ class FunctionalTensorMode(TorchDispatchMode):
             )
         functional = _functional_variant(func)
         self._report(func, functional, "mutation")
+        # The dispatcher drops trailing defaults (bernoulli_(p=0.5)); the twin may have none.
+        args, kwargs = _with_defaults(func, args, kwargs)
         new = functional(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
+        self._commit(t, new)
+        return t
+
+    def _commit(self, t: FunctionalTensor, new: torch.Tensor) -> None:
+        """``t``'s data is now ``new``: update the base, bump the generation, count the mutation."""
         if new.dtype != t.dtype:
             new = aten._to_copy.default(new, dtype=t.dtype)
         storage = t.storage_
@@ -409,7 +430,25 @@ class FunctionalTensorMode(TorchDispatchMode):
             storage.mutation_counter_no_grad_or_inference_mode += 1
         t.elem = new
         t.generation = storage.generation
-        return t
+
+    def _batch_norm(self, func, args, kwargs):
+        """Note [Schemas that hide a mutation]: ``native_batch_norm`` writes its running stats.
+
+        Its schema does not say so (no ``Tensor(a!)``), so the generic rule would miss
+        the write and the runtime would never copy the new running stats back: a
+        silently wrong result. Torch rewrites it to ``_native_batch_norm_legit_functional``,
+        which returns the new running stats; so do we.
+        """
+        args, kwargs = _with_defaults(func, args, kwargs)
+        self._report(func, aten._native_batch_norm_legit_functional.default, "mutation")
+        out, mean, rstd, new_rm, new_rv = aten._native_batch_norm_legit_functional.default(
+            *tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs)
+        )
+        for stat, new in ((args[3], new_rm), (args[4], new_rv)):
+            if not isinstance(stat, FunctionalTensor):
+                raise FunctionalizationError(f"{func}: running stats that were not wrapped (to_fun)")
+            self._commit(stat, new)
+        return tuple(self._wrap_fresh(x) for x in (out, mean, rstd))
 
     def _report(self, func, replacement, how: str) -> None:
         self.num_rewrites += 1
