@@ -81,3 +81,22 @@ def test_ours_and_torch_make_the_same_passes():
     # The joint pass sees the backward too: it dispatches more ops than the forward-only passes, in both.
     for counts in (theirs, {p: sum(1 for e in log if e.kind == "op" and e.pass_name == p) for p in ours}):
         assert counts[events.AOT_JOINT] > counts[events.AOT_METADATA]
+
+
+def test_backward_is_visible_only_below_autograd():
+    from minidynamo.one_pass import watch_levels
+
+    torch.manual_seed(0)
+    w = torch.randn(4, 5, requires_grad=True)
+
+    def f(x):
+        return (x @ w).relu().sum()
+
+    seen = watch_levels(f, torch.randn(3, 4))
+    # The Python (TorchFunctionMode) level sees the forward's calls, and of the backward only its entry.
+    assert "TensorBase.matmul" in seen.function["forward"]
+    assert seen.function["backward"] == ["Tensor.backward"]
+    # The dispatch level sees every ATen op of the backward, run by the C++ autograd engine.
+    assert {"aten.threshold_backward.default", "aten.mm.default"} <= set(seen.dispatch["backward"])
+    assert len(seen.dispatch["backward"]) > len(seen.dispatch["forward"])
+    assert w.grad is not None
