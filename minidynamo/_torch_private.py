@@ -334,3 +334,25 @@ def load_python_kernels() -> None:
     decompositions), so that what kernels_for reports does not depend on import order."""
     import torch._decomp  # noqa: F401
     import torch._meta_registrations  # noqa: F401
+
+
+# --- real pass attribution and the benchmark (lead: real_passes.py, bench.py) ---
+
+
+def real_pass_hook_points():
+    """Where the real torch makes its FakeTensor passes, for ``minidynamo.real_passes``.
+
+    Returns (FakeTensorMode class, the module whose globals ``create_aot_state`` and
+    ``aot_module_simplified`` look names up in, the runtime_wrappers module, the
+    Dynamo backend lookup).
+    """
+    import torch._dynamo.backends.registry as registry
+    import torch._functorch._aot_autograd.runtime_wrappers as runtime_wrappers
+    import torch._functorch.aot_autograd as aot_autograd
+    from torch._subclasses.fake_tensor import FakeTensorMode as RealFakeTensorMode
+
+    return RealFakeTensorMode, aot_autograd, runtime_wrappers, registry.lookup_backend
+# torch.tensor / factory calls with device="cuda" initialise CUDA in the Python arg
+# parser unless this flag is on; torch's FakeTensorMode turns it on when no GPU exists.
+only_lift_cpu_tensors = torch._C._only_lift_cpu_tensors
+set_only_lift_cpu_tensors = torch._C._set_only_lift_cpu_tensors

@@ -1,0 +1,401 @@
+"""``python -m minidynamo.bench``: minidynamo against real ``torch.compile``, as ratios.
+
+Place in the pipeline: outside it; it times the whole pipeline. Every figure is
+measured in a fresh subprocess with ``torch.set_num_threads(1)``, import time
+excluded (see ``../shared/DESIGN.md``, "How the benchmark measures"):
+
+- compile latency, warm: the first call after the same process has compiled and
+  run an unrelated function and reset, so one-time lazy imports count for neither
+  side; cold: the first call in a fresh process, reported beside it;
+- the first backward, reported separately;
+- per-call overhead: compiled time minus eager time, medians of interleaved rounds;
+- FakeTensor ops per pass: ours from ``minidynamo.events``, torch's from
+  ``minidynamo.real_passes``.
+
+``compile_ratio`` = our warm compile latency / torch's; ``overhead_ratio`` = our
+per-call overhead / torch's. The machine is noisy: absolute times drift between
+runs, ratios measured in one run hold to about 5%. Nothing here asserts a time.
+
+    python -m minidynamo.bench [--json PATH] [--plot PATH] [--quick] [--only NAME,...] [--no-scaling]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+SYSTEMS = ("ours", "torch")
+WORKLOADS = ("mlp", "transformer_block", "mutation_views", "pointwise_chain", "inputs200")
+SCALING_SIZES = (25, 50, 100, 200, 400)
+
+
+# --- workloads ------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    fn: Callable  # what gets compiled
+    make_inputs: Callable[[], tuple]
+    backward: bool  # the steady-state call includes out.backward()
+
+
+def _mlp(quick: bool) -> Workload:
+    import torch
+
+    width, batch = (32, 4) if quick else (256, 32)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(width, width), torch.nn.ReLU(),
+        torch.nn.Linear(width, width), torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+    )
+
+    def mlp(x):
+        return model(x).sum()
+
+    return Workload(mlp, lambda: (torch.randn(batch, width),), backward=True)
+
+
+def _transformer_block(quick: bool) -> Workload:
+    import torch
+    import torch.nn.functional as F
+
+    seq, dim, heads = (8, 16, 2) if quick else (64, 128, 4)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1 = torch.nn.LayerNorm(dim)
+            self.qkv = torch.nn.Linear(dim, 3 * dim)
+            self.proj = torch.nn.Linear(dim, dim)
+            self.ln2 = torch.nn.LayerNorm(dim)
+            self.fc1 = torch.nn.Linear(dim, 4 * dim)
+            self.fc2 = torch.nn.Linear(4 * dim, dim)
+
+        def forward(self, x):
+            s, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
+            q = q.view(s, heads, d // heads).transpose(0, 1)
+            k = k.view(s, heads, d // heads).transpose(0, 1)
+            v = v.view(s, heads, d // heads).transpose(0, 1)
+            att = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // heads), dim=-1)
+            y = (att @ v).transpose(0, 1).reshape(s, d)
+            x = x + self.proj(y)
+            x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+            return x.sum()
+
+    block = Block()
+    return Workload(block, lambda: (torch.randn(seq, dim),), backward=True)
+
+
+def _mutation_views(quick: bool) -> Workload:
+    import torch
+
+    n = 8 if quick else 64
+
+    def mutation_views(x, y):
+        x.add_(1)
+        y[0].add_(y[1])
+        return x.view(-1), x[1:], y.t(), (x * y).sum()
+
+    return Workload(mutation_views, lambda: (torch.randn(n, n), torch.randn(n, n)), backward=False)
+
+
+_POINTWISE = ("x = x.sin()", "x = x * 1.01", "x = x + 0.5", "x = x.cos()", "x = torch.relu(x)", "x = x - 0.25")
+
+
+def pointwise_chain_fn(length: int) -> Callable:
+    """A function of ``length`` pointwise ops, generated as Python source."""
+    import torch
+
+    body = "\n".join(f"    {_POINTWISE[i % len(_POINTWISE)]}" for i in range(length))
+    namespace: dict[str, Any] = {"torch": torch}
+    exec(compile(f"def pointwise_chain(x):\n{body}\n    return x\n", f"<pointwise_chain_{length}>", "exec"), namespace)
+    return namespace["pointwise_chain"]
+
+
+def _pointwise_chain(quick: bool, length: int = 50) -> Workload:
+    import torch
+
+    n = 64 if quick else 1024
+    return Workload(pointwise_chain_fn(length), lambda: (torch.randn(n),), backward=False)
+
+
+def _inputs200(quick: bool) -> Workload:
+    import torch
+
+    count = 20 if quick else 200
+
+    def inputs200(*xs):
+        xs[0].add_(1)
+        xs[1].add_(1)
+        xs[2].add_(1)
+        return torch.stack(xs[3:]).sum(0)
+
+    return Workload(inputs200, lambda: tuple(torch.randn(4) for _ in range(count)), backward=False)
+
+
+_BUILDERS = {
+    "mlp": _mlp,
+    "transformer_block": _transformer_block,
+    "mutation_views": _mutation_views,
+    "pointwise_chain": _pointwise_chain,
+    "inputs200": _inputs200,
+}
+
+
+def _warmup_fn(x):
+    # The unrelated function compiled first in "warm" measurements.
+    return (x.sin() * 2).relu().sum()
+
+
+# --- the worker: one measurement in a fresh process --------------------------------
+
+
+def _compile(system: str, fn: Callable) -> Callable:
+    if system == "ours":
+        import minidynamo as md
+
+        return md.compile(fn, backend="aot_eager")
+    import torch
+
+    from minidynamo.real_passes import counting_backend
+
+    return torch.compile(fn, backend=counting_backend("aot_eager"))
+
+
+def _reset(system: str) -> None:
+    if system == "ours":
+        import minidynamo as md
+
+        md.reset()
+    else:
+        from minidynamo._torch_private import dynamo_reset
+
+        dynamo_reset()
+
+
+def _call(fn: Callable, args: tuple, backward: bool) -> Any:
+    out = fn(*args)
+    if backward:
+        out.backward()
+    return out
+
+
+def _timed(fn: Callable) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def worker(spec: dict) -> dict:
+    """Run one measurement (in its own process) and return its figures."""
+    import torch
+
+    from minidynamo._torch_private import silence_dynamo_logs
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    silence_dynamo_logs()
+    system, quick = spec["system"], spec.get("quick", False)
+    if spec["workload"] == "pointwise_chain" and "length" in spec:
+        wl = _pointwise_chain(quick, spec["length"])
+    else:
+        wl = _BUILDERS[spec["workload"]](quick)
+
+    if spec.get("warm", True):
+        warm = _compile(system, _warmup_fn)
+        x = torch.randn(8, requires_grad=True)
+        warm(x).backward()
+        _reset(system)
+
+    compiled = _compile(system, wl.fn)
+    args = wl.make_inputs()
+    result: dict[str, Any] = {}
+    if system == "ours":
+        from minidynamo import events
+
+        with events.record() as log:
+            result["compile_s"] = _timed(lambda: _store(result, "out", compiled(*args)))
+        ops: dict[str, int] = {}
+        for e in log:
+            if e.kind == "op":
+                ops[e.pass_name] = ops.get(e.pass_name, 0) + 1
+    else:
+        from minidynamo.real_passes import record_real_passes
+
+        with record_real_passes() as real_log:
+            result["compile_s"] = _timed(lambda: _store(result, "out", compiled(*args)))
+        ops = real_log.counts()
+    out = result.pop("out")
+    result["ops_per_pass"] = ops
+    if wl.backward:
+        result["first_backward_s"] = _timed(lambda: out.backward())
+    if spec.get("steady", True):
+        rounds, inner = (3, 2) if quick else (15, 10)
+        eager_times, compiled_times = [], []
+        for r in range(rounds):
+            pair = [(eager_times, wl.fn), (compiled_times, compiled)]
+            for times, f in pair if r % 2 == 0 else reversed(pair):
+                times.append(_timed(lambda: [_call(f, args, wl.backward) for _ in range(inner)]) / inner)
+        result["eager_call_s"] = statistics.median(eager_times)
+        result["compiled_call_s"] = statistics.median(compiled_times)
+        result["overhead_s"] = result["compiled_call_s"] - result["eager_call_s"]
+    return result
+
+
+def _store(d: dict, key: str, value: Any) -> None:
+    d[key] = value
+
+
+def _run_worker(spec: dict) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "minidynamo.bench", "--worker", json.dumps(spec)],
+        capture_output=True, text=True, timeout=600,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchmark worker {spec} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --- the driver -------------------------------------------------------------------
+
+
+def _ratio(ours: float, theirs: float) -> float | None:
+    return ours / theirs if theirs and theirs > 0 else None
+
+
+def run(workloads: tuple[str, ...], quick: bool, scaling: bool, cold: bool, progress: Callable[[str], None]) -> dict:
+    report: dict[str, Any] = {}
+    for name in workloads:
+        figures: dict[str, dict] = {}
+        for system in SYSTEMS:
+            progress(f"  {name}: {system} (warm)")
+            figures[system] = _run_worker({"workload": name, "system": system, "quick": quick, "warm": True})
+            if cold:
+                progress(f"  {name}: {system} (cold)")
+                c = _run_worker({"workload": name, "system": system, "quick": quick, "warm": False, "steady": False})
+                figures[system]["compile_cold_s"] = c["compile_s"]
+        ours, theirs = figures["ours"], figures["torch"]
+        entry = {
+            "compile_ratio": _ratio(ours["compile_s"], theirs["compile_s"]),
+            "overhead_ratio": _ratio(ours["overhead_s"], theirs["overhead_s"]),
+            "ops_per_pass": {"ours": ours["ops_per_pass"], "torch": theirs["ops_per_pass"]},
+            "ours": {k: v for k, v in ours.items() if k != "ops_per_pass"},
+            "torch": {k: v for k, v in theirs.items() if k != "ops_per_pass"},
+        }
+        report[name] = entry
+    if scaling and "pointwise_chain" in report:
+        sizes = (5, 10, 20) if quick else SCALING_SIZES
+        curve: dict[str, list] = {"sizes": list(sizes), "ours_s": [], "torch_s": []}
+        for n in sizes:
+            for system in SYSTEMS:
+                progress(f"  pointwise chain of {n}: {system}")
+                r = _run_worker({"workload": "pointwise_chain", "length": n, "system": system, "quick": quick,
+                                 "warm": True, "steady": False})
+                curve[f"{system}_s"].append(r["compile_s"])
+        report["pointwise_chain"]["scaling"] = curve
+    return report
+
+
+def format_table(report: dict) -> str:
+    def ms(x: float | None) -> str:
+        return "-" if x is None else f"{x * 1000:.1f}"
+
+    def ratio(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    lines = [
+        f"{'workload':<18}{'compile ms (ours/torch)':>26}{'ratio':>7}{'cold ms (ours/torch)':>24}"
+        f"{'overhead ms (ours/torch)':>27}{'ratio':>7}",
+    ]
+    for name, e in report.items():
+        o, t = e["ours"], e["torch"]
+        lines.append(
+            f"{name:<18}{ms(o['compile_s']) + ' / ' + ms(t['compile_s']):>26}{ratio(e['compile_ratio']):>7}"
+            f"{ms(o.get('compile_cold_s')) + ' / ' + ms(t.get('compile_cold_s')):>24}"
+            f"{ms(o.get('overhead_s')) + ' / ' + ms(t.get('overhead_s')):>27}{ratio(e['overhead_ratio']):>7}"
+        )
+    lines.append("")
+    lines.append("FakeTensor ops per pass (ours | torch):")
+    for name, e in report.items():
+        ours = ", ".join(f"{k}={v}" for k, v in e["ops_per_pass"]["ours"].items())
+        theirs = ", ".join(f"{k}={v}" for k, v in e["ops_per_pass"]["torch"].items())
+        lines.append(f"  {name:<18} {ours} | {theirs}")
+    for name, e in report.items():
+        if "first_backward_s" in e["ours"]:
+            lines.append(f"first backward, {name}: ours {ms(e['ours']['first_backward_s'])} ms, "
+                         f"torch {ms(e['torch']['first_backward_s'])} ms")
+    if "scaling" in report.get("pointwise_chain", {}):
+        s = report["pointwise_chain"]["scaling"]
+        lines.append("compile latency of pointwise chains (ms): " + ", ".join(
+            f"{n}: {ms(a)} / {ms(b)}" for n, a, b in zip(s["sizes"], s["ours_s"], s["torch_s"])))
+    return "\n".join(lines)
+
+
+def plot(report: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(report)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    axes[0].bar(names, [report[n]["compile_ratio"] or 0 for n in names])
+    axes[0].axhline(0.5, color="red", linestyle="--", label="target 0.5")
+    axes[0].set_title("compile latency, ours / torch (warm)")
+    axes[0].legend()
+    axes[1].bar(names, [report[n]["overhead_ratio"] or 0 for n in names])
+    axes[1].axhline(1.0, color="red", linestyle="--", label="target 1.0")
+    axes[1].set_title("per-call overhead, ours / torch")
+    axes[1].legend()
+    for ax in axes[:2]:
+        ax.tick_params(axis="x", rotation=30)
+    s = report.get("pointwise_chain", {}).get("scaling")
+    if s:
+        axes[2].plot(s["sizes"], [x * 1000 for x in s["ours_s"]], "o-", label="minidynamo")
+        axes[2].plot(s["sizes"], [x * 1000 for x in s["torch_s"]], "s-", label="torch.compile")
+        axes[2].set_xlabel("ops in the chain")
+        axes[2].set_ylabel("compile latency (ms)")
+        axes[2].set_title("compile time vs ops")
+        axes[2].legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minidynamo.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    parser.add_argument("--plot", metavar="PATH", help="save a matplotlib figure")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and few rounds (for tests)")
+    parser.add_argument("--only", metavar="NAMES", help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the chain-length curve")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold-start measurements")
+    parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+    workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
+    unknown = [w for w in workloads if w not in _BUILDERS]
+    if unknown:
+        parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
+    report = run(workloads, args.quick, not args.no_scaling, not args.no_cold,
+                 progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    print(format_table(report))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    if args.plot:
+        plot(report, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The benchmark runs and writes the figures the issue names (no timed assertions)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.ch12
+
+MAIN_PASSES = ("dynamo", "aot_metadata", "aot_joint")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "minidynamo.bench", "--quick", "--only", "mutation_views",
+         "--no-scaling", "--no-cold", "--json", str(path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(path.read_text()), proc.stdout
+
+
+def test_json_has_one_object_per_workload_with_ratios(report):
+    data, _ = report
+    assert list(data) == ["mutation_views"]
+    entry = data["mutation_views"]
+    assert isinstance(entry["compile_ratio"], float) and entry["compile_ratio"] > 0
+    assert entry["overhead_ratio"] is None or isinstance(entry["overhead_ratio"], float)
+    for system in ("ours", "torch"):
+        assert entry[system]["compile_s"] > 0
+        assert entry[system]["eager_call_s"] > 0
+
+
+def test_ops_per_pass_counts_the_three_passes_on_both_sides(report):
+    data, _ = report
+    ops = data["mutation_views"]["ops_per_pass"]
+    assert set(ops) == {"ours", "torch"}
+    for system in ("ours", "torch"):
+        for name in MAIN_PASSES:
+            assert ops[system].get(name, 0) > 0, (system, name, ops[system])
+
+
+def test_table_is_printed(report):
+    _, stdout = report
+    assert "mutation_views" in stdout
+    assert "FakeTensor ops per pass" in stdout
+
+
+def test_unknown_workload_is_a_clear_error():
+    proc = subprocess.run([sys.executable, "-m", "minidynamo.bench", "--only", "nope"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "unknown workload" in proc.stderr and "nope" in proc.stderr
