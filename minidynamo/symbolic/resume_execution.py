@@ -19,6 +19,7 @@ Note [A resume function is a frame that starts in the middle]
 from __future__ import annotations
 
 import dis
+import functools
 import itertools
 import types
 from typing import Any
@@ -32,6 +33,7 @@ _STOPS = {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACK
           "JUMP_BACKWARD_NO_INTERRUPT", "RETURN_CONST"}
 
 
+@functools.lru_cache(maxsize=1024)
 def reachable(code: types.CodeType, offset: int) -> list:
     """The instructions that may run after ``offset`` (following jumps, ignoring exceptions)."""
     insts = get_instructions(code)

@@ -26,6 +26,7 @@ Note [Where a graph can break]
 from __future__ import annotations
 
 import dis
+import functools
 import linecache
 import operator
 import types
@@ -54,6 +55,18 @@ from .variables.torch import PythonModuleVariable
 
 JUMP_OPCODES = set(dis.hasjrel) | set(dis.hasjabs)
 MAX_INLINE_DEPTH = 40
+
+
+@functools.lru_cache(maxsize=1024)
+def _exception_table(code: types.CodeType) -> list:
+    return exception_table(code)
+
+
+@functools.lru_cache(maxsize=1024)
+def decoded(code: types.CodeType) -> tuple[list, dict]:
+    """The instructions of a code object and their index by offset (decoded once per code)."""
+    instructions = get_instructions(code)
+    return instructions, offset_to_index(instructions)
 
 
 class LazyVariableTracker(VariableTracker):
@@ -93,8 +106,7 @@ class InstructionTranslatorBase(DataOpcodes):
         self.f_globals = f_globals
         self.symbolic_locals = symbolic_locals
         self.output = output
-        self.instructions = get_instructions(code)
-        self.indexof = offset_to_index(self.instructions)
+        self.instructions, self.indexof = decoded(code)
         self.stack: list[VariableTracker] = []
         self.ip = 0
         self.kw_names: Optional[tuple] = None
@@ -505,7 +517,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.stop_at = stop_at
         self.ip = self.indexof[start_offset]
         self.result = None  # ("return", value) / ("call", inst, why) / ("jump", ...) / ("stop", inst, why)
-        self.exn_table = exception_table(self.code)
+        self.exn_table = _exception_table(self.code)
         self.visits: dict[int, int] = {}
         self.checkpoint = None  # (offset, visit) of the last instruction met with an empty stack
 

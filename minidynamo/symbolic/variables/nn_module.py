@@ -84,8 +84,9 @@ class NNModuleVariable(VariableTracker):
             return wrap_sourceless(tx, cls_attr.__func__)
         if inspect.isfunction(cls_attr):
             return UserMethodVariable(cls_attr, self)
-        if cls_attr is not None and not callable(cls_attr):
-            return wrap_sourceless(tx, getattr(m, name))
+        if cls_attr is not None and not callable(cls_attr):  # a class-level constant, guarded via the instance
+            value = getattr(m, name)
+            return VariableBuilder(tx, source)(value) if source is not None else wrap_sourceless(tx, value)
         unimplemented(f"attribute {name!r} of {type(m).__name__}")
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
