@@ -203,9 +203,9 @@ def test_ops_outside_the_mode_use_the_fakes_mode():
 
 def test_cuda_fake_meets_autograd_in_a_subprocess():
     """A fake cuda leaf meeting autograd: ours ends the way torch's does (abort on a CPU build)."""
-    from minidynamo.fake.cuda_demo import fake_cuda_backward
+    from minidynamo.fake.cuda_demo import fake_cuda_backward_both
 
-    ours, theirs = fake_cuda_backward("ours"), fake_cuda_backward("torch")
+    ours, theirs = fake_cuda_backward_both()
     assert "claims cuda:0" in ours.stdout and "claims cuda:0" in theirs.stdout
     assert ours.returncode == theirs.returncode
     if not torch.cuda.is_available():

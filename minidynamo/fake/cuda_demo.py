@@ -15,7 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-__all__ = ["FakeCudaResult", "fake_cuda_backward"]
+__all__ = ["FakeCudaResult", "fake_cuda_backward", "fake_cuda_backward_both"]
 
 _OURS = """
 import torch
@@ -69,3 +69,13 @@ def fake_cuda_backward(which: str = "ours", timeout: float = 120) -> FakeCudaRes
         (line for line in reversed(lines) if "Error" in line), ""
     )
     return FakeCudaResult(which, proc.returncode, proc.stdout.strip(), error.replace("what():", "").strip())
+
+
+def fake_cuda_backward_both(timeout: float = 120) -> tuple[FakeCudaResult, FakeCudaResult]:
+    """(ours, torch's): both children run at the same time (each spends seconds importing torch)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        ours = pool.submit(fake_cuda_backward, "ours", timeout)
+        theirs = pool.submit(fake_cuda_backward, "torch", timeout)
+        return ours.result(), theirs.result()

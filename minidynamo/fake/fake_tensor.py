@@ -39,6 +39,16 @@ Note [Running the kernel]
     Meta kernels compute output metadata only. Outputs that are new tensors get
     wrapped as FakeTensors with the fake device; an in-place op returns its own
     (already fake) input.
+
+Note [Factories cannot claim cuda here]
+    ``torch.empty(3, device="cuda")`` initialises CUDA in the Python argument
+    parser, before any dispatch, and on a CPU-only build that fails. The C++
+    lazy-init skips it when a mode sits in the dispatcher's special FAKE slot
+    (``_mode_key = torch._C._TorchDispatchModeKey.FAKE``), which is where torch
+    registers its FakeTensorMode. Ours is an ordinary mode (taking torch's slot
+    would make torch's own internals mistake it for theirs), so on this machine a
+    fake claims cuda through ``mode.from_tensor(t, device="cuda")`` and ops on
+    such fakes, not through factory calls or ``.to("cuda")``.
 """
 
 from __future__ import annotations
