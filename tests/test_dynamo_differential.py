@@ -44,6 +44,12 @@ _CHAPTER_MARK = {"ch03": pytest.mark.ch03, "ch04": pytest.mark.ch04, "ch05": pyt
 XFAIL_COUNTS: dict[str, str] = {
     "tensor_index_tensor": "minidynamo.fake raises a data-dependent error for aten.index.Tensor with an int64 "
     "index (only bool masks are data-dependent), so the frame falls back to eager",
+    "unbound_tensor_method": "torch.Tensor.add(x, y) (a method called through the class) is not supported yet: "
+    "the frame falls back to eager",
+    "break_in_no_grad_block": "a graph break inside a `with` block cannot be resumed yet (torch resumes inside the "
+    "block): the frame falls back to eager",
+    "break_closure_cell_after": "a graph break in a frame whose cells are written (nonlocal) falls back to eager; "
+    "torch resumes with the cells",
 }
 
 
@@ -172,6 +178,7 @@ def test_known_difference_still_differs(name):
     assert our_counts(name) != torch_counts(name), f"{name} now agrees with torch: remove it from KNOWN_DIFFERENCES"
 
 
+@pytest.mark.ch05
 def test_counts_agree_on_90_percent_of_the_corpus():
     """Issue 2: graph and break counts equal torch's on at least 90% of the functions."""
     agree = [n for n in CASES if our_counts(n) == torch_counts(n)]

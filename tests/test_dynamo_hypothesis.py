@@ -153,6 +153,7 @@ def control_flow_programs(draw):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.ch04
 @SETTINGS
 @given(
     src=control_flow_programs(),
