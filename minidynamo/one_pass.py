@@ -87,3 +87,192 @@ def watch_levels(fn: Callable, *args: Any) -> LevelWatch:
     with _DispatchWatcher(watch, phase), _FunctionWatcher(watch, phase):
         out.backward()  # the function level sees this one call and nothing inside it
     return watch
+
+
+# --- experiment 2: the one-pass design ------------------------------------------
+#
+# Note [The one-pass design]
+#     The question: why not let Dynamo's own pass do everything? Put autograd,
+#     functionalization and a tracer under the fake values Dynamo computes, and at
+#     the end call autograd.grad inside the same trace: the ATen joint graph falls
+#     out of pass 1, and passes 2 and 3 disappear. ``one_pass_compile`` builds that
+#     design from the package's own parts: our FakeTensorMode, our functionalization
+#     (``aot/functional_tensor.py``) and our make_fx tracer (``aot/make_fx.py``),
+#     with the partitioner of ``aot/partitioners.py`` after it.
+#     Where ours is simpler: the frame's Python runs natively instead of in the
+#     symbolic interpreter. Under a dispatcher-level mode the interpreter would add
+#     only Python-level knowledge (guards, graph breaks); what that costs the
+#     one-pass design is exactly what chapter 12's failures show.
+#     What the design cannot have: anything known only after the forward. The
+#     tangents' shapes (placeholders are made when the outputs appear), which
+#     outputs alias inputs (so get no tangent and must be regenerated), which
+#     inputs are mutated (a mutated input that requires grad must be cloned before
+#     the first op touches it). The three-pass stack learns these in pass 2.
+
+ONE_PASS = "one_pass"
+
+
+def _lifted_parameters(fn: Callable) -> list[tuple[dict, str, torch.Tensor]]:
+    """(owner ``_parameters`` dict, name, tensor) of every module ``fn`` is or closes over.
+
+    Dynamo lifts module parameters as graph inputs; so must we, or the trace would
+    meet real tensors mixed with fake ones.
+    """
+    modules: list[torch.nn.Module] = []
+    if isinstance(fn, torch.nn.Module):
+        modules.append(fn)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(value, torch.nn.Module):
+            modules.append(value)
+    code = getattr(fn, "__code__", None)
+    for name in code.co_names if code is not None else ():
+        value = getattr(fn, "__globals__", {}).get(name)
+        if isinstance(value, torch.nn.Module):
+            modules.append(value)
+    seen: set[int] = set()
+    found = []
+    for module in modules:
+        for sub in module.modules():
+            for name, p in sub._parameters.items():
+                if p is not None and id(p) not in seen:
+                    seen.add(id(p))
+                    found.append((sub._parameters, name, p))
+    return found
+
+
+@contextlib.contextmanager
+def _swapped(params: list[tuple[dict, str, torch.Tensor]], values: list[Any]):
+    saved = [(owner, name, owner[name]) for owner, name, _ in params]
+    try:
+        for (owner, name, _), value in zip(params, values):
+            owner[name] = value
+        yield
+    finally:
+        for owner, name, value in saved:
+            owner[name] = value
+
+
+class OnePassCompiled:
+    """``one_pass_compile(fn)``: traced on the first call, in one FakeTensor pass; no guards.
+
+    After the first call: ``joint`` (the ATen joint graph), ``fw_module`` and
+    ``bw_module`` (partitioned), ``num_traces`` (always 1: nothing is ever retraced).
+    """
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.params = _lifted_parameters(fn)
+        self.joint = self.fw_module = self.bw_module = None
+        self.num_traces = 0
+        self._num_user_outs = 0
+        self._mutated_inputs: list[int] = []
+
+    def __call__(self, *args: Any) -> Any:
+        flat = [p for _, _, p in self.params] + list(args)
+        if self.joint is None:
+            self._trace(flat)
+        outs = _OnePassFunction.apply(self, *flat)
+        user_outs = outs[: self._num_user_outs]
+        with torch.no_grad():  # mutations the trace saw at its end are written back
+            for i, new in zip(self._mutated_inputs, outs[self._num_user_outs:]):
+                flat[i].copy_(new)
+        return user_outs[0] if self._single else tuple(user_outs)
+
+    def _trace(self, flat: list[Any]) -> None:
+        from minidynamo._torch_private import no_dispatch
+        from minidynamo.aot.functional_tensor import FunctionalTensorMode
+        from minidynamo.aot.make_fx import make_fx
+        from minidynamo.aot.partitioners import default_partition
+        from minidynamo.fake import FakeTensorMode
+
+        fake_mode, func_mode = FakeTensorMode(), FunctionalTensorMode()
+        num_params = len(self.params)
+        info: dict[str, Any] = {}
+
+        def joint(*primals):
+            fun = [func_mode.to_fun(p) if isinstance(p, torch.Tensor) else p for p in primals]
+            with _swapped(self.params, fun[:num_params]):
+                out = self.fn(*fun[num_params:])
+            single = not isinstance(out, (tuple, list))
+            outs = [out] if single else list(out)
+            tracer = info["tracer"]
+            for node in tracer.graph.nodes:  # everything so far is the forward
+                node.meta["partitioner_tag"] = "is_forward"
+            # Only now are the outputs known: make a tangent placeholder for each that needs one.
+            # The one-pass design cannot ask "does this output alias an input?" before the trace,
+            # so every output requiring grad gets a tangent (Note [The one-pass design]).
+            need = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
+            first_op = next(n for n in tracer.graph.nodes if n.op != "placeholder")
+            tangents = []
+            for i, o in enumerate(need):
+                with no_dispatch():
+                    real = torch.zeros(tuple(o.shape), dtype=o.dtype)
+                fake = fake_mode.from_tensor(real)
+                with tracer.graph.inserting_before(first_op):
+                    node = tracer.graph.placeholder(f"tangents_{i + 1}")
+                tracer.track(fake, node)
+                tangents.append(func_mode.to_fun(fake, mirror_leaf=False))
+            grad_primals = [p for p in fun if isinstance(p, torch.Tensor) and p.requires_grad]
+            grads = list(torch.autograd.grad(need, grad_primals, tangents, allow_unused=True)) if need else []
+            it = iter(grads)
+            input_grads = [next(it) if isinstance(p, torch.Tensor) and p.requires_grad else None for p in fun]
+            # Mutations are known at the end of the pass: return the new values to write back.
+            mutated = [i for i, p in enumerate(fun) if isinstance(p, torch.Tensor) and func_mode.was_mutated(p)]
+            tangent_outs = [
+                (i, tuple(o.shape), o.dtype) for i, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad
+            ]
+            info.update(single=single, num_user_outs=len(outs), mutated=mutated, tangent_outs=tangent_outs)
+            fw_outs = outs + [fun[i] for i in mutated]
+            unwrapped = [func_mode.from_fun(o) for o in fw_outs + input_grads]
+            return tuple(unwrapped)
+
+        names = [f"primals_{i + 1}" for i in range(len(flat))]
+        gm = make_fx(
+            joint, fake_mode=fake_mode, placeholder_names=names, outer_modes=[func_mode],
+            pass_name=ONE_PASS, on_start=lambda tracer: info.__setitem__("tracer", tracer),
+            dead_code_elimination=True,
+        )(*flat)
+        for node in gm.graph.nodes:
+            node.meta.setdefault("partitioner_tag", "is_backward")
+        self._single, self._num_user_outs = info["single"], info["num_user_outs"]
+        self._mutated_inputs = info["mutated"]
+        self._tangent_outs = info["tangent_outs"]
+        num_fwd = info["num_user_outs"] + len(info["mutated"])
+        parts = default_partition(gm, num_fwd_outputs=num_fwd)
+        self.joint, self.fw_module, self.bw_module = gm, parts.fw_module, parts.bw_module
+        self._num_fwd = num_fwd
+        self.num_traces += 1
+
+
+class _OnePassFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, compiled: OnePassCompiled, *flat):
+        outs = compiled.fw_module(*flat)
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        fw_outs, saved = outs[: compiled._num_fwd], outs[compiled._num_fwd:]
+        ctx.compiled = compiled
+        ctx.save_for_backward(*saved)
+        # Mutated inputs' new values are outputs without gradients.
+        ctx.mark_non_differentiable(*fw_outs[compiled._num_user_outs:])
+        return tuple(fw_outs)
+
+    @staticmethod
+    def backward(ctx, *grad_outs):
+        compiled = ctx.compiled
+        # One tangent per output that required grad at trace time, zeros where autograd passes None.
+        tangents = []
+        for i, shape, dtype in compiled._tangent_outs:
+            g = grad_outs[i]
+            tangents.append((g if g is not None else torch.zeros(shape, dtype=dtype)).contiguous())
+        grads = compiled.bw_module(*ctx.saved_tensors, *tangents)
+        grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
+        return (None, *grads)
+
+
+def one_pass_compile(fn: Callable) -> OnePassCompiled:
+    """Compile ``fn`` in ONE FakeTensor pass (Note [The one-pass design]); equal to eager or a concrete failure."""
+    return OnePassCompiled(fn)
