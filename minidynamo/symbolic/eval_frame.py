@@ -263,13 +263,9 @@ def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = Fals
     """``md.compile``: a function (or module) whose calls run through the compiled cache."""
     config = CompileConfig(backend=lookup_backend(backend), fullgraph=fullgraph)
     _all_configs.add(config)
-    if isinstance(fn, torch.nn.Module):
-        return OptimizedModule(fn, config)
-    if isinstance(fn, types.MethodType):
-        return types.MethodType(config.optimized(fn.__func__), fn.__self__)
-    if not isinstance(fn, types.FunctionType):
+    if not isinstance(fn, (torch.nn.Module, types.MethodType, types.FunctionType, OptimizedFunction, OptimizedModule)):
         raise TypeError(f"md.compile expects a Python function or an nn.Module, not {type(fn).__name__}")
-    return config.optimized(fn)
+    return _optimize_with(fn, config)
 
 
 @dataclass
@@ -319,6 +315,10 @@ def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainOutput:
 
 
 def _optimize_with(fn: Callable, config: CompileConfig):
+    if isinstance(fn, OptimizedFunction):
+        fn = fn.fn  # explain/compile of an already compiled function: start from the original
+    if isinstance(fn, OptimizedModule):
+        fn = fn._orig_mod  # noqa: SLF001
     if isinstance(fn, torch.nn.Module):
         return OptimizedModule(fn, config)
     if isinstance(fn, types.MethodType):

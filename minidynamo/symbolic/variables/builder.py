@@ -96,6 +96,11 @@ class VariableBuilder:
             return BuiltinVariable(value, source=source)
         if is_torch_callable(value):
             return TorchInGraphFunctionVariable(value, source=source)
+        from ..eval_frame import OptimizedFunction
+
+        if isinstance(value, OptimizedFunction):  # calling another md.compile'd function: inline its body
+            guards.ID_MATCH(source, value, "the trace inlined this compiled function's body")
+            return UserFunctionVariable(value.fn, source=AttrSource(source, "fn"))
         if isinstance(value, types.FunctionType):
             guards.ID_MATCH(source, value, "the trace inlined this function")
             return UserFunctionVariable(value, source=source)
