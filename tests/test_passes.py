@@ -100,3 +100,16 @@ def test_backward_is_visible_only_below_autograd():
     assert {"aten.threshold_backward.default", "aten.mm.default"} <= set(seen.dispatch["backward"])
     assert len(seen.dispatch["backward"]) > len(seen.dispatch["forward"])
     assert w.grad is not None
+
+
+def test_count_passes_ours_torch_and_one_pass():
+    from minidynamo.views.pass_plots import count_passes, counts_table, plot_passes
+
+    counts = count_passes(_f, _inputs)
+    for system in ("ours", "torch"):
+        assert all(counts[system].get(p, 0) > 0 for p in (events.DYNAMO, events.AOT_METADATA, events.AOT_JOINT))
+    # The single pass does the joint pass's work, so it has no fewer ops than the forward alone.
+    assert counts["ours"][events.DYNAMO] < counts["one_pass"]["one_pass"] < sum(counts["ours"].values())
+    assert "aot_joint" in counts_table({"f": counts})
+    fig = plot_passes({"f": counts})
+    assert len(fig.axes[0].patches) == 7
