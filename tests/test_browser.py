@@ -98,10 +98,13 @@ def jupyterlab(tmp_path_factory):
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False, "jupyter_server_terminals": False}}})
     )
-    names = []
-    for nb in widget_notebooks():
-        shutil.copy(nb, root / nb.name)
-        names.append(nb.name)
+    # The root mirrors the repository, so that paths a chapter uses (``../tests``) hold;
+    # the notebooks themselves are copies, so JupyterLab's autosave cannot touch ours.
+    for item in ROOT.iterdir():
+        if item.name not in {".git", ".venv", "notebooks", "test-artifacts"}:
+            (root / item.name).symlink_to(item)
+    shutil.copytree(NOTEBOOKS, root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    names = [f"notebooks/{nb.name}" for nb in widget_notebooks()]
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(config / "runtime"))
     log = open(config / "lab.log", "w")
@@ -112,7 +115,7 @@ def jupyterlab(tmp_path_factory):
             "--LabApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={config / 'workspaces'}",
             "--LabApp.news_url=None", "--allow-root",
         ],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root / "notebooks",
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -199,7 +202,7 @@ def _check_widget(output, page, shot: Path) -> None:
 
 def test_widgets_render_and_react_in_jupyterlab(browser, jupyterlab):
     base, token, names = jupyterlab
-    assert "00_welcome.ipynb" in names, "00_welcome.ipynb must hold the Stepper demo widget"
+    assert "notebooks/00_welcome.ipynb" in names, "00_welcome.ipynb must hold the Stepper demo widget"
     ARTIFACTS.mkdir(exist_ok=True)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pages = {}
@@ -218,15 +221,15 @@ def test_widgets_render_and_react_in_jupyterlab(browser, jupyterlab):
             pages[name] = page
         for name, page in pages.items():
             page.bring_to_front()
-            ok = page.evaluate("() => window.__ran", )
-            assert ok is not False, f"{name}: running all cells failed"
             page.wait_for_function(
                 "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
                 " && ![...document.querySelectorAll('.jp-InputArea-prompt')].some(p => p.innerText.includes('*'))",
-                timeout=90_000,
+                timeout=180_000,
             )
             errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]')
             assert errors.count() == 0, f"{name}: a cell raised:\n{errors.first.inner_text()[:2000]}"
+            ok = page.evaluate("() => window.__ran")
+            assert ok is not False, f"{name}: JupyterLab reports that running all cells failed"
             # A widget view's output area holds the view's element, classed "jupyter-widgets".
             outputs = page.locator(".jp-OutputArea-child:has(.jupyter-widgets)")
             if outputs.count() == 0:
