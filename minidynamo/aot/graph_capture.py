@@ -153,13 +153,13 @@ def fn_prepped_for_autograd(fn: Callable, meta: ViewAndMutationMeta, *, fresh_in
     return inner
 
 
-def create_joint(fn: Callable, on_forward_done: Callable[[], None] | None = None) -> Callable:
+def create_joint(fn: Callable, on_forward_done: Callable[[list], None] | None = None) -> Callable:
     """``inner(primals, tangents) -> (fw_outs, grads)``: one grad (or None) per primal."""
 
     def inner(primals: list[Any], tangents: list[Any]):
         outs, tangent_mask = fn(*primals)
         if on_forward_done is not None:
-            on_forward_done()
+            on_forward_done(outs)
         outs_to_grad = [o for needs, o in zip(tangent_mask, outs) if needs]
         if len(outs_to_grad) != len(tangents):
             raise RuntimeError(f"joint trace: {len(outs_to_grad)} outputs need tangents, got {len(tangents)}")
@@ -205,10 +205,23 @@ def _to_fun(mode: Any, values: list[Any]) -> list[Any]:
 
 
 def _from_fun(mode: Any, values: list[Any]) -> list[Any]:
-    """Ask the functionalization mode for the latest value of each returned tensor."""
+    """Ask the functionalization mode for the latest value of each returned tensor.
+
+    A returned view is regenerated from its base's latest value (torch's sync does
+    this): after ``y = a[1:]; y.add_(1)`` the graph returns ``slice(slice_scatter(...))``,
+    a real view with ``y``'s layout, not the bare ``add``. The runtime wrapper reads
+    the layout of what the graph returns when it rebuilds the alias.
+    """
     if mode is None:
         return values
-    return [mode.from_fun(v) if isinstance(v, torch.Tensor) else v for v in values]
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            if getattr(v, "chain", None):
+                v.generation = -1  # stale: from_fun replays the view chain on the base
+            v = mode.from_fun(v)
+        out.append(v)
+    return out
 
 
 def aot_dispatch_autograd_graph(
@@ -223,7 +236,9 @@ def aot_dispatch_autograd_graph(
     func_mode = _functionalization_mode() if functionalize else None
     info: dict[str, Any] = {}
 
-    def tag_forward():
+    def forward_done(outs):
+        # The forward outputs' functional values (views regenerated) belong to the forward.
+        info["fw_values"] = _from_fun(func_mode, outs)
         # torch: create_joint tags every node traced so far "is_forward".
         for node in info["tracer"].graph.nodes:
             node.meta["partitioner_tag"] = "is_backward" if node.name.startswith("tangents") else "is_forward"
@@ -231,10 +246,10 @@ def aot_dispatch_autograd_graph(
     def joint_flat(*args):
         args = _to_fun(func_mode, list(args))
         ps, ts = args[:num_primals], args[num_primals:]
-        outs, grads = create_joint(prepped, on_forward_done=tag_forward)(ps, ts)
+        outs, grads = create_joint(prepped, on_forward_done=forward_done)(ps, ts)
         info["num_fwd_outputs"] = len(outs)
         info["fw_out_requires_grad"] = [isinstance(o, torch.Tensor) and o.requires_grad for o in outs]
-        return (*_from_fun(func_mode, outs), *_from_fun(func_mode, grads))
+        return (*info["fw_values"], *_from_fun(func_mode, grads))
 
     names = [f"primals_{i + 1}" for i in range(num_primals)] + [f"tangents_{i + 1}" for i in range(num_tangents)]
     tracer = make_fx(
@@ -244,10 +259,9 @@ def aot_dispatch_autograd_graph(
         outer_modes=[func_mode] if func_mode is not None else [],
         pass_name=events.AOT_JOINT,
         on_start=lambda tracer: info.__setitem__("tracer", tracer),
+        dead_code_elimination=True,  # torch eliminates dead code right after tracing the joint
     )
     gm = tracer(*primals, *tangents)
-    gm.graph.eliminate_dead_code()  # torch does the same after tracing the joint
-    gm.recompile()
     for node in gm.graph.nodes:
         node.meta.setdefault("partitioner_tag", "is_backward")
     return JointGraph(
@@ -283,7 +297,6 @@ def aot_dispatch_base_graph(
     gm = make_fx(
         fw, fake_mode=fake_mode, placeholder_names=names,
         outer_modes=[func_mode] if func_mode is not None else [], pass_name=events.AOT_JOINT,
+        dead_code_elimination=True,
     )(*flat_args)
-    gm.graph.eliminate_dead_code()
-    gm.recompile()
     return gm

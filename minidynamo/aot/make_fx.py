@@ -166,6 +166,7 @@ def make_fx(
     outer_modes: Sequence[Any] = (),
     pass_name: str | None = events.AOT_JOINT,
     on_start: Callable[[PythonKeyTracer], None] | None = None,
+    dead_code_elimination: bool = False,
 ) -> Callable[..., fx.GraphModule]:
     """Return ``wrapped(*args) -> fx.GraphModule`` recording the ATen ops ``fn`` runs.
 
@@ -203,6 +204,8 @@ def make_fx(
         flat_out, spec = tree_flatten(out)
         out_args = tree_unflatten([_output_arg(tracer, o) for o in flat_out], spec)
         tracer.graph.output(out_args)
+        if dead_code_elimination:  # torch's make_fx does not; AOTAutograd does it right after
+            tracer.graph.eliminate_dead_code()
         gm = fx.GraphModule(tracer.root, tracer.graph)
         gm.meta["num_traced_ops"] = mode.num_ops
         return gm

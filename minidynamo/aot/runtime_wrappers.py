@@ -181,6 +181,7 @@ def create_compiled_function(
         if meta.input_info[idx].mutates_metadata and not meta.input_info[idx].mutates_data
     ] + [n_mut + i for i in meta.aliased_out_indices]
     boxed_set = frozenset(boxed)
+    unsafe_view = [n_mut + i for i in meta.unsafe_view_out_indices]
     non_differentiable = [i for i, rg in enumerate(fw_out_requires_grad) if not rg and i not in boxed_set]
     tensor_outs = [i for i, o in enumerate(meta.output_info) if issubclass(o.raw_type, torch.Tensor)]
     non_tensor_positions = set(range(num_fw_outs)) - {n_mut + i for i in tensor_outs} - set(range(n_mut)) - set(
@@ -197,6 +198,9 @@ def create_compiled_function(
             # torch keeps these with save_for_backward; ours keeps them on ctx, which skips
             # the version-counter check (an input we save may be written back after this).
             ctx.saved_values = saved
+            # torch: Note [Intermediate Bases Optimization]. Hide this aliasing from autograd.
+            for i in unsafe_view:
+                fw_outs[i] = torch.ops.aten._unsafe_view(fw_outs[i], fw_outs[i].shape)
             for i in boxed:
                 fw_outs[i] = TensorAlias(fw_outs[i])
             ctx.mark_non_differentiable(*[fw_outs[i] for i in non_differentiable])
