@@ -169,3 +169,13 @@ def test_device_override_claims_cuda():
     assert isinstance(f, FakeTensor)
     assert f.device == torch.device("cuda", 0)
     assert "CUDA" in str(torch._C._dispatch_keys(f))  # noqa: SLF001 (public enough: keys of a tensor)
+
+
+def test_covered_elements_of_fakes_match_real_data():
+    from minidynamo.fake.storage_map import covered_elements
+
+    base = torch.arange(24.0).reshape(4, 6)  # each element's value is its storage index
+    mode = FakeTensorMode()
+    for view in [base, base[1:, ::2], base.t(), base.diagonal(), base[:, 2], base.view(2, 12)[1, 3:]]:
+        real_indices = sorted({int(v) for v in view.flatten().tolist()})
+        assert covered_elements(mode.from_tensor(view)) == real_indices
