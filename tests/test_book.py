@@ -195,6 +195,24 @@ def _has_widget_state(nb: Path) -> bool:
     return bool(state.get("state"))
 
 
+def test_every_widget_view_has_saved_state():
+    """A widget shows in the book only if the notebook was saved with its state."""
+    lacking = []
+    for nb in chapter_files():
+        data = json.loads(nb.read_text(encoding="utf-8"))
+        state = data.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+        models = state.get("state", {})
+        for cell in data.get("cells", []):
+            for out in cell.get("outputs", []):
+                view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+                if view and view.get("model_id") not in models:
+                    lacking.append(nb.name)
+    assert not lacking, (
+        f"saved without widget state: {sorted(set(lacking))}; re-run with jupyter nbconvert --to notebook "
+        "--execute --inplace --ExecutePreprocessor.store_widget_state=True"
+    )
+
+
 def test_widget_pages_load_the_widget_manager_locally(built):
     _rc, _log, html_dir = built
     assert _has_widget_state(NOTEBOOKS / "00_welcome.ipynb"), (

@@ -281,5 +281,18 @@ def test_book_page_steps_without_a_kernel(browser):
         assert "step 2/" in _step_text(stepper), "the slider moved but the page did not turn to step 2"
         stepper.screenshot(path=str(ARTIFACTS / "book-00_welcome-stepper.png"))
         assert not remote, f"the book page tried to reach the network: {remote}"
+
+        # Every other chapter with widgets: each saved widget view renders in its page.
+        for nb in widget_notebooks():
+            cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+            views = sum(WIDGET_VIEW in o.get("data", {}) for c in cells for o in c.get("outputs", []))
+            other = context.new_page()
+            other.goto((html_dir / "notebooks" / f"{nb.stem}.html").as_uri())
+            roots = other.locator(".cell_output .jupyter-widgets")
+            roots.first.wait_for(timeout=30_000)
+            assert roots.count() >= views, f"{nb.stem}.html: {views} widget views saved, fewer rendered"
+            roots.first.screenshot(path=str(ARTIFACTS / f"book-{nb.stem}-widget0.png"))
+            other.close()
+        assert not remote, f"a book page tried to reach the network: {remote}"
     finally:
         context.close()
