@@ -210,3 +210,15 @@ def test_cuda_fake_meets_autograd_in_a_subprocess():
     assert ours.returncode == theirs.returncode
     if not torch.cuda.is_available():
         assert ours.aborted and "cuda" in ours.error
+
+
+def test_nested_entry_and_from_tensor_inside_the_mode():
+    mode = FakeTensorMode()
+    real = torch.randn(4, 4)
+    view = real[1:]
+    with mode:
+        with mode:
+            y = mode.from_tensor(real) + 1
+        fv = mode.from_tensor(view)  # converting inside the mode replays the view quietly
+    assert isinstance(y, FakeTensor) and y.shape == (4, 4)
+    assert fv._base is mode.from_tensor(real) and fv.storage_offset() == 4
