@@ -184,15 +184,21 @@ def _functional_variant(func):
     raise FunctionalizationError(f"no functional overload of {func} in aten.{name}")
 
 
-def _with_defaults(func, args, kwargs):
-    """``args``/``kwargs`` with every omitted argument that has a default filled in."""
-    args, kwargs = list(args), dict(kwargs)
-    for i, a in enumerate(func._schema.arguments):
-        if a.kwarg_only:
-            if a.name not in kwargs and a.has_default_value():
-                kwargs[a.name] = a.default_value
-        elif i >= len(args) and a.name not in kwargs and a.has_default_value():
-            args.append(a.default_value)
+def _with_defaults(func, twin, args, kwargs):
+    """``args`` plus the positional arguments ``twin`` requires that the dispatcher dropped.
+
+    The dispatcher omits trailing arguments left at their default (``bernoulli_(p=0.5)``
+    arrives as ``bernoulli_(x)``); the functional twin may have no default for them
+    (``bernoulli.p``). Only those are filled in, from ``func``'s own defaults.
+    """
+    args = list(args)
+    defaults = {a.name: a for a in func._schema.arguments if a.has_default_value()}
+    for i, a in enumerate(twin._schema.arguments):
+        if a.kwarg_only or i < len(args) or a.name in kwargs or a.has_default_value():
+            continue
+        if a.name not in defaults:
+            break
+        args.append(defaults[a.name].default_value)
     return tuple(args), kwargs
 
 
@@ -413,7 +419,7 @@ class FunctionalTensorMode(TorchDispatchMode):
         functional = _functional_variant(func)
         self._report(func, functional, "mutation")
         # The dispatcher drops trailing defaults (bernoulli_(p=0.5)); the twin may have none.
-        args, kwargs = _with_defaults(func, args, kwargs)
+        args, kwargs = _with_defaults(func, functional, args, kwargs)
         new = functional(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
         self._commit(t, new)
         return t
@@ -439,7 +445,7 @@ class FunctionalTensorMode(TorchDispatchMode):
         silently wrong result. Torch rewrites it to ``_native_batch_norm_legit_functional``,
         which returns the new running stats; so do we.
         """
-        args, kwargs = _with_defaults(func, args, kwargs)
+        args, kwargs = _with_defaults(func, aten._native_batch_norm_legit_functional.default, args, kwargs)
         self._report(func, aten._native_batch_norm_legit_functional.default, "mutation")
         out, mean, rstd, new_rm, new_rv = aten._native_batch_norm_legit_functional.default(
             *tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs)
