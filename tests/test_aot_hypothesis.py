@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from minidynamo.aot import aot_function
-from test_aot_runtime import leaves_behind, run_and_compare
+from test_aot_runtime import _torch_oracle, leaves_behind, run_and_compare
 
 pytestmark = pytest.mark.ch11
 
@@ -135,3 +135,10 @@ def test_random_programs_match_eager(program):
     except NotImplementedError:
         # Documented refusals (as torch's): metadata mutation of inputs that alias each other.
         assume(False)
+    except AssertionError as e:
+        if "alias relations differ" not in str(e):
+            raise
+        # Where real torch's aot_function does not reproduce eager's aliasing either
+        # (unsafe_view_alias outputs, t_() on an intermediate; see test_aot_runtime),
+        # ours must agree with torch's.
+        run_and_compare(fn, make_inputs, aot_function(fn), alias_oracle=_torch_oracle(fn))
