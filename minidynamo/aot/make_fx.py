@@ -122,6 +122,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is torch.ops.prim.device.default:
+            return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
         tracer = self.tracer
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = tree_unflatten([tracer.to_arg(a, func) for a in flat], spec)
