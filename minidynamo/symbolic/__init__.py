@@ -11,6 +11,15 @@ Mirrors ``torch/_dynamo``. The modules, in the order a call meets them:
 - ``codegen``: the transformed function (readable Python) that runs the compiled pieces.
 - ``resume_execution``: the functions that continue a frame after a graph break.
 
+What a chapter can look at::
+
+    compiled = md.compile(fn)               # an OptimizedFunction (OptimizedModule for modules)
+    compiled.cache.entries[i]               # CacheEntry: .guards, .check, .transformed_source, .graphs
+    compiled.cache.recompiles               # RecompileRecord: .guard (the one that failed), .change
+    out = md.explain(fn, *args)             # ExplainOutput: graph_count, graph_break_count,
+                                            #   break_reasons (GraphBreak), graphs, guards, entries, out
+    md.events.record()                      # "op" (pass "dynamo"), "guard", "graph_break", "recompile"
+
 ``counters`` counts what happened (``instructions`` interpreted, ``frames_traced``,
 ``graphs``, ``graph_breaks``, ``recompiles``, ``cache_hits``, ``eager_fallbacks``);
 ``reset()`` clears it. Real Dynamo: ``torch._dynamo.utils.counters``.

@@ -281,8 +281,18 @@ class ExplainOutput:
     out: Any = None
 
     @property
+    def ops_per_graph(self) -> list[list]:
+        """The call targets of each graph (torch's ``ExplainOutput.ops_per_graph``)."""
+        return [[n.target for n in g.graph.nodes if n.op.startswith("call")] for g in self.graphs]
+
+    @property
     def op_count(self) -> int:
-        return sum(1 for g in self.graphs for n in g.graph.nodes if n.op.startswith("call"))
+        return sum(len(ops) for ops in self.ops_per_graph)
+
+    @property
+    def out_guards(self) -> list[Guard]:
+        """torch's name for ``guards``."""
+        return self.guards
 
     def __str__(self) -> str:
         lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
