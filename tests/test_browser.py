@@ -94,6 +94,11 @@ def jupyterlab(tmp_path_factory):
     (config / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
     )
+    # Render every cell (JupyterLab 4 otherwise virtualizes cells that are off screen,
+    # and a widget far down a chapter is then "not visible").
+    settings = config / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     # Server extensions the test does not need cost start-up time.
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False, "jupyter_server_terminals": False}}})
@@ -113,7 +118,7 @@ def jupyterlab(tmp_path_factory):
             sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
             "--LabApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={config / 'workspaces'}",
-            "--LabApp.news_url=None", "--allow-root",
+            "--LabApp.news_url=None", "--allow-root", f"--LabApp.user_settings_dir={config / 'settings'}",
         ],
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root / "notebooks",
     )
@@ -158,7 +163,7 @@ def _move_slider(widget, page) -> None:
 
 def _check_widget(output, page, shot: Path) -> None:
     """The widget view in ``output`` shows controls and reacts to the reader."""
-    output.scroll_into_view_if_needed()
+    output.evaluate("el => el.scrollIntoView({block: 'center'})")
     controls = output.locator(".widget-slider, .jupyter-button, .widget-dropdown, .widget-toggle-buttons, .widget-checkbox")
     box = output.bounding_box()
     assert box and box["height"] > 0 and output.inner_text().strip(), f"{shot.stem}: the widget rendered nothing"
