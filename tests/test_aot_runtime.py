@@ -308,3 +308,28 @@ def test_wrapper_work_counts_only_mutated_inputs(n):
     # Three write-backs, nothing else touched per input: the same for 200 and 400 inputs.
     assert dict(WRAPPER_WORK) == {"input_mutation": 3}
     assert compiled.artifacts.meta.mutated_inp_runtime_indices == [0, 1, 2]
+
+
+# -- md.compile(backend="aot_eager"): Dynamo's graph through the whole pipeline ------------
+
+
+def test_md_compile_aot_eager_runs_forward_and_backward():
+    import minidynamo as md
+
+    def f(x, w):
+        y = torch.nn.functional.linear(x, w).relu()
+        return y.sum(), y.view(-1)
+
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(3, 4, generator=gen, requires_grad=True), torch.randn(5, 4, generator=gen, requires_grad=True)
+    md.reset()
+    with events.record() as log:
+        s, v = md.compile(f, backend="aot_eager")(x, w)
+    (s + v.sum()).backward()
+    gx, gw = x.grad.clone(), w.grad.clone()
+    x.grad = w.grad = None
+    s2, v2 = f(x, w)
+    (s2 + v2.sum()).backward()
+    torch.testing.assert_close((s, v, gx, gw), (s2, v2, x.grad, w.grad))
+    passes = [e.pass_name for e in log if e.kind == "pass_begin"]
+    assert passes.count("dynamo") == 1 and passes.count("aot_metadata") == 1 and passes.count("aot_joint") == 1
