@@ -154,3 +154,22 @@ def test_failure_python_side_effects_run_once():
     md.reset()
     assert run(f) == run(md.compile(f)) == 2
     assert run(one_pass_compile(f)) == 1
+
+
+def test_failure_aliased_inputs_need_a_synthetic_base():
+    """Two inputs viewing one storage: pass 2 finds that one is mutated and they alias, so AOTAutograd traces
+    on their common (synthetic) base; one pass wraps each input alone, and the other never sees the write."""
+
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    def run(fn):
+        base = torch.zeros(4)
+        out = fn(base[:2], base[1:3])
+        return out.tolist(), base.tolist()
+
+    md.reset()
+    eager, three, one = run(f), run(md.compile(f)), run(one_pass_compile(f))
+    assert eager == three == ([2.0, 0.0], [1.0, 1.0, 0.0, 0.0])
+    assert one == ([0.0, 0.0], [1.0, 1.0, 0.0, 0.0])
