@@ -7,9 +7,9 @@ Headless chromium (Debian's, driven by playwright) opens:
    must render its controls and react to a slider move or a click (the content on
    show changes the way the widget's state says). A screenshot per widget goes to
    ``test-artifacts/``.
-2. The built book's page of chapter 00, from ``file://``, with no kernel: moving
-   the stepper's slider turns the page (jslink), and the page requests nothing from
-   the network.
+2. The built book, from ``file://``, with no kernel: in chapter 00 moving the
+   stepper's slider turns the page (jslink); every chapter page with widgets renders
+   them; no page requests anything from the network.
 
 Without chromium the tests skip and say why; with ``CI=true`` a missing browser fails.
 MINIDYNAMO_BROWSER_CHAPTERS="07,13" limits the JupyterLab part to those chapters (plus 00).
