@@ -39,7 +39,7 @@ import torch
 import torch.fx as fx
 
 from minidynamo import events
-from minidynamo._torch_private import TorchDispatchMode, tree_flatten, tree_map, tree_unflatten
+from minidynamo._torch_private import TorchDispatchMode, tree_flatten, tree_unflatten
 
 __all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
 
@@ -219,6 +219,3 @@ def graph_op_names(gm: fx.GraphModule) -> list[str]:
     """The ``str`` of every call_function target in order ("aten.mm.default", ...)."""
     return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
 
-
-# tree_map is re-exported for graph_capture's convenience.
-_ = tree_map
