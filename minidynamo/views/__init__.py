@@ -7,6 +7,7 @@ through its content in a static page with no kernel (see ``stepper.py``).
     Stepper              stepper.py           a slider + Prev/Next over pre-rendered steps
     DispatchKeyExplorer  dispatch_explorer.py the dispatch keys an op visits, step by step
     PassTimeline         pass_timeline.py     the FakeTensor passes of one compile, step by step
+    plot_passes, ...     pass_plots.py        ops per pass, ours vs torch vs one pass (table, bar chart)
 
 Names are imported lazily, so ``import minidynamo.views`` does not load ipywidgets
 (or a widget module that has not been written yet) until a name is used.
@@ -22,6 +23,10 @@ _EXPORTS = {
     "pre": "stepper",
     "DispatchKeyExplorer": "dispatch_explorer",
     "PassTimeline": "pass_timeline",
+    "count_passes": "pass_plots",
+    "workload_counts": "pass_plots",
+    "plot_passes": "pass_plots",
+    "counts_table": "pass_plots",
 }
 
 __all__ = sorted(_EXPORTS)
