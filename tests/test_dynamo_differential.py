@@ -42,8 +42,6 @@ _CHAPTER_MARK = {"ch03": pytest.mark.ch03, "ch04": pytest.mark.ch04, "ch05": pyt
 # Cases that fail today for a reason outside this file, each with that reason.
 # strict: when the cause is fixed the xfail turns into a failure, and the entry goes.
 XFAIL_COUNTS: dict[str, str] = {
-    "tensor_index_tensor": "minidynamo.fake raises a data-dependent error for aten.index.Tensor with an int64 "
-    "index (only bool masks are data-dependent), so the frame falls back to eager",
     "unbound_tensor_method": "torch.Tensor.add(x, y) (a method called through the class) is not supported yet: "
     "the frame falls back to eager",
     "break_in_no_grad_block": "a graph break inside a `with` block cannot be resumed yet (torch resumes inside the "

@@ -222,3 +222,23 @@ def test_nested_entry_and_from_tensor_inside_the_mode():
         fv = mode.from_tensor(view)  # converting inside the mode replays the view quietly
     assert isinstance(y, FakeTensor) and y.shape == (4, 4)
     assert fv._base is mode.from_tensor(real) and fv.storage_offset() == 4
+
+
+def test_integer_indexing_is_not_data_dependent_but_a_bool_mask_is():
+    # Differential: torch's FakeTensorMode makes the same split (fake_impls.index_tensor).
+    from minidynamo._torch_private import real_fake_errors, real_fake_tensor_mode
+
+    x, idx, mask = torch.randn(5, 3), torch.tensor([0, 2, 2, 4]), torch.tensor([True, False, True, False, True])
+    ours = FakeTensorMode()
+    with ours:
+        got = ours.from_tensor(x)[ours.from_tensor(idx)]
+    real = real_fake_tensor_mode()
+    with real:
+        want = real.from_tensor(x)[real.from_tensor(idx)]
+    assert (got.shape, got.stride(), got.dtype) == (want.shape, want.stride(), want.dtype)
+    with pytest.raises(DataDependentOutputError, match="aten.index.Tensor"):
+        with ours:
+            ours.from_tensor(x)[ours.from_tensor(mask)]
+    with pytest.raises(tuple(real_fake_errors())):
+        with real:
+            real.from_tensor(x)[real.from_tensor(mask)]

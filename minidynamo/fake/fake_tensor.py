@@ -224,6 +224,19 @@ _LIFT_OPS = (aten.lift_fresh.default, aten.lift_fresh_copy.default)
 # --- the mode -------------------------------------------------------------------
 
 
+def _index_with_integer_indices(func, args) -> bool:
+    """``x[idx]`` with integer index tensors: its shape is known from the indices' shapes.
+
+    ``aten.index.Tensor`` carries the tag ``dynamic_output_shape`` because a *bool*
+    mask's result size depends on the data; with integer indices it does not.
+    torch's FakeTensorMode makes the same distinction (``fake_impls.py``: ``index_tensor``).
+    """
+    if func is not torch.ops.aten.index.Tensor:
+        return False
+    indices = args[1] if len(args) > 1 else ()
+    return all(i is None or i.dtype not in (torch.bool, torch.uint8) for i in indices)
+
+
 class FakeTensorMode(TorchDispatchMode):
     """Inside ``with mode:`` every ATen op runs on meta kernels and returns FakeTensors.
 
@@ -287,7 +300,9 @@ class FakeTensorMode(TorchDispatchMode):
 
         # 2. Ops whose output depends on data we do not have.
         tags = func.tags
-        if torch.Tag.data_dependent_output in tags or torch.Tag.dynamic_output_shape in tags:
+        if torch.Tag.data_dependent_output in tags or (
+            torch.Tag.dynamic_output_shape in tags and not _index_with_integer_indices(func, args)
+        ):
             raise DataDependentOutputError(op)
 
         # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.
