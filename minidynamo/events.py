@@ -50,7 +50,10 @@ class Event:
     """One thing a stage did.
 
     ``kind`` is one of "pass_begin", "pass_end", "op", "graph_break", "guard",
-    "recompile", "alias_regen" (and whatever else a stage reports); ``pass_name``
+    "recompile", "alias_regen", and the finer ones some stages add:
+    "functionalize" (an in-place or view op rewritten), "decomposition",
+    "dispatch" (a handler that ran, from ``dispatch.trace``) and
+    "interpret_frame" (the concrete interpreter entered a frame); ``pass_name``
     is the pass that was current when it happened; ``op`` is the OpOverload's
     name as torch prints it ("aten.add.Tensor") for op events; ``line`` is the
     user source line being traced, when known. Everything else a stage reports
