@@ -53,8 +53,7 @@ class NNModuleVariable(VariableTracker):
         return VariableBuilder(tx, src)(module)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import VariableBuilder, wrap_sourceless
-        from .functions import UserFunctionVariable, UserMethodVariable
+        from .builder import VariableBuilder
 
         pending = tx.output.side_effects.load_attr(self, name)
         if pending is not None:
@@ -74,20 +73,9 @@ class NNModuleVariable(VariableTracker):
                 if source is None:
                     unimplemented(f"attribute {name!r} of a module with no source")
                 return VariableBuilder(tx, source)(value)
-        if name in m.__dict__:
-            value = m.__dict__[name]
-            return VariableBuilder(tx, source)(value) if source is not None else wrap_sourceless(tx, value)
-        cls_attr = inspect.getattr_static(type(m), name, None)
-        if isinstance(cls_attr, property) and cls_attr.fget is not None:
-            return UserFunctionVariable(cls_attr.fget).call_function(tx, [self], {})
-        if isinstance(cls_attr, staticmethod):
-            return wrap_sourceless(tx, cls_attr.__func__)
-        if inspect.isfunction(cls_attr):
-            return UserMethodVariable(cls_attr, self)
-        if cls_attr is not None and not callable(cls_attr):  # a class-level constant, guarded via the instance
-            value = getattr(m, name)
-            return VariableBuilder(tx, source)(value) if source is not None else wrap_sourceless(tx, value)
-        unimplemented(f"attribute {name!r} of {type(m).__name__}")
+        from .misc import lookup_python_attr
+
+        return lookup_python_attr(tx, self, m, name)  # instance dict, then class (as for any object)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if _has_hooks(self.value):
