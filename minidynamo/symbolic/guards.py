@@ -8,9 +8,9 @@ CONSTANT_MATCH / EQUALS_MATCH, TENSOR_MATCH, LENGTH_CHECK, and the compiled
 
 Note [A guard is one readable expression]
     Each guard is one Python expression over ``L`` and ``G`` (``L['x'].shape == (2, 3)``)
-    with its source and the reason it exists. All guards of an entry are joined with
-    ``and`` into one lambda, compiled once, so a steady-state call costs one Python
-    call. Only when the lambda says no do we evaluate the guards one by one to name
+    with its source and the reason it exists. All guards of an entry are compiled
+    once into one function (Note [Each source is read once]), so a steady-state call
+    costs one Python call. Only when it says no do we evaluate the guards one by one to name
     the one that failed and show what changed. Real Dynamo builds a tree of C++ guard
     managers (``GuardManager``) for speed; TENSOR_MATCH checks dtype, device, shape,
     stride, requires_grad and dispatch keys in one C++ call.
@@ -19,6 +19,7 @@ Note [A guard is one readable expression]
 from __future__ import annotations
 
 import builtins
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -120,15 +121,41 @@ class GuardSet:
         self.add(source, "TENSOR_MATCH", f"{n}.requires_grad is {value.requires_grad}", why, f"{n}.requires_grad")
 
 
+def _check_fn_source(guards: list[Guard]) -> str:
+    """One function checking every guard, each source read once (Note [Each source is read once]).
+
+    Note [Each source is read once]
+        A tensor input has six guards (type, dtype, device, shape, stride,
+        requires_grad). Joined naively, ``L['xs'][7]`` would be looked up six
+        times per call; with 200 inputs that dominates a call. So the guards are
+        grouped by source, in order of first appearance, the source is bound to a
+        local once, and its guards test the local. Real Dynamo's guard managers
+        do the same in C++: one manager per source, its checks as leaves.
+    """
+    groups: dict[str, list[Guard]] = {}
+    for g in guards:
+        groups.setdefault(g.source.name(), []).append(g)
+    lines = ["def ___check_guards(L, G):"]
+    for i, (name, group) in enumerate(groups.items()):
+        local = f"___s{i}"
+        lines.append(f"    {local} = {name}")
+        pattern = re.compile(re.escape(name) + r"(?![\w'\]])")
+        tests = " and ".join(f"({pattern.sub(local, g.expr)})" for g in group)
+        lines.append(f"    if not ({tests}):")
+        lines.append("        return False")
+    lines.append("    return True")
+    return "\n".join(lines) + "\n"
+
+
 class CheckFunction:
     """All guards of an entry compiled into one function (``CheckFunctionManager``)."""
 
     def __init__(self, guard_set: GuardSet):
         self.guards = list(guard_set.guards)
         self.scope = guard_set.scope
-        body = " and ".join(f"({g.expr})" for g in self.guards) or "True"
-        self.source = f"lambda L, G: {body}"
-        self.fn = eval(self.source, self.scope)
+        self.source = _check_fn_source(self.guards)
+        exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
+        self.fn = self.scope["___check_guards"]
 
     def __call__(self, L: dict, G: dict) -> bool:
         try:
