@@ -125,6 +125,10 @@ def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], conf
     return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers)
 
 
+# Arguments pytree would look into; anything else is a leaf.
+_CONTAINERS = (tuple, list, dict)
+
+
 def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None, *,
                  partition_fn: Callable = default_partition) -> Callable:
     """Compile ``fn`` through mini AOTAutograd on its first call (Note [Compiled once, like torch's aot_function]).
@@ -138,7 +142,10 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
     state: dict[str, Any] = {}
 
     def returned_function(*args, **kwargs):
-        flat_args, in_spec = tree_flatten((args, kwargs))
+        if "compiled" in state and not kwargs and not any(isinstance(a, _CONTAINERS) for a in args):
+            flat_args = list(args)  # the hot path: flat positional arguments flatten to themselves
+        else:
+            flat_args, in_spec = tree_flatten((args, kwargs))
         if "compiled" not in state:
             def flat_fn(*flat):
                 a, kw = tree_unflatten(list(flat), in_spec)
