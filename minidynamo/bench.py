@@ -223,10 +223,7 @@ def worker(spec: dict) -> dict:
 
         with events.record() as log:
             result["compile_s"] = _timed(lambda: _store(result, "out", compiled(*args)))
-        ops: dict[str, int] = {}
-        for e in log:
-            if e.kind == "op":
-                ops[e.pass_name] = ops.get(e.pass_name, 0) + 1
+        ops = events.ops_per_pass(log)
     else:
         from minidynamo.real_passes import record_real_passes
 

@@ -37,6 +37,7 @@ __all__ = [
     "source_line",
     "current_line",
     "subscribe",
+    "ops_per_pass",
 ]
 
 # The known pass names. A stage that makes a further pass adds its own name.
@@ -178,3 +179,12 @@ def source_line(lineno: int | None) -> Iterator[None]:
         yield
     finally:
         _line_stack.pop()
+
+
+def ops_per_pass(log: list[Event]) -> dict[str, int]:
+    """How many FakeTensor op events each pass made, in the order the passes appear."""
+    counts: dict[str, int] = {}
+    for e in log:
+        if e.kind == "op" and e.pass_name is not None:
+            counts[e.pass_name] = counts.get(e.pass_name, 0) + 1
+    return counts

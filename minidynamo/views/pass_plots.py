@@ -27,17 +27,11 @@ __all__ = ["count_passes", "workload_counts", "plot_passes", "counts_table"]
 PASSES = (events.DYNAMO, events.AOT_METADATA, events.AOT_JOINT)
 
 
-def _call(fn: Callable, inputs: tuple, backward: bool) -> Any:
-    out = fn(*inputs)
-    if backward:
-        out.backward()
-    return out
-
-
 def count_passes(fn: Callable, make_inputs: Callable[[], tuple], backward: bool = True) -> dict[str, dict[str, int]]:
     """``{"ours": {pass: ops}, "torch": {pass: ops}, "one_pass": {pass: ops}}`` for one compile of ``fn``."""
     import minidynamo as md
     from minidynamo._torch_private import dynamo_reset
+    from minidynamo.bench import _call
     from minidynamo.one_pass import one_pass_compile
     from minidynamo.real_passes import counting_backend, record_real_passes
 
@@ -45,11 +39,7 @@ def count_passes(fn: Callable, make_inputs: Callable[[], tuple], backward: bool 
     md.reset()
     with events.record() as log:
         _call(md.compile(fn), make_inputs(), backward)
-    ours: dict[str, int] = {}
-    for e in log:
-        if e.kind == "op" and e.pass_name is not None:
-            ours[e.pass_name] = ours.get(e.pass_name, 0) + 1
-    result["ours"] = ours
+    result["ours"] = events.ops_per_pass(log)
     dynamo_reset()
     with record_real_passes() as real:
         _call(torch.compile(fn, backend=counting_backend()), make_inputs(), backward)
