@@ -72,7 +72,7 @@ def test_guard_failure_recompiles_and_names_the_guard(change, expected_guard):
         _call(cf, *change(x))
     assert counters["recompiles"] == 1 and counters["frames_traced"] == 2
     record = cf.cache.recompiles[0]
-    assert record.guard.expr.startswith(expected_guard), record
+    assert record.guard.value_expr.startswith(expected_guard), record
     assert [e for e in log if e.kind == "recompile"][0].guard == record.guard.expr
     assert "is now" in str(record)
     counters.clear()
@@ -146,3 +146,33 @@ def test_guard_events_are_emitted():
         md.explain(f, torch.randn(2), 3)
     kinds = {e.guard_kind for e in log if e.kind == "guard"}
     assert {"TENSOR_MATCH", "CONSTANT_MATCH", "TYPE_MATCH"} <= kinds
+
+
+@pytest.mark.parametrize(
+    "shape, order",
+    [((3, 4), (0, 1)), ((3, 4), (1, 0)), ((3, 1), (0, 1)), ((1, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)),
+     ((2, 1, 4), (1, 0, 2)), ((5,), (0,)), ((0, 3), (1, 0)), ((), ())],
+)
+def test_tensor_guard_passes_exactly_when_shape_and_strides_equal(shape, order):
+    """Note [is_contiguous() as the stride guard]: the cheap guard is exact.
+
+    Entries are compiled for a contiguous tensor of ``shape``; then tensors of the
+    same shape with other memory layouts must pass the guards exactly when their
+    strides equal the compiled one's (torch's TENSOR_MATCH compares strides).
+    """
+    from minidynamo.symbolic.guards import GuardSet, CheckFunction
+    from minidynamo.symbolic.source import LocalSource
+
+    compiled_for = torch.randn(shape)
+    gs = GuardSet()
+    gs.TENSOR_MATCH(LocalSource("x"), compiled_for, "test")
+    check = CheckFunction(gs)
+    inv = [order.index(i) for i in range(len(order))]
+    other = torch.randn([shape[i] for i in order]).permute(inv) if shape else torch.randn(())
+    strided = torch.empty_strided(shape, [s * 2 for s in compiled_for.stride()]) if shape else torch.randn(())
+    # contiguous too, but with another stride on every size-1 dimension
+    odd = torch.empty_strided(shape, [st if sz > 1 else 7 for sz, st in zip(shape, compiled_for.stride())])
+    for candidate in (compiled_for.clone(), other, strided, odd, torch.randn(shape).contiguous()):
+        assert candidate.shape == compiled_for.shape
+        assert check({"x": candidate}, {}) == (candidate.stride() == compiled_for.stride()), (
+            candidate.stride(), compiled_for.stride(), check.source)

@@ -72,6 +72,18 @@ class GuardSet:
             self.scope[name] = obj
         return self._obj_names[key]
 
+    def name_for_constant(self, value: Any) -> str:
+        """A scope name for a constant compared by ``==`` (a ``torch.device``): one name per value.
+
+        ``L['x'].device == ___device_cpu`` compares with a device made once, at
+        compile time; ``L['x'].device.type == 'cpu'`` would build a string on every
+        call, and a call with 200 tensor inputs pays that 200 times.
+        """
+        clean = "".join(c if c.isalnum() else "_" for c in str(value))[:30]
+        name = f"___{type(value).__name__}_{clean}"
+        self.scope.setdefault(name, value)
+        return name
+
     def add(self, source, kind, expr, why, value_expr="") -> None:
         if expr in self._seen:
             return
@@ -115,13 +127,45 @@ class GuardSet:
         n = source.name()
         self.TYPE_MATCH(source, value, why)
         self.add(source, "TENSOR_MATCH", f"{n}.dtype == {value.dtype}", why, f"{n}.dtype")
-        self.add(source, "TENSOR_MATCH", f"{n}.device.type == {value.device.type!r}", why, f"{n}.device")
+        if value.device.type == "cpu":  # the cheapest exact test: a CPU device has no index
+            self.add(source, "TENSOR_MATCH", f"{n}.is_cpu", why, f"{n}.device")
+        else:
+            self.add(source, "TENSOR_MATCH", f"{n}.device == {self.name_for_constant(value.device)}", why, f"{n}.device")
         self.add(source, "TENSOR_MATCH", f"{n}.shape == {tuple(value.shape)!r}", why, f"{n}.shape")
-        self.add(source, "TENSOR_MATCH", f"{n}.stride() == {tuple(value.stride())!r}", why, f"{n}.stride()")
+        if value.is_contiguous() and all(d > 1 for d in value.shape):
+            # Note [is_contiguous() as the stride guard]
+            self.add(source, "TENSOR_MATCH", f"{n}.is_contiguous()", why, f"{n}.stride()")
+        else:
+            self.add(source, "TENSOR_MATCH", f"{n}.stride() == {tuple(value.stride())!r}", why, f"{n}.stride()")
         self.add(source, "TENSOR_MATCH", f"{n}.requires_grad is {value.requires_grad}", why, f"{n}.requires_grad")
 
 
-def _check_fn_source(guards: list[Guard]) -> str:
+# Note [is_contiguous() as the stride guard]
+#     Once the shape guard has passed, ``x.is_contiguous()`` says the same as
+#     ``x.stride() == (12, 4, 1)`` when no dimension has size 0 or 1:
+#     is_contiguous ignores only the strides of size-1 dimensions, and here there
+#     are none. It is cheaper (no tuple is built), which counts with 200 tensor
+#     inputs; a tensor with a size-1 dimension keeps the exact stride guard.
+#     Real Dynamo compares the strides in C++.
+
+# ``torch.float32`` in a guard, as the check function reads it: a global bound once.
+_TORCH_CONSTANT = re.compile(r"(?<![\w.'\]])torch\.([A-Za-z_]\w*)(?![\w.(])")
+
+
+def _hoist_torch_constants(text: str, scope: dict[str, Any]) -> str:
+    """``torch.float32`` -> ``___torch_float32`` (bound in ``scope``): one lookup instead of two."""
+
+    def bind(m: re.Match) -> str:
+        value = getattr(torch, m.group(1), None)
+        if not isinstance(value, (torch.dtype, type)):
+            return m.group(0)
+        scope[f"___torch_{m.group(1)}"] = value
+        return f"___torch_{m.group(1)}"
+
+    return _TORCH_CONSTANT.sub(bind, text)
+
+
+def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
     """One function checking every guard, each source read once (Note [Each source is read once]).
 
     Note [Each source is read once]
@@ -129,22 +173,46 @@ def _check_fn_source(guards: list[Guard]) -> str:
         requires_grad). Joined naively, ``L['xs'][7]`` would be looked up six
         times per call; with 200 inputs that dominates a call. So the guards are
         grouped by source, in order of first appearance, the source is bound to a
-        local once, and its guards test the local. Real Dynamo's guard managers
-        do the same in C++: one manager per source, its checks as leaves.
+        local once, and its guards test the local. A source inside another one
+        (``L['xs'][7]`` inside ``L['xs']``) is read from its parent's local, and
+        constants such as ``torch.float32`` are bound once as globals of the check
+        function. Real Dynamo's guard managers do the same in C++: one manager per
+        source, child managers for items and attributes, the checks as leaves.
     """
     groups: dict[str, list[Guard]] = {}
+    sources: dict[str, Any] = {}
     for g in guards:
         groups.setdefault(g.source.name(), []).append(g)
+        sources.setdefault(g.source.name(), g.source)
     lines = ["def ___check_guards(L, G):"]
+    bound: dict[str, str] = {}  # source name -> the local holding it
     for i, (name, group) in enumerate(groups.items()):
         local = f"___s{i}"
-        lines.append(f"    {local} = {name}")
+        bound[name] = local
+        lines.append(f"    {local} = {_read_from_bound(sources[name], bound)}")
         pattern = re.compile(re.escape(name) + r"(?![\w'\]])")
-        tests = " and ".join(f"({pattern.sub(local, g.expr)})" for g in group)
+        tests = " and ".join(f"({_hoist_torch_constants(pattern.sub(local, g.expr), scope)})" for g in group)
         lines.append(f"    if not ({tests}):")
         lines.append("        return False")
     lines.append("    return True")
     return "\n".join(lines) + "\n"
+
+
+def _read_from_bound(source: Source, bound: dict[str, str]) -> str:
+    """``L['xs'][7]`` read as ``___s0[7]`` when ``L['xs']`` is already in local ``___s0``.
+
+    A nested source starts from its nearest enclosing source that an earlier
+    guard has bound, so with 200 items of one tuple the tuple is looked up once,
+    not 200 times.
+    """
+    name = source.name()
+    base = getattr(source, "base", None)
+    while base is not None:
+        base_name = base.name()
+        if base_name in bound and name.startswith(base_name):
+            return bound[base_name] + name[len(base_name):]
+        base = getattr(base, "base", None)
+    return name
 
 
 class CheckFunction:
@@ -153,7 +221,7 @@ class CheckFunction:
     def __init__(self, guard_set: GuardSet):
         self.guards = list(guard_set.guards)
         self.scope = guard_set.scope
-        self.source = _check_fn_source(self.guards)
+        self.source = _check_fn_source(self.guards, self.scope)
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
         self.fn = self.scope["___check_guards"]
 
