@@ -87,7 +87,7 @@ def TorchDispatchModeBase():
 
 # --- aot joint, partitioning, runtime (H7) -------------------------------------
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402  (base class of our tracing mode)
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten  # noqa: E402
+from torch.utils._pytree import SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten  # noqa: E402
 
 
 def torch_aot_function(fn, fw_compiler, bw_compiler=None, **kwargs):

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
-from minidynamo._torch_private import tree_flatten, tree_unflatten
+from minidynamo._torch_private import SUPPORTED_NODES, tree_flatten, tree_unflatten
 from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
 from minidynamo.aot.partitioners import PartitionResult, default_partition
 from minidynamo.aot.runtime_wrappers import (
@@ -46,8 +46,12 @@ __all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "
 
 
 def _run_graph(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
-    """The default compiler: run the fx graph as it is (the "aot_eager" way)."""
-    return gm
+    """The default compiler: run the fx graph as it is (the "aot_eager" way).
+
+    ``gm.forward`` rather than ``gm``: the graph has no hooks, so the
+    ``nn.Module.__call__`` machinery would only add a few microseconds per call.
+    """
+    return gm.forward
 
 
 @dataclass
@@ -129,6 +133,32 @@ def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], conf
 _CONTAINERS = (tuple, list, dict)
 
 
+def _all_leaves(args: tuple) -> bool:
+    """True when pytree would flatten ``args`` to itself: no argument is a container.
+
+    Checked per distinct type (usually one: ``torch.Tensor``), so 200 tensor
+    arguments cost one ``set(map(type, args))``, not 200 ``isinstance`` calls.
+    """
+    return not any(k in SUPPORTED_NODES or issubclass(k, _CONTAINERS) for k in set(map(type, args)))
+
+
+def _fast_call(compiled: Callable, out_spec: Any, returns_tuple: bool) -> Callable:
+    """``compiled`` plus the output unflatten, specialised once for the common output shapes.
+
+    Note [The hot path skips pytree]
+        Every call of a compiled function would flatten its arguments and
+        unflatten its outputs. When the first call's arguments were already flat
+        (positional tensors, no containers), later calls like it pass straight
+        through; a tuple of tensors comes back as it is. Anything else takes the
+        pytree path, which also checks that the structure is the compiled one.
+    """
+    if out_spec.is_leaf():
+        return lambda *args: compiled(*args)[0]
+    if out_spec.type is tuple and all(out_spec.child(i).is_leaf() for i in range(out_spec.num_children)):
+        return compiled if returns_tuple else lambda *args: tuple(compiled(*args))
+    return lambda *args: tree_unflatten(list(compiled(*args)), out_spec)
+
+
 def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None, *,
                  partition_fn: Callable = default_partition) -> Callable:
     """Compile ``fn`` through mini AOTAutograd on its first call (Note [Compiled once, like torch's aot_function]).
@@ -142,10 +172,10 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
     state: dict[str, Any] = {}
 
     def returned_function(*args, **kwargs):
-        if "compiled" in state and not kwargs and not any(isinstance(a, _CONTAINERS) for a in args):
-            flat_args = list(args)  # the hot path: flat positional arguments flatten to themselves
-        else:
-            flat_args, in_spec = tree_flatten((args, kwargs))
+        fast = state.get("fast")
+        if fast is not None and not kwargs and len(args) == state["num_args"] and _all_leaves(args):
+            return fast(*args)  # the hot path: flat positional arguments flatten to themselves
+        flat_args, in_spec = tree_flatten((args, kwargs))
         if "compiled" not in state:
             def flat_fn(*flat):
                 a, kw = tree_unflatten(list(flat), in_spec)
@@ -155,15 +185,26 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
                 return tuple(flat_out)
 
             state["compiled"] = create_aot_dispatcher_function(flat_fn, flat_args, config, art)
-            state["num_args"] = len(flat_args)
-        elif len(flat_args) != state["num_args"]:
+            state["num_args"], state["in_spec"] = len(flat_args), in_spec
+        elif in_spec != state["in_spec"]:
             raise TypeError(
-                f"aot_function: compiled for {state['num_args']} flat arguments, called with {len(flat_args)}"
+                f"aot_function: compiled for arguments shaped {state['in_spec']}, called with {in_spec} "
+                "(a new structure needs a new aot_function)"
             )
         outs = state["compiled"](*flat_args)
+        if "fast" not in state and not kwargs and _all_leaves(args):
+            state["fast"] = _fast_call(state["compiled"], state["out_spec"], returns_tuple=type(outs) is tuple)
         return tree_unflatten(list(outs), state["out_spec"])
 
+    def call_flat(*flat_args):
+        """Like the function, for callers that promise flat positional leaves (Dynamo's backend entry)."""
+        fast = state.get("fast")
+        if fast is not None and len(flat_args) == state["num_args"]:
+            return fast(*flat_args)
+        return returned_function(*flat_args)
+
     returned_function.artifacts = art
+    returned_function.call_flat = call_flat
     returned_function.__wrapped__ = fn
     return returned_function
 
@@ -212,11 +253,12 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
         return out
 
     compiled = aot_function(flat_module_fn, fw_compiler, bw_compiler)
+    call_flat = compiled.call_flat  # Dynamo passes tensors and ints, never containers: no pytree per call
 
     def forward(*runtime_args):
         if len(runtime_args) != num_example:
             raise TypeError(f"aot_module_simplified: compiled for {num_example} inputs, got {len(runtime_args)}")
-        return compiled(*params, *runtime_args)
+        return call_flat(*params, *runtime_args)
 
     forward.artifacts = compiled.artifacts
     forward.zero_grad = lambda: None
