@@ -39,6 +39,7 @@ Note [Precomputed indices on the hot path]
 from __future__ import annotations
 
 import collections
+import functools
 from typing import Any, Callable
 
 import torch
@@ -247,6 +248,25 @@ def _apply_input_mutation(info, original: torch.Tensor, updated: Any) -> None:
         original.copy_(updated)
 
 
+def _copy_back(original: torch.Tensor, updated: Any) -> None:
+    """The common write-back: a data mutation autograd should see, on a non-leaf input."""
+    original.copy_(updated.alias if isinstance(updated, TensorAlias) else updated)
+
+
+def _copy_back_leaf(original: torch.Tensor, updated: Any) -> None:
+    """A leaf input: if it requires grad now, the copy must not join autograd (as in ``_apply_input_mutation``)."""
+    updated = updated.alias if isinstance(updated, TensorAlias) else updated
+    (original.detach() if original.requires_grad else original).copy_(updated)
+
+
+def _input_mutation_writer(info) -> Callable[[torch.Tensor, Any], None]:
+    """The write-back for one mutated input, chosen once: the plain ``copy_`` when nothing else can apply."""
+    hidden = info.mutations_hidden_from_autograd or info.mutations_under_no_grad_or_inference_mode
+    if info.mutates_data and not info.mutates_metadata and not hidden:
+        return _copy_back_leaf if info.is_leaf else _copy_back
+    return functools.partial(_apply_input_mutation, info)
+
+
 def create_runtime_wrapper(
     compiled_fn: Callable,
     meta: ViewAndMutationMeta,
@@ -257,7 +277,8 @@ def create_runtime_wrapper(
 
     Every index used per call is computed here, once (Note [Precomputed indices on the hot path]).
     """
-    mutated = [(i, meta.input_info[idx], idx) for i, idx in enumerate(meta.mutated_inp_runtime_indices)]
+    mutated = [(i, idx, _input_mutation_writer(meta.input_info[idx]))
+               for i, idx in enumerate(meta.mutated_inp_runtime_indices)]
     n_mut = len(mutated)
     num_outputs = meta.num_outputs
     handlers = [_make_output_handler(j, meta, as_strided_inputs) for j in range(num_outputs)]
@@ -265,9 +286,10 @@ def create_runtime_wrapper(
 
     def runtime_wrapper(*args):
         all_outs = compiled_fn(*args)
-        for i, info, idx in mutated:
-            WRAPPER_WORK["input_mutation"] += 1
-            _apply_input_mutation(info, args[idx], all_outs[i])
+        if n_mut:
+            WRAPPER_WORK["input_mutation"] += n_mut
+            for i, idx, write_back in mutated:
+                write_back(args[idx], all_outs[i])
         fw_outs = all_outs[n_mut:]
         if not any_aliased:
             return tuple(fw_outs[:num_outputs])
