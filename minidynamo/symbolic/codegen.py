@@ -115,6 +115,38 @@ class PyCodegen:
         return f"___graph_out[{self.graph_outputs.index(node)}]"
 
 
+def graph_args(sources: list, guards: list) -> str:
+    """The graph call's argument list: ``L['xs'][0], ..., L['xs'][199]`` becomes ``*L['xs']``.
+
+    Note [A whole sequence is passed with a star]
+        When the graph's inputs include every item of one tuple or list, in order,
+        and guards have fixed its type and length, ``*L['xs']`` passes the same tensors
+        as the 200 subscripts, and CPython unpacks it in C. Any other run of
+        sources is written out one by one.
+    """
+    from .source import GetItemSource
+
+    sequences = {g.source.name() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None
+                 and (g.expr.endswith(" is tuple") or g.expr.endswith(" is list"))}
+    lengths = {g.source.name(): g.expr.rsplit("== ", 1)[1] for g in guards
+               if g.kind == "LENGTH_CHECK" and g.source is not None and g.source.name() in sequences}
+    parts, i = [], 0
+    while i < len(sources):
+        src = sources[i]
+        if isinstance(src, GetItemSource) and src.index == 0:
+            base, n = src.base, 0
+            while (i + n < len(sources) and isinstance(sources[i + n], GetItemSource)
+                   and sources[i + n].base == base and sources[i + n].index == n):
+                n += 1
+            if lengths.get(base.name()) == str(n):
+                parts.append(f"*{base.name()}")
+                i += n
+                continue
+        parts.append(src.name())
+        i += 1
+    return ", ".join(parts)
+
+
 def assemble(fn_name: str, graph_call: str, temps: list[str], side_effects: list[str], tail: list[str]) -> str:
     """The source of ``def fn_name(L, G): ...`` from its parts, in execution order."""
     body = []

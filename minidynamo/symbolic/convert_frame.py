@@ -21,7 +21,7 @@ import torch
 from minidynamo import events
 
 from . import counters
-from .codegen import PyCodegen, assemble
+from .codegen import PyCodegen, assemble, graph_args
 from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported
 from .guards import CheckFunction, Guard
 from .output_graph import OutputGraph
@@ -208,7 +208,7 @@ def finish(tx, frame, config) -> CacheEntry:
     if compiled is not None:
         gm, fn, sources = compiled
         cg.scope[name] = fn
-        graph_call = f"___graph_out = {name}({', '.join(s.name() for s in sources)})"
+        graph_call = f"___graph_out = {name}({graph_args(sources, tx.output.guards.guards)})"
         graphs.append(gm)
         if config.on_graph is not None:
             config.on_graph(gm)
