@@ -8,7 +8,10 @@ excluded (see ``../shared/DESIGN.md``, "How the benchmark measures"):
   run an unrelated function and reset, so one-time lazy imports count for neither
   side; cold: the first call in a fresh process, reported beside it;
 - the first backward, reported separately;
-- per-call overhead: compiled time minus eager time, medians of interleaved rounds;
+- per-call overhead: compiled time minus eager time, medians of interleaved rounds
+  of eager, ours and torch's in one fresh process (Note [Steady state side by side]);
+- every figure is the median over ``--repeats`` (3) fresh workers, ours and
+  torch's compile workers alternating (the machine's speed drifts over seconds);
 - FakeTensor ops per pass: ours from ``minidynamo.events``, torch's from
   ``minidynamo.real_passes``.
 
@@ -17,11 +20,13 @@ per-call overhead / torch's. The machine is noisy: absolute times drift between
 runs, ratios measured in one run hold to about 5%. Nothing here asserts a time.
 
     python -m minidynamo.bench [--json PATH] [--plot PATH] [--quick] [--only NAME,...] [--no-scaling]
+                               [--no-cold] [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import statistics
@@ -234,17 +239,53 @@ def worker(spec: dict) -> dict:
     result["ops_per_pass"] = ops
     if wl.backward:
         result["first_backward_s"] = _timed(lambda: out.backward())
-    if spec.get("steady", True):
-        rounds, inner = (3, 2) if quick else (15, 10)
-        eager_times, compiled_times = [], []
-        for r in range(rounds):
-            pair = [(eager_times, wl.fn), (compiled_times, compiled)]
-            for times, f in pair if r % 2 == 0 else reversed(pair):
-                times.append(_timed(lambda: [_call(f, args, wl.backward) for _ in range(inner)]) / inner)
-        result["eager_call_s"] = statistics.median(eager_times)
-        result["compiled_call_s"] = statistics.median(compiled_times)
-        result["overhead_s"] = result["compiled_call_s"] - result["eager_call_s"]
     return result
+
+
+def steady_worker(spec: dict) -> dict:
+    """Per-call times of eager, ours and torch's, interleaved in one process (Note [Steady state side by side]).
+
+    Note [Steady state side by side]
+        The machine's speed drifts over seconds: the same eager call measured
+        45 us in one process and 110 us in another a second later. Overheads
+        timed in two processes would compare two machines. So one fresh process
+        compiles the workload with both systems, warms both up, then times rounds
+        of eager / ours / torch's in rotating order with the garbage collector off
+        (as ``timeit`` does); each time is the median of its rounds, and the
+        overhead is the compiled time minus eager's from the same process.
+    """
+    import torch
+
+    from minidynamo._torch_private import silence_dynamo_logs
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    silence_dynamo_logs()
+    quick = spec.get("quick", False)
+    wl = _BUILDERS[spec["workload"]](quick)
+    args = wl.make_inputs()
+    callers = {"eager": wl.fn, "ours": _compile("ours", wl.fn), "torch": _compile("torch", wl.fn)}
+    for f in callers.values():
+        for _ in range(3):  # compile, then settle (torch's first backward compiles too)
+            _call(f, args, wl.backward)
+    rounds, inner = (3, 2) if quick else (21, 10)
+    times: dict[str, list[float]] = {name: [] for name in callers}
+    names = list(callers)
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            for name in names[r % 3:] + names[: r % 3]:
+                f = callers[name]
+                times[name].append(_timed(lambda: [_call(f, args, wl.backward) for _ in range(inner)]) / inner)
+    finally:
+        gc.enable()
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    return {
+        "eager_call_s": medians["eager"],
+        **{f"{system}_call_s": medians[system] for system in SYSTEMS},
+        **{f"{system}_overhead_s": medians[system] - medians["eager"] for system in SYSTEMS},
+    }
 
 
 def _store(d: dict, key: str, value: Any) -> None:
@@ -268,26 +309,48 @@ def _ratio(ours: float, theirs: float) -> float | None:
     return ours / theirs if theirs and theirs > 0 else None
 
 
-def run(workloads: tuple[str, ...], quick: bool, scaling: bool, cold: bool, progress: Callable[[str], None]) -> dict:
+def _median_of_runs(runs: list[dict]) -> dict:
+    """Each time the median over the repeated workers; counts from the first (they do not vary)."""
+    merged = dict(runs[0])
+    for key, value in runs[0].items():
+        if key.endswith("_s") and isinstance(value, float):
+            merged[key] = statistics.median(r[key] for r in runs)
+    return merged
+
+
+def run(workloads: tuple[str, ...], quick: bool, scaling: bool, cold: bool, progress: Callable[[str], None],
+        repeats: int = 1) -> dict:
     report: dict[str, Any] = {}
     for name in workloads:
-        figures: dict[str, dict] = {}
+        runs: dict[str, list[dict]] = {system: [] for system in SYSTEMS}
+        steady: list[dict] = []
+        for rep in range(repeats):
+            of = f", {rep + 1}/{repeats}" if repeats > 1 else ""
+            # compile latency: one system per fresh process, ours and torch's alternating
+            for system in SYSTEMS if rep % 2 == 0 else reversed(SYSTEMS):
+                progress(f"  {name}: {system} compile (warm{of})")
+                runs[system].append(_run_worker({"workload": name, "system": system, "quick": quick, "warm": True}))
+            progress(f"  {name}: per-call times, side by side{of}")
+            steady.append(_run_worker({"workload": name, "mode": "steady", "quick": quick}))
+        figures = {system: _median_of_runs(runs[system]) for system in SYSTEMS}
         for system in SYSTEMS:
-            progress(f"  {name}: {system} (warm)")
-            figures[system] = _run_worker({"workload": name, "system": system, "quick": quick, "warm": True})
+            figures[system]["eager_call_s"] = statistics.median(r["eager_call_s"] for r in steady)
+            figures[system]["compiled_call_s"] = statistics.median(r[f"{system}_call_s"] for r in steady)
+            figures[system]["overhead_s"] = statistics.median(r[f"{system}_overhead_s"] for r in steady)
+            if repeats > 1:
+                figures[system]["overhead_s_runs"] = [r[f"{system}_overhead_s"] for r in steady]
             if cold:
                 progress(f"  {name}: {system} (cold)")
-                c = _run_worker({"workload": name, "system": system, "quick": quick, "warm": False, "steady": False})
+                c = _run_worker({"workload": name, "system": system, "quick": quick, "warm": False})
                 figures[system]["compile_cold_s"] = c["compile_s"]
         ours, theirs = figures["ours"], figures["torch"]
-        entry = {
+        report[name] = {
             "compile_ratio": _ratio(ours["compile_s"], theirs["compile_s"]),
             "overhead_ratio": _ratio(ours["overhead_s"], theirs["overhead_s"]),
             "ops_per_pass": {"ours": ours["ops_per_pass"], "torch": theirs["ops_per_pass"]},
             "ours": {k: v for k, v in ours.items() if k != "ops_per_pass"},
             "torch": {k: v for k, v in theirs.items() if k != "ops_per_pass"},
         }
-        report[name] = entry
     if scaling and "pointwise_chain" in report:
         sizes = (5, 10, 20) if quick else SCALING_SIZES
         curve: dict[str, list] = {"sizes": list(sizes), "ours_s": [], "torch_s": []}
@@ -295,7 +358,7 @@ def run(workloads: tuple[str, ...], quick: bool, scaling: bool, cold: bool, prog
             for system in SYSTEMS:
                 progress(f"  pointwise chain of {n}: {system}")
                 r = _run_worker({"workload": "pointwise_chain", "length": n, "system": system, "quick": quick,
-                                 "warm": True, "steady": False})
+                                 "warm": True})
                 curve[f"{system}_s"].append(r["compile_s"])
         report["pointwise_chain"]["scaling"] = curve
     return report
@@ -374,17 +437,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", metavar="NAMES", help=f"comma-separated subset of {','.join(WORKLOADS)}")
     parser.add_argument("--no-scaling", action="store_true", help="skip the chain-length curve")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start measurements")
+    parser.add_argument("--repeats", type=int, default=None, metavar="N",
+                        help="workers per system and workload, alternating; figures are medians (default 3, --quick 1)")
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
+        spec = json.loads(args.worker)
+        print(json.dumps(steady_worker(spec) if spec.get("mode") == "steady" else worker(spec)))
         return 0
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
     unknown = [w for w in workloads if w not in _BUILDERS]
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
+    repeats = args.repeats or (1 if args.quick else 3)
+    if repeats < 1:
+        parser.error("--repeats must be at least 1")
     report = run(workloads, args.quick, not args.no_scaling, not args.no_cold,
-                 progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+                 progress=lambda msg: print(msg, file=sys.stderr, flush=True), repeats=repeats)
     print(format_table(report))
     if args.json:
         with open(args.json, "w") as f:
