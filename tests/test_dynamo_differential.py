@@ -79,13 +79,6 @@ def quiet():
         yield
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    md.reset()
-    yield
-    md.reset()
-
-
 def _eager(case, alt=False):
     args = case.make_inputs(alt)
     with quiet():

@@ -13,21 +13,13 @@ import pytest
 import torch
 
 import minidynamo as md
-from minidynamo._torch_private import dynamo_explain, dynamo_reset, silence_dynamo_logs
+from minidynamo._torch_private import dynamo_explain
 from minidynamo.symbolic import counters
 from minidynamo.symbolic.exc import FullGraphError, GraphBreak
 
 # an internal tracing error must fail these tests, not fall back to eager quietly
-pytestmark = [pytest.mark.ch05, pytest.mark.filterwarnings("error:minidynamo. tracing")]
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    silence_dynamo_logs()
-    md.reset()
-    dynamo_reset()
-    yield
-    md.reset()
+pytestmark = [pytest.mark.ch05, pytest.mark.filterwarnings("error:minidynamo. tracing"),
+              pytest.mark.usefixtures("real_dynamo")]
 
 
 def helper_branch(x):

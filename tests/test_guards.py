@@ -19,13 +19,6 @@ from minidynamo.symbolic import counters
 pytestmark = [pytest.mark.ch04, pytest.mark.filterwarnings("error:minidynamo. tracing")]
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    md.reset()
-    yield
-    md.reset()
-
-
 def f(x, n):
     y = x * n
     if n > 2:

@@ -12,13 +12,6 @@ import minidynamo as md
 from minidynamo.aot import aot_function
 
 
-@pytest.fixture(autouse=True)
-def _reset():
-    md.reset()
-    yield
-    md.reset()
-
-
 def test_aot_function_fast_path_keeps_the_output_structure():
     def f(x, y):
         return {"sum": x + y, "pair": (x * 2, [y.sin()])}

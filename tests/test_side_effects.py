@@ -16,13 +16,6 @@ pytestmark = [pytest.mark.ch05, pytest.mark.filterwarnings("error:minidynamo. tr
 CALLS = 0
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    md.reset()
-    yield
-    md.reset()
-
-
 def appends(x, log):
     log.append(x.sum())
     log.append("done")

@@ -13,20 +13,12 @@ import torch
 import torch.nn.functional as F
 
 import minidynamo as md
-from minidynamo._torch_private import dynamo_explain, dynamo_reset, silence_dynamo_logs
+from minidynamo._torch_private import dynamo_explain
 from minidynamo.symbolic import counters
 
 # an internal tracing error must fail these tests, not fall back to eager quietly
-pytestmark = [pytest.mark.ch03, pytest.mark.filterwarnings("error:minidynamo. tracing")]
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    silence_dynamo_logs()
-    md.reset()
-    dynamo_reset()
-    yield
-    md.reset()
+pytestmark = [pytest.mark.ch03, pytest.mark.filterwarnings("error:minidynamo. tracing"),
+              pytest.mark.usefixtures("real_dynamo")]
 
 
 def straight_line(x, y):
