@@ -18,7 +18,7 @@ Names are imported lazily, so ``import minidynamo.aot`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
+from minidynamo._lazy import lazy_exports
 
 _EXPORTS = {
     "collect_metadata": "collect_metadata_analysis",
@@ -32,11 +32,4 @@ _EXPORTS = {
     "aot_module_simplified": "aot_autograd",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        module = importlib.import_module(f"{__name__}.{_EXPORTS[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -15,7 +15,7 @@ Names are imported lazily, so ``import minidynamo.views`` does not load ipywidge
 
 from __future__ import annotations
 
-import importlib
+from minidynamo._lazy import lazy_exports
 
 _EXPORTS = {
     "Stepper": "stepper",
@@ -29,11 +29,4 @@ _EXPORTS = {
     "counts_table": "pass_plots",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        module = importlib.import_module(f"{__name__}.{_EXPORTS[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)
