@@ -169,3 +169,43 @@ def test_tensor_guard_passes_exactly_when_shape_and_strides_equal(shape, order):
         assert candidate.shape == compiled_for.shape
         assert check({"x": candidate}, {}) == (candidate.stride() == compiled_for.stride()), (
             candidate.stride(), compiled_for.stride(), check.source)
+
+
+def test_same_tensor_twice_recompiles_like_torch(real_dynamo):
+    """Note [Distinct tensors stay distinct]: a graph traced for two tensors is not reused for one."""
+    import torch._dynamo.testing
+
+    def f(a, b):
+        a.add_(1)
+        return a + b
+
+    cf = md.compile(f, backend="aot_eager")
+    torch_backend = torch._dynamo.testing.CompileCounter()
+    tf = torch.compile(f, backend=torch_backend)
+    for fn in (cf, tf):
+        fn(torch.zeros(2), torch.zeros(2))
+    outs = {}
+    for name, fn in (("ours", cf), ("torch", tf), ("eager", f)):
+        z = torch.zeros(2)
+        outs[name] = (fn(z, z), z)
+    torch.testing.assert_close(outs["ours"], outs["eager"])
+    torch.testing.assert_close(outs["torch"], outs["eager"])
+    assert len(cf.cache.entries) == torch_backend.frame_count == 2
+    record = cf.cache.recompiles[0]
+    assert record.guard.kind == "NO_TENSOR_ALIASING"
+    assert record.change == "L['a'] and L['b'] are now the same tensor"
+    z = torch.zeros(2)
+    cf(z, z)
+    assert len(cf.cache.entries) == 2  # the second entry (one tensor, reached twice) is reused
+
+
+def test_no_aliasing_guard_leaves_parameters_out():
+    lin = torch.nn.Linear(3, 3)
+
+    def g(x, y):
+        return lin(x) + y
+
+    cf = md.compile(g, backend="eager")
+    cf(torch.randn(3), torch.randn(3))
+    guard = [gd for gd in cf.cache.entries[0].check.guards if gd.kind == "NO_TENSOR_ALIASING"]
+    assert [gd.expr for gd in guard] == ["___check_no_aliasing(L['x'], L['y'])"]

@@ -50,7 +50,12 @@ class Guard:
 
 # Names a guard expression may use besides L and G; objects matched by identity are
 # added per guard set as ___obj<N>.
-_BASE_SCOPE = {"torch": torch}
+def check_no_aliasing(*tensors: Any) -> bool:
+    """True when no tensor object is passed twice (torch: ``check_no_aliasing``, in C++)."""
+    return len(set(map(id, tensors))) == len(tensors)
+
+
+_BASE_SCOPE = {"torch": torch, "___check_no_aliasing": check_no_aliasing}
 
 
 class GuardSet:
@@ -61,6 +66,8 @@ class GuardSet:
         self.scope: dict[str, Any] = dict(_BASE_SCOPE)
         self._seen: set[str] = set()
         self._obj_names: dict[int, str] = {}
+        self.tensor_sources: list[Source] = []  # TENSOR_MATCH'd, for NO_TENSOR_ALIASING
+        self.duplicate_sources: set[str] = set()  # ID_MATCHed to an earlier tensor input: the same object
 
     def name_for(self, obj: Any, hint: str = "obj") -> str:
         """A stable scope name for an object that a guard compares by identity."""
@@ -126,6 +133,8 @@ class GuardSet:
     def TENSOR_MATCH(self, source: Source, value: torch.Tensor, why: str) -> None:
         n = source.name()
         self.TYPE_MATCH(source, value, why)
+        if type(value) is not torch.nn.Parameter and all(s.name() != n for s in self.tensor_sources):
+            self.tensor_sources.append(source)
         self.add(source, "TENSOR_MATCH", f"{n}.dtype == {value.dtype}", why, f"{n}.dtype")
         if value.device.type == "cpu":  # the cheapest exact test: a CPU device has no index
             self.add(source, "TENSOR_MATCH", f"{n}.is_cpu", why, f"{n}.device")
@@ -165,6 +174,26 @@ def _hoist_torch_constants(text: str, scope: dict[str, Any]) -> str:
     return _TORCH_CONSTANT.sub(bind, text)
 
 
+def _no_aliasing_guard(guard_set: GuardSet) -> Optional[Guard]:
+    """``___check_no_aliasing(L['a'], L['b'], ...)`` over every tensor input (Note [Distinct tensors stay distinct]).
+
+    Note [Distinct tensors stay distinct]
+        The graph was traced with ``a`` and ``b`` as two tensors. Called with
+        the same tensor twice, a write through ``a`` would have to show in
+        ``b``, and the graph, which read ``b`` as its own input, would give a
+        wrong answer. Torch's NO_TENSOR_ALIASING guard (``check_no_aliasing``)
+        checks that the tensor inputs are still distinct objects; a miss
+        recompiles, and the new trace sees one tensor reached twice. Like torch
+        (``skip_no_tensor_aliasing_guards_on_parameters``), parameters are left out.
+    """
+    sources = [s for s in guard_set.tensor_sources if s.name() not in guard_set.duplicate_sources]
+    if len(sources) < 2:
+        return None
+    names = ", ".join(s.name() for s in sources)
+    return Guard(None, "NO_TENSOR_ALIASING", f"___check_no_aliasing({names})",
+                 "the graph takes these tensors as distinct inputs")
+
+
 def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
     """One function checking every guard, each source read once (Note [Each source is read once]).
 
@@ -181,7 +210,10 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
     """
     groups: dict[str, list[Guard]] = {}
     sources: dict[str, Any] = {}
+    over_many = [g for g in guards if g.source is None]  # NO_TENSOR_ALIASING: checked last
     for g in guards:
+        if g.source is None:
+            continue
         groups.setdefault(g.source.name(), []).append(g)
         sources.setdefault(g.source.name(), g.source)
     lines = ["def ___check_guards(L, G):"]
@@ -193,6 +225,12 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
         pattern = re.compile(re.escape(name) + r"(?![\w'\]])")
         tests = " and ".join(f"({_hoist_torch_constants(pattern.sub(local, g.expr), scope)})" for g in group)
         lines.append(f"    if not ({tests}):")
+        lines.append("        return False")
+    for g in over_many:
+        expr = g.expr
+        for name in sorted(bound, key=len, reverse=True):  # longest first: L['xs'][1] before L['xs']
+            expr = re.sub(re.escape(name) + r"(?![\w'\]\[.])", bound[name], expr)
+        lines.append(f"    if not ({expr}):")
         lines.append("        return False")
     lines.append("    return True")
     return "\n".join(lines) + "\n"
@@ -220,6 +258,9 @@ class CheckFunction:
 
     def __init__(self, guard_set: GuardSet):
         self.guards = list(guard_set.guards)
+        no_aliasing = _no_aliasing_guard(guard_set)
+        if no_aliasing is not None:
+            self.guards.append(no_aliasing)
         self.scope = guard_set.scope
         self.source = _check_fn_source(self.guards, self.scope)
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
@@ -239,6 +280,8 @@ class CheckFunction:
                 ok = eval(guard.expr, scope)
             except Exception as e:  # noqa: BLE001
                 return guard, f"could not evaluate: {type(e).__name__}: {e}"
+            if not ok and guard.kind == "NO_TENSOR_ALIASING":
+                return guard, _aliasing_change(guard, scope)
             if not ok:
                 try:
                     now = eval(guard.value_expr, scope) if guard.value_expr else "?"
@@ -249,3 +292,13 @@ class CheckFunction:
 
     def __str__(self) -> str:
         return "\n".join(str(g) for g in self.guards)
+
+
+def _aliasing_change(guard: Guard, scope: dict) -> str:
+    """Which inputs are now one tensor: ``L['a'] and L['b'] are now the same tensor``."""
+    names = [n.strip() for n in guard.expr[len("___check_no_aliasing("):-1].split(", ")]
+    by_id: dict[int, list[str]] = {}
+    for name in names:
+        by_id.setdefault(id(eval(name, scope)), []).append(name)  # noqa: S307
+    same = [" and ".join(group) for group in by_id.values() if len(group) > 1]
+    return "; ".join(f"{s} are now the same tensor" for s in same)

@@ -53,6 +53,7 @@ class OutputGraph:
             first = self._tensor_ids[id(value)]
             self.guards.add(source, "ID_MATCH", f"{source.name()} is {first.source.name()}",
                             "the trace saw these two as the same tensor", source.name())
+            self.guards.duplicate_sources.add(source.name())
             return first
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         anchor = placeholders[-1].next if placeholders else next(iter(self.graph.nodes), None)
