@@ -9,9 +9,9 @@ excluded (see ``../shared/DESIGN.md``, "How the benchmark measures"):
   side; cold: the first call in a fresh process, reported beside it;
 - the first backward, reported separately;
 - per-call overhead: compiled time minus eager time, medians of interleaved rounds
-  of eager, ours and torch's in one fresh process (Note [Steady state side by side]);
-- every figure is the median over ``--repeats`` (3) fresh workers, ours and
-  torch's compile workers alternating (the machine's speed drifts over seconds);
+  (Note [Paired rounds]);
+- every figure is the median over ``--repeats`` (5) fresh workers per system, ours
+  and torch's alternating (the machine's speed drifts over seconds);
 - FakeTensor ops per pass: ours from ``minidynamo.events``, torch's from
   ``minidynamo.real_passes``.
 
@@ -239,52 +239,41 @@ def worker(spec: dict) -> dict:
     result["ops_per_pass"] = ops
     if wl.backward:
         result["first_backward_s"] = _timed(lambda: out.backward())
+    if spec.get("steady", True):
+        result.update(_steady_state(wl, compiled, args, quick))
     return result
 
 
-def steady_worker(spec: dict) -> dict:
-    """Per-call times of eager, ours and torch's, interleaved in one process (Note [Steady state side by side]).
+def _steady_state(wl: Workload, compiled: Callable, args: tuple, quick: bool) -> dict:
+    """Per-call time of eager and of the compiled function, and the overhead (Note [Paired rounds]).
 
-    Note [Steady state side by side]
+    Note [Paired rounds]
         The machine's speed drifts over seconds: the same eager call measured
-        45 us in one process and 110 us in another a second later. Overheads
-        timed in two processes would compare two machines. So one fresh process
-        compiles the workload with both systems, warms both up, then times rounds
-        of eager / ours / torch's in rotating order with the garbage collector off
-        (as ``timeit`` does); each time is the median of its rounds, and the
-        overhead is the compiled time minus eager's from the same process.
+        45 us in one process and 110 us in another a moment later. So eager and
+        compiled calls are timed in alternating rounds of about 10 ms each, with
+        the garbage collector off (as ``timeit`` does), and a round's overhead is
+        its compiled time minus the eager time next to it; the overhead is the
+        median over rounds. Ours and torch's are timed in separate processes
+        (torch's FakeTensorMode leaves the process's tensor methods slower, which
+        would tax ours), alternating, and the driver takes the median over them.
     """
-    import torch
-
-    from minidynamo._torch_private import silence_dynamo_logs
-
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    silence_dynamo_logs()
-    quick = spec.get("quick", False)
-    wl = _BUILDERS[spec["workload"]](quick)
-    args = wl.make_inputs()
-    callers = {"eager": wl.fn, "ours": _compile("ours", wl.fn), "torch": _compile("torch", wl.fn)}
-    for f in callers.values():
-        for _ in range(3):  # compile, then settle (torch's first backward compiles too)
-            _call(f, args, wl.backward)
-    rounds, inner = (3, 2) if quick else (21, 10)
-    times: dict[str, list[float]] = {name: [] for name in callers}
-    names = list(callers)
+    per_call = _timed(lambda: _call(wl.fn, args, wl.backward))
+    rounds = 3 if quick else 31
+    inner = 2 if quick else max(2, min(50, round(0.01 / max(per_call, 1e-6))))
+    eager_times, compiled_times = [], []
     gc.collect()
     gc.disable()
     try:
         for r in range(rounds):
-            for name in names[r % 3:] + names[: r % 3]:
-                f = callers[name]
-                times[name].append(_timed(lambda: [_call(f, args, wl.backward) for _ in range(inner)]) / inner)
+            pair = [(eager_times, wl.fn), (compiled_times, compiled)]
+            for times, f in pair if r % 2 == 0 else reversed(pair):
+                times.append(_timed(lambda: [_call(f, args, wl.backward) for _ in range(inner)]) / inner)
     finally:
         gc.enable()
-    medians = {name: statistics.median(t) for name, t in times.items()}
     return {
-        "eager_call_s": medians["eager"],
-        **{f"{system}_call_s": medians[system] for system in SYSTEMS},
-        **{f"{system}_overhead_s": medians[system] - medians["eager"] for system in SYSTEMS},
+        "eager_call_s": statistics.median(eager_times),
+        "compiled_call_s": statistics.median(compiled_times),
+        "overhead_s": statistics.median(c - e for c, e in zip(compiled_times, eager_times)),
     }
 
 
@@ -323,25 +312,19 @@ def run(workloads: tuple[str, ...], quick: bool, scaling: bool, cold: bool, prog
     report: dict[str, Any] = {}
     for name in workloads:
         runs: dict[str, list[dict]] = {system: [] for system in SYSTEMS}
-        steady: list[dict] = []
         for rep in range(repeats):
-            of = f", {rep + 1}/{repeats}" if repeats > 1 else ""
-            # compile latency: one system per fresh process, ours and torch's alternating
+            # one fresh worker per system and repeat, ours and torch's alternating (Note [Paired rounds])
             for system in SYSTEMS if rep % 2 == 0 else reversed(SYSTEMS):
-                progress(f"  {name}: {system} compile (warm{of})")
+                of = f", {rep + 1}/{repeats}" if repeats > 1 else ""
+                progress(f"  {name}: {system} (warm{of})")
                 runs[system].append(_run_worker({"workload": name, "system": system, "quick": quick, "warm": True}))
-            progress(f"  {name}: per-call times, side by side{of}")
-            steady.append(_run_worker({"workload": name, "mode": "steady", "quick": quick}))
         figures = {system: _median_of_runs(runs[system]) for system in SYSTEMS}
         for system in SYSTEMS:
-            figures[system]["eager_call_s"] = statistics.median(r["eager_call_s"] for r in steady)
-            figures[system]["compiled_call_s"] = statistics.median(r[f"{system}_call_s"] for r in steady)
-            figures[system]["overhead_s"] = statistics.median(r[f"{system}_overhead_s"] for r in steady)
             if repeats > 1:
-                figures[system]["overhead_s_runs"] = [r[f"{system}_overhead_s"] for r in steady]
+                figures[system]["overhead_s_runs"] = [r["overhead_s"] for r in runs[system]]
             if cold:
                 progress(f"  {name}: {system} (cold)")
-                c = _run_worker({"workload": name, "system": system, "quick": quick, "warm": False})
+                c = _run_worker({"workload": name, "system": system, "quick": quick, "warm": False, "steady": False})
                 figures[system]["compile_cold_s"] = c["compile_s"]
         ours, theirs = figures["ours"], figures["torch"]
         report[name] = {
@@ -358,7 +341,7 @@ def run(workloads: tuple[str, ...], quick: bool, scaling: bool, cold: bool, prog
             for system in SYSTEMS:
                 progress(f"  pointwise chain of {n}: {system}")
                 r = _run_worker({"workload": "pointwise_chain", "length": n, "system": system, "quick": quick,
-                                 "warm": True})
+                                 "warm": True, "steady": False})
                 curve[f"{system}_s"].append(r["compile_s"])
         report["pointwise_chain"]["scaling"] = curve
     return report
@@ -438,18 +421,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-scaling", action="store_true", help="skip the chain-length curve")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start measurements")
     parser.add_argument("--repeats", type=int, default=None, metavar="N",
-                        help="workers per system and workload, alternating; figures are medians (default 3, --quick 1)")
+                        help="workers per system and workload, alternating; figures are medians (default 5, --quick 1)")
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         spec = json.loads(args.worker)
-        print(json.dumps(steady_worker(spec) if spec.get("mode") == "steady" else worker(spec)))
+        print(json.dumps(worker(spec)))
         return 0
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
     unknown = [w for w in workloads if w not in _BUILDERS]
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
-    repeats = args.repeats or (1 if args.quick else 3)
+    repeats = args.repeats or (1 if args.quick else 5)
     if repeats < 1:
         parser.error("--repeats must be at least 1")
     report = run(workloads, args.quick, not args.no_scaling, not args.no_cold,
