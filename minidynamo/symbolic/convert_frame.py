@@ -217,6 +217,7 @@ def finish(tx, frame, config) -> CacheEntry:
     fn_name = "___transformed_" + re.sub(r"\W", "_", frame.__name__.lstrip("_"))
     source = assemble(fn_name, graph_call, cg.temps, side_effects, tail)
     exec(compile(source, f"<minidynamo transformed {frame.__name__}>", "exec"), cg.scope)  # noqa: S102
+    tx.output.guards.mutated_sources = tx.output.mutated_input_sources()
     entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)
     if config.on_entry is not None:
         config.on_entry(entry)

@@ -42,6 +42,7 @@ class OutputGraph:
         self.input_source_to_var: dict[str, Any] = {}
         self.graphargs: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
         self._tensor_ids: dict[int, TensorVariable] = {}
+        self._input_versions: list[tuple[str, torch.Tensor, int]] = []  # (source, fake, version when wrapped)
 
     # --- building -----------------------------------------------------------------
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
@@ -66,11 +67,16 @@ class OutputGraph:
         fake = wrap_to_fake(self.fake_mode, value)
         node.meta["example_value"] = fake
         node.meta["source"] = source.name()
+        self._input_versions.append((source.name(), fake, fake._version))
         proxy = torch.fx.Proxy(node, self.tracer)
         var = TensorVariable(proxy, fake, source=source)
         self.graphargs.append((source, node, value))
         self._tensor_ids[id(value)] = var
         return var
+
+    def mutated_input_sources(self) -> set[str]:
+        """Inputs the trace wrote to (directly, through a view, or their metadata): their fake's version moved."""
+        return {name for name, fake, version in self._input_versions if fake._version != version}
 
     def count_calls(self) -> int:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
