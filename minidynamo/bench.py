@@ -13,7 +13,9 @@ excluded (see ``../shared/DESIGN.md``, "How the benchmark measures"):
 - every figure is the median over ``--repeats`` (5) fresh workers per system, ours
   and torch's alternating (the machine's speed drifts over seconds);
 - FakeTensor ops per pass: ours from ``minidynamo.events``, torch's from
-  ``minidynamo.real_passes``.
+  ``minidynamo.real_passes``;
+- the cost of the event log: our compile latency recording and not (the headline
+  compile figures are taken recording, on both sides, to count ops per pass).
 
 ``compile_ratio`` = our warm compile latency / torch's; ``overhead_ratio`` = our
 per-call overhead / torch's. The machine is noisy: absolute times drift between
@@ -241,7 +243,30 @@ def worker(spec: dict) -> dict:
         result["first_backward_s"] = _timed(lambda: out.backward())
     if spec.get("steady", True):
         result.update(_steady_state(wl, compiled, args, quick))
+    if system == "ours" and spec.get("steady", True):
+        result.update(_recording_cost(wl, args))
     return result
+
+
+def _recording_cost(wl: Workload, args: tuple) -> dict:
+    """Our compile latency with the event log recording and without (the issue: one flag check when off).
+
+    Each is timed twice, alternating, after the same function has been compiled
+    once in this process, so both are equally warm; the faster of each is kept.
+    """
+    import minidynamo as md
+    from minidynamo import events
+
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    for mode in ("off", "on", "off", "on"):
+        md.reset()
+        compiled = md.compile(wl.fn, backend="aot_eager")
+        if mode == "on":
+            with events.record():
+                times[mode].append(_timed(lambda: compiled(*args)))
+        else:
+            times[mode].append(_timed(lambda: compiled(*args)))
+    return {"compile_recording_on_s": min(times["on"]), "compile_recording_off_s": min(times["off"])}
 
 
 def _steady_state(wl: Workload, compiled: Callable, args: tuple, quick: bool) -> dict:
@@ -371,6 +396,11 @@ def format_table(report: dict) -> str:
         ours = ", ".join(f"{k}={v}" for k, v in e["ops_per_pass"]["ours"].items())
         theirs = ", ".join(f"{k}={v}" for k, v in e["ops_per_pass"]["torch"].items())
         lines.append(f"  {name:<18} {ours} | {theirs}")
+    for name, e in report.items():
+        on, off = e["ours"].get("compile_recording_on_s"), e["ours"].get("compile_recording_off_s")
+        if on and off:
+            lines.append(f"event log, {name}: our compile {ms(on)} ms recording, {ms(off)} ms not "
+                         f"({(on / off - 1) * 100:+.0f}%)")
     for name, e in report.items():
         if "first_backward_s" in e["ours"]:
             lines.append(f"first backward, {name}: ours {ms(e['ours']['first_backward_s'])} ms, "

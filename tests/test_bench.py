@@ -54,3 +54,10 @@ def test_unknown_workload_is_a_clear_error():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "unknown workload" in proc.stderr and "nope" in proc.stderr
+
+
+def test_recording_cost_is_measured_and_printed(report):
+    data, stdout = report
+    ours = data["mutation_views"]["ours"]
+    assert ours["compile_recording_on_s"] > 0 and ours["compile_recording_off_s"] > 0
+    assert "event log, mutation_views: our compile" in stdout
