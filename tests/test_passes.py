@@ -113,3 +113,29 @@ def test_count_passes_ours_torch_and_one_pass():
     assert "aot_joint" in counts_table({"f": counts})
     fig = plot_passes({"f": counts})
     assert len(fig.axes[0].patches) == 7
+
+
+def test_aot_forward_ops_carry_dynamo_source_lines():
+    """Note [AOT ops carry Dynamo's source lines]: one user line, lit in all three passes."""
+    import inspect
+
+    def f(x, w):
+        y = x @ w
+        z = y.relu()
+        return z.sum()
+
+    first = inspect.getsourcelines(f)[1]
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 5, requires_grad=True)
+    md.reset()
+    with events.record() as log:
+        md.compile(f, backend="aot_eager")(x, w)
+    ops = [e for e in log if e.kind == "op"]
+    by_pass = {p: [(e.op, e.line) for e in ops if e.pass_name == p] for p in ("dynamo", "aot_metadata", "aot_joint")}
+    assert ("aten.mm.default", first + 1) in by_pass["dynamo"]
+    assert ("aten.relu.default", first + 2) in by_pass["dynamo"]
+    # the metadata pass is the forward again: the same ops on the same lines
+    assert by_pass["aot_metadata"] == by_pass["dynamo"]
+    forward = len(by_pass["dynamo"])
+    assert by_pass["aot_joint"][:forward] == by_pass["dynamo"]
+    backward = by_pass["aot_joint"][forward:]
+    assert backward and all(line is None for _, line in backward)  # autograd's ops have no user line

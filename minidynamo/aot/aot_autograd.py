@@ -32,6 +32,8 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
+from minidynamo import events
+
 from minidynamo._torch_private import SUPPORTED_NODES, tree_flatten, tree_unflatten
 from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
 from minidynamo.aot.partitioners import PartitionResult, default_partition
@@ -233,6 +235,35 @@ def aot_module(module: torch.nn.Module, fw_compiler: Callable | None = None, bw_
     return out
 
 
+class _SourceLineInterpreter(fx.Interpreter):
+    """Runs Dynamo's graph node by node, each node's FakeTensor ops stamped with its user source line.
+
+    Note [AOT ops carry Dynamo's source lines]
+        Dynamo records on every node the line of user code it was interpreting
+        (``node.meta["source_line"]``, ``OutputGraph.create_proxy``). The AOT
+        passes (metadata collection, joint capture) run that graph; run through
+        this interpreter, each forward op event carries the same line, so the
+        pass timeline lights one source line in all three passes. Backward ops
+        come from the autograd engine, not from a node, and carry none. Only the
+        tracing passes use it: the compiled function runs the captured graph.
+    """
+
+    def run_node(self, n: fx.Node) -> Any:
+        with events.source_line(n.meta.get("source_line")):
+            return super().run_node(n)
+
+
+class _SourceLined(torch.nn.Module):
+    """``gm`` as a submodule (so ``functional_call`` can swap its parameters), run by the interpreter."""
+
+    def __init__(self, gm: fx.GraphModule):
+        super().__init__()
+        self.gm = gm
+
+    def forward(self, *args: Any) -> Any:
+        return _SourceLineInterpreter(self.gm).run(*args)
+
+
 def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_compiler: Callable | None = None,
                           bw_compiler: Callable | None = None) -> Callable:
     """The Dynamo backend entry: ``gm``'s parameters and buffers become graph inputs.
@@ -245,12 +276,14 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
     num_params = len(params)
     num_example = len(example_inputs)
 
+    names = [n for n, _ in gm.named_parameters()] + [n for n, _ in gm.named_buffers()]
+    lined = _SourceLined(gm) if isinstance(gm, fx.GraphModule) else None
+
     def flat_module_fn(*flat):
         ps, args = flat[:num_params], flat[num_params:]
-        out = torch.func.functional_call(
-            gm, dict(zip([n for n, _ in gm.named_parameters()] + [n for n, _ in gm.named_buffers()], ps)), tuple(args)
-        )
-        return out
+        if lined is None:
+            return torch.func.functional_call(gm, dict(zip(names, ps)), tuple(args))
+        return torch.func.functional_call(lined, {f"gm.{n}": p for n, p in zip(names, ps)}, tuple(args))
 
     compiled = aot_function(flat_module_fn, fw_compiler, bw_compiler)
     call_flat = compiled.call_flat  # Dynamo passes tensors and ints, never containers: no pytree per call

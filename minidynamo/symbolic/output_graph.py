@@ -21,6 +21,8 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
+from minidynamo import events
+
 from . import counters
 from .fake_values import make_fake_mode, wrap_to_fake
 from .guards import GuardSet
@@ -46,7 +48,10 @@ class OutputGraph:
 
     # --- building -----------------------------------------------------------------
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
-        return self.tracer.create_proxy(kind, target, args, kwargs)
+        proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+        # the user line being interpreted (Note [AOT ops carry Dynamo's source lines], aot_autograd.py)
+        proxy.node.meta["source_line"] = events.current_line()
+        return proxy
 
     def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
         """A placeholder for a real tensor the frame reads (an argument, a parameter, a global)."""

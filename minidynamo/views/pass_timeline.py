@@ -16,11 +16,13 @@ Note [Counting live updates]
     pass really redrew the widget during the compile, not only at the end.
 
 Note [Lines of the AOT passes]
-    Dynamo's op events carry the user's source line; the AOT passes trace an fx
-    graph, and their events may carry none. We then infer one: walk the pass's
-    ops in order and match each against the Dynamo ops by op name (forward ops
-    come in the same order); a matched op takes that line and is marked
-    "inferred". Backward ops match nothing and stay unlit.
+    Dynamo's op events carry the user's source line, and so do the forward ops
+    of the AOT passes behind ``md.compile`` (Note [AOT ops carry Dynamo's source
+    lines], ``aot/aot_autograd.py``); backward ops carry none and stay unlit.
+    A pass with no line at all (``aot_function`` on a plain function) gets
+    inferred ones: walk its ops in order and match each against the Dynamo ops
+    by op name (forward ops come in the same order); a matched op takes that
+    line and is marked "inferred".
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def timeline_ops(log: Sequence[events.Event]) -> dict[str, list[TimelineOp]]:
         ops.append(TimelineOp(e.pass_name, e.op, e.line, len(ops)))
     dynamo_ops = by_pass.get(events.DYNAMO, [])
     for name, ops in by_pass.items():
-        if name == events.DYNAMO:
+        if name == events.DYNAMO or any(op.line is not None for op in ops):
             continue
         cursor = 0
         for op in ops:
