@@ -51,17 +51,12 @@ class Guard:
 
 # Names a guard expression may use besides L and G; objects matched by identity are
 # added per guard set as ___obj<N>.
-def check_no_aliasing(*tensors: Any) -> bool:
-    """True when no tensor object is passed twice (torch: ``check_no_aliasing``, in C++)."""
-    return len(set(map(id, tensors))) == len(tensors)
-
-
 def check_not_aliased(mutated: tuple, tensors: tuple) -> bool:
     """True when each mutated tensor is passed once among ``tensors`` (which include it)."""
     return all(sum(t is m for t in tensors) == 1 for m in mutated)
 
 
-_BASE_SCOPE = {"torch": torch, "___check_no_aliasing": check_no_aliasing, "___check_not_aliased": check_not_aliased}
+_BASE_SCOPE = {"torch": torch, "___check_not_aliased": check_not_aliased}
 
 
 class GuardSet:
@@ -72,9 +67,9 @@ class GuardSet:
         self.scope: dict[str, Any] = dict(_BASE_SCOPE)
         self._seen: set[str] = set()
         self._obj_names: dict[int, str] = {}
-        self.tensor_sources: list[Source] = []  # TENSOR_MATCH'd, for NO_TENSOR_ALIASING
+        self.tensor_names: dict[str, None] = {}  # TENSOR_MATCH'd sources in order, for NO_TENSOR_ALIASING
         self.duplicate_sources: set[str] = set()  # ID_MATCHed to an earlier tensor input: the same object
-        self.mutated_sources: Optional[set[str]] = None  # inputs the graph writes to; None: not known
+        self.mutated_sources: Optional[set[str]] = None  # inputs the graph writes to; None: not known, all
 
     def name_for(self, obj: Any, hint: str = "obj") -> str:
         """A stable scope name for an object that a guard compares by identity."""
@@ -89,8 +84,8 @@ class GuardSet:
     def name_for_constant(self, value: Any) -> str:
         """A scope name for a constant compared by ``==`` (a ``torch.device``): one name per value.
 
-        ``L['x'].device == ___device_cpu`` compares with a device made once, at
-        compile time; ``L['x'].device.type == 'cpu'`` would build a string on every
+        ``L['x'].device == ___device_cuda_0`` compares with a device made once, at
+        compile time; ``L['x'].device.type == 'cuda'`` would build a string on every
         call, and a call with 200 tensor inputs pays that 200 times.
         """
         clean = "".join(c if c.isalnum() else "_" for c in str(value))[:30]
@@ -140,8 +135,8 @@ class GuardSet:
     def TENSOR_MATCH(self, source: Source, value: torch.Tensor, why: str) -> None:
         n = source.name()
         self.TYPE_MATCH(source, value, why)
-        if type(value) is not torch.nn.Parameter and all(s.name() != n for s in self.tensor_sources):
-            self.tensor_sources.append(source)
+        if type(value) is not torch.nn.Parameter:
+            self.tensor_names.setdefault(n)
         self.add(source, "TENSOR_MATCH", f"{n}.dtype == {value.dtype}", why, f"{n}.dtype")
         if value.device.type == "cpu":  # the cheapest exact test: a CPU device has no index
             self.add(source, "TENSOR_MATCH", f"{n}.is_cpu", why, f"{n}.device")
@@ -201,17 +196,14 @@ def _no_aliasing_guard(guard_set: GuardSet) -> Optional[Guard]:
         identity tests, cheaper than building a set of 200 ids. When the
         mutated inputs are not known, every pair is checked, as torch does.
     """
-    sources = [s.name() for s in guard_set.tensor_sources if s.name() not in guard_set.duplicate_sources]
+    sources = [n for n in guard_set.tensor_names if n not in guard_set.duplicate_sources]
     mutated = guard_set.mutated_sources
-    if len(sources) < 2 or (mutated is not None and not mutated & set(sources)):
+    written = sources if mutated is None else [n for n in sources if n in mutated]
+    if len(sources) < 2 or not written:
         return None
-    why = "the graph takes these tensors as distinct inputs"
-    if mutated is None:
-        return Guard(None, "NO_TENSOR_ALIASING", f"___check_no_aliasing({', '.join(sources)})", why)
-    written = [n for n in sources if n in mutated]
     expr = f"___check_not_aliased(({', '.join(written)},), ({', '.join(sources)},))"
-    return Guard(None, "NO_TENSOR_ALIASING", expr, why + "; the graph writes to " + ", ".join(written),
-                 operands=(tuple(written), tuple(sources)))
+    why = "the graph takes these tensors as distinct inputs; the graph writes to " + ", ".join(written)
+    return Guard(None, "NO_TENSOR_ALIASING", expr, why, operands=(tuple(written), tuple(sources)))
 
 
 def _unrolled_not_aliased(guard: Guard, bound: dict[str, str]) -> str:
@@ -240,7 +232,7 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
     """
     groups: dict[str, list[Guard]] = {}
     sources: dict[str, Any] = {}
-    over_many = [g for g in guards if g.source is None]  # NO_TENSOR_ALIASING: checked last
+    over_many = [g for g in guards if g.source is None]  # NO_TENSOR_ALIASING (operands): checked last
     for g in guards:
         if g.source is None:
             continue
@@ -256,15 +248,8 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
         tests = " and ".join(f"({_hoist_torch_constants(pattern.sub(local, g.expr), scope)})" for g in group)
         lines.append(f"    if not ({tests}):")
         lines.append("        return False")
-    for g in over_many:
-        if g.operands:  # NO_TENSOR_ALIASING on the mutated inputs: unrolled identity tests
-            lines.append(f"    if {_unrolled_not_aliased(g, bound)}:")
-            lines.append("        return False")
-            continue
-        expr = g.expr
-        for name in sorted(bound, key=len, reverse=True):  # longest first: L['xs'][1] before L['xs']
-            expr = re.sub(re.escape(name) + r"(?![\w'\]\[.])", bound[name], expr)
-        lines.append(f"    if not ({expr}):")
+    for g in over_many:  # unrolled identity tests between the written inputs and the others
+        lines.append(f"    if {_unrolled_not_aliased(g, bound)}:")
         lines.append("        return False")
     lines.append("    return True")
     return "\n".join(lines) + "\n"
@@ -330,8 +315,7 @@ class CheckFunction:
 
 def _aliasing_change(guard: Guard, scope: dict) -> str:
     """Which inputs are now one tensor: ``L['a'] and L['b'] are now the same tensor``."""
-    names = list(guard.operands[1]) if guard.operands else [
-        n.strip() for n in guard.expr[len("___check_no_aliasing("):-1].split(", ")]
+    names = guard.operands[1]
     by_id: dict[int, list[str]] = {}
     for name in names:
         by_id.setdefault(id(eval(name, scope)), []).append(name)  # noqa: S307
