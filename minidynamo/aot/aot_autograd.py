@@ -33,7 +33,6 @@ import torch
 import torch.fx as fx
 
 from minidynamo import events
-
 from minidynamo._torch_private import SUPPORTED_NODES, tree_flatten, tree_unflatten
 from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
 from minidynamo.aot.partitioners import PartitionResult, default_partition
@@ -272,11 +271,10 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
     on the first real call (so the real inputs' aliasing is what the wrappers see)
     and uses ``example_inputs`` only to check the call.
     """
-    params = [p for _, p in gm.named_parameters()] + [b for _, b in gm.named_buffers()]
+    named = [*gm.named_parameters(), *gm.named_buffers()]
+    names, params = [n for n, _ in named], [p for _, p in named]
     num_params = len(params)
     num_example = len(example_inputs)
-
-    names = [n for n, _ in gm.named_parameters()] + [n for n, _ in gm.named_buffers()]
     lined = _SourceLined(gm) if isinstance(gm, fx.GraphModule) else None
 
     def flat_module_fn(*flat):

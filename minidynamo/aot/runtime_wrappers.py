@@ -239,13 +239,12 @@ def _apply_input_mutation(info, original: torch.Tensor, updated: Any) -> None:
         original.as_strided_(updated.size(), updated.stride(), updated.storage_offset())
     if not info.mutates_data:
         return
-    hidden = info.mutations_hidden_from_autograd or info.mutations_under_no_grad_or_inference_mode
-    if hidden or (info.is_leaf and original.requires_grad):
+    if info.mutations_hidden_from_autograd or info.mutations_under_no_grad_or_inference_mode:
         # A mutation eager made under no_grad (or through .detach()) must not join
         # autograd here either: copy through a detached alias, which still bumps the version.
         original.detach().copy_(updated)
     else:
-        original.copy_(updated)
+        (_copy_back_leaf if info.is_leaf else _copy_back)(original, updated)
 
 
 def _copy_back(original: torch.Tensor, updated: Any) -> None:
@@ -254,7 +253,7 @@ def _copy_back(original: torch.Tensor, updated: Any) -> None:
 
 
 def _copy_back_leaf(original: torch.Tensor, updated: Any) -> None:
-    """A leaf input: if it requires grad now, the copy must not join autograd (as in ``_apply_input_mutation``)."""
+    """A leaf input: if it requires grad now, the copy must not join autograd (copy through a detached alias)."""
     updated = updated.alias if isinstance(updated, TensorAlias) else updated
     (original.detach() if original.requires_grad else original).copy_(updated)
 
