@@ -243,8 +243,8 @@ def worker(spec: dict) -> dict:
         result["first_backward_s"] = _timed(lambda: out.backward())
     if spec.get("steady", True):
         result.update(_steady_state(wl, compiled, args, quick))
-    if system == "ours" and spec.get("steady", True):
-        result.update(_recording_cost(wl, args))
+        if system == "ours":
+            result.update(_recording_cost(wl, args))
     return result
 
 
@@ -254,13 +254,12 @@ def _recording_cost(wl: Workload, args: tuple) -> dict:
     Each is timed twice, alternating, after the same function has been compiled
     once in this process, so both are equally warm; the faster of each is kept.
     """
-    import minidynamo as md
     from minidynamo import events
 
     times: dict[str, list[float]] = {"on": [], "off": []}
     for mode in ("off", "on", "off", "on"):
-        md.reset()
-        compiled = md.compile(wl.fn, backend="aot_eager")
+        _reset("ours")
+        compiled = _compile("ours", wl.fn)
         if mode == "on":
             with events.record():
                 times[mode].append(_timed(lambda: compiled(*args)))
@@ -455,14 +454,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        spec = json.loads(args.worker)
-        print(json.dumps(worker(spec)))
+        print(json.dumps(worker(json.loads(args.worker))))
         return 0
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
     unknown = [w for w in workloads if w not in _BUILDERS]
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
-    repeats = args.repeats or (1 if args.quick else 5)
+    repeats = args.repeats if args.repeats is not None else (1 if args.quick else 5)
     if repeats < 1:
         parser.error("--repeats must be at least 1")
     report = run(workloads, args.quick, not args.no_scaling, not args.no_cold,
