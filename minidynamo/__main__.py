@@ -67,6 +67,9 @@ def tour() -> int:
     from minidynamo.notebook import normalize_graph
     from minidynamo.symbolic import counters
 
+    from minidynamo.symbolic import tensor_match
+
+    tensor_match.get()  # the C++ guard: built on the first run (~30 s), loaded after (not timed below)
     torch.manual_seed(0)
     md.reset()
     model = TinyMLP()
@@ -106,6 +109,10 @@ def tour() -> int:
     explained = md.explain(model, x)
     for guard in explained.guards:
         print(f"  {guard}")
+    if tensor_match.get() is not None:
+        print("  (each tensor's TENSOR_MATCH lines run as one C++ call: minidynamo/symbolic/tensor_match.cpp)")
+    else:
+        print(f"  (TENSOR_MATCH runs as the Python lines above: {tensor_match.reason()})")
 
     _heading("4. the three FakeTensor passes")
     print(f"  {'pass':<14}{'fake ops':>10}{'ms':>10}")

@@ -146,20 +146,31 @@ def test_guard_events_are_emitted():
     [((3, 4), (0, 1)), ((3, 4), (1, 0)), ((3, 1), (0, 1)), ((1, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)),
      ((2, 1, 4), (1, 0, 2)), ((5,), (0,)), ((0, 3), (1, 0)), ((), ())],
 )
-def test_tensor_guard_passes_exactly_when_shape_and_strides_equal(shape, order):
+@pytest.mark.parametrize("guards", ["python", "c++"])
+def test_tensor_guard_passes_exactly_when_shape_and_strides_equal(shape, order, guards):
     """Note [is_contiguous() as the stride guard]: the cheap guard is exact.
 
     Entries are compiled for a contiguous tensor of ``shape``; then tensors of the
     same shape with other memory layouts must pass the guards exactly when their
-    strides equal the compiled one's (torch's TENSOR_MATCH compares strides).
+    strides equal the compiled one's (torch's TENSOR_MATCH compares strides). Both
+    the Python guards and the C++ TensorMatch (Note [TENSOR_MATCH runs in C++]).
     """
+    from minidynamo.symbolic import tensor_match
     from minidynamo.symbolic.guards import GuardSet, CheckFunction
     from minidynamo.symbolic.source import LocalSource
 
     compiled_for = torch.randn(shape)
     gs = GuardSet()
     gs.TENSOR_MATCH(LocalSource("x"), compiled_for, "test")
-    check = CheckFunction(gs)
+    if guards == "c++" and tensor_match.get() is None:
+        pytest.skip(tensor_match.reason())
+    saved = tensor_match.disable_for_tests() if guards == "python" else None
+    try:
+        check = CheckFunction(gs)
+    finally:
+        if saved is not None:
+            tensor_match.restore(saved)
+    assert ("___tensor_match" in check.source) == (guards == "c++")
     inv = [order.index(i) for i in range(len(order))]
     other = torch.randn([shape[i] for i in order]).permute(inv) if shape else torch.randn(())
     strided = torch.empty_strided(shape, [s * 2 for s in compiled_for.stride()]) if shape else torch.randn(())

@@ -13,7 +13,8 @@ Note [A guard is one readable expression]
     costs one Python call. Only when it says no do we evaluate the guards one by one to name
     the one that failed and show what changed. Real Dynamo builds a tree of C++ guard
     managers (``GuardManager``) for speed; TENSOR_MATCH checks dtype, device, shape,
-    stride, requires_grad and dispatch keys in one C++ call.
+    stride, requires_grad and dispatch keys in one C++ call. Ours runs a tensor's
+    TENSOR_MATCH guards in one C++ call too (Note [TENSOR_MATCH runs in C++]).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import torch
 
 from minidynamo import events
 
+from . import tensor_match
 from .source import Source
 
 
@@ -70,6 +72,9 @@ class GuardSet:
         self.tensor_names: dict[str, None] = {}  # TENSOR_MATCH'd sources in order, for NO_TENSOR_ALIASING
         self.duplicate_sources: set[str] = set()  # ID_MATCHed to an earlier tensor input: the same object
         self.mutated_sources: Optional[set[str]] = None  # inputs the graph writes to; None: not known, all
+        # TENSOR_MATCH'd source -> (dtype, device or None for the CPU, sizes, strides or None for
+        # "is_contiguous()", requires_grad): what its Python guards test, for the C++ TensorMatch
+        self.tensor_specs: dict[str, tuple] = {}
 
     def name_for(self, obj: Any, hint: str = "obj") -> str:
         """A stable scope name for an object that a guard compares by identity."""
@@ -138,17 +143,20 @@ class GuardSet:
         if type(value) is not torch.nn.Parameter:
             self.tensor_names.setdefault(n)
         self.add(source, "TENSOR_MATCH", f"{n}.dtype == {value.dtype}", why, f"{n}.dtype")
-        if value.device.type == "cpu":  # the cheapest exact test: a CPU device has no index
+        on_cpu = value.device.type == "cpu"
+        if on_cpu:  # the cheapest exact test: a CPU device has no index
             self.add(source, "TENSOR_MATCH", f"{n}.is_cpu", why, f"{n}.device")
         else:
             self.add(source, "TENSOR_MATCH", f"{n}.device == {self.name_for_constant(value.device)}", why, f"{n}.device")
         self.add(source, "TENSOR_MATCH", f"{n}.shape == {tuple(value.shape)!r}", why, f"{n}.shape")
-        if value.is_contiguous() and all(d > 1 for d in value.shape):
-            # Note [is_contiguous() as the stride guard]
+        contiguous = value.is_contiguous() and all(d > 1 for d in value.shape)
+        if contiguous:  # Note [is_contiguous() as the stride guard]
             self.add(source, "TENSOR_MATCH", f"{n}.is_contiguous()", why, f"{n}.stride()")
         else:
             self.add(source, "TENSOR_MATCH", f"{n}.stride() == {tuple(value.stride())!r}", why, f"{n}.stride()")
         self.add(source, "TENSOR_MATCH", f"{n}.requires_grad is {value.requires_grad}", why, f"{n}.requires_grad")
+        self.tensor_specs.setdefault(n, (value.dtype, None if on_cpu else value.device, tuple(value.shape),
+                                         None if contiguous else tuple(value.stride()), value.requires_grad))
 
 
 # Note [is_contiguous() as the stride guard]
@@ -158,6 +166,23 @@ class GuardSet:
 #     are none. It is cheaper (no tuple is built), which counts with 200 tensor
 #     inputs; a tensor with a size-1 dimension keeps the exact stride guard.
 #     Real Dynamo compares the strides in C++.
+
+# Note [TENSOR_MATCH runs in C++]
+#     A tensor input has five TENSOR_MATCH guards (dtype, device, shape, stride,
+#     requires_grad). In Python each is an attribute read through torch's getter
+#     (a torch-function check, a new torch.Size or bool): about 80 ns each, so a
+#     call with 200 tensor inputs spent ~85 us in its guards, against ~30 us for
+#     torch's C++ guards, and lost to torch on per-call overhead however lean
+#     the rest was. Writing the same reads in C through the Python C-API did not
+#     help (the getters are the cost, not the bytecode). So, as torch does
+#     (``TensorCheck`` in torch/csrc/dynamo/guards.cpp), ``tensor_match.cpp``
+#     reads the five fields from the C++ tensor: one call per tensor,
+#     ``___tensor_match_0(___s1)``, ~15 us for 200 inputs. It tests exactly what
+#     the Python guards test, so the guards you read (``entry.check.guards``) and
+#     the ones ``first_failure`` evaluates to name a failure stay the Python ones;
+#     tests/test_tensor_match.py compares the two on every pair of many layouts.
+#     Inputs with the same metadata share one TensorMatch. Where the extension
+#     cannot be built (``tensor_match.reason()``), the Python guards run.
 
 # ``torch.float32`` in a guard, as the check function reads it: a global bound once.
 _TORCH_CONSTANT = re.compile(r"(?<![\w.'\]])torch\.([A-Za-z_]\w*)(?![\w.(])")
@@ -216,7 +241,8 @@ def _unrolled_not_aliased(guard: Guard, bound: dict[str, str]) -> str:
     return " or ".join(tests) if tests else "False"
 
 
-def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
+def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
+                     tensor_specs: Optional[dict[str, tuple]] = None) -> str:
     """One function checking every guard, each source read once (Note [Each source is read once]).
 
     Note [Each source is read once]
@@ -229,7 +255,11 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
         constants such as ``torch.float32`` are bound once as globals of the check
         function. Real Dynamo's guard managers do the same in C++: one manager per
         source, child managers for items and attributes, the checks as leaves.
+
+    With ``tensor_specs`` (the C++ ``TensorMatch`` is available), a source's
+    TENSOR_MATCH guards run as one call (Note [TENSOR_MATCH runs in C++]).
     """
+    matchers: dict[tuple, str] = {}  # one TensorMatch per distinct spec: 200 alike inputs share one
     groups: dict[str, list[Guard]] = {}
     sources: dict[str, Any] = {}
     over_many = [g for g in guards if g.source is None]  # NO_TENSOR_ALIASING (operands): checked last
@@ -245,7 +275,13 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
         bound[name] = local
         lines.append(f"    {local} = {_read_from_bound(sources[name], bound)}")
         pattern = re.compile(re.escape(name) + r"(?![\w'\]])")
-        tests = " and ".join(f"({_hoist_torch_constants(pattern.sub(local, g.expr), scope)})" for g in group)
+        spec = tensor_specs.get(name) if tensor_specs else None
+        if spec is not None:
+            group = [g for g in group if g.kind != "TENSOR_MATCH"]
+        tests = [f"({_hoist_torch_constants(pattern.sub(local, g.expr), scope)})" for g in group]
+        if spec is not None:
+            tests.append(f"{_tensor_matcher(spec, scope, matchers)}({local})")
+        tests = " and ".join(tests)
         lines.append(f"    if not ({tests}):")
         lines.append("        return False")
     for g in over_many:  # unrolled identity tests between the written inputs and the others
@@ -253,6 +289,14 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any]) -> str:
         lines.append("        return False")
     lines.append("    return True")
     return "\n".join(lines) + "\n"
+
+
+def _tensor_matcher(spec: tuple, scope: dict[str, Any], matchers: dict[tuple, str]) -> str:
+    """The scope name of the ``TensorMatch`` for ``spec``, made once per distinct spec."""
+    if spec not in matchers:
+        name = matchers[spec] = f"___tensor_match_{len(matchers)}"
+        scope[name] = tensor_match.get()(*spec)
+    return matchers[spec]
 
 
 def _read_from_bound(source: Source, bound: dict[str, str]) -> str:
@@ -281,7 +325,8 @@ class CheckFunction:
         if no_aliasing is not None:
             self.guards.append(no_aliasing)
         self.scope = guard_set.scope
-        self.source = _check_fn_source(self.guards, self.scope)
+        specs = guard_set.tensor_specs if tensor_match.get() is not None else None
+        self.source = _check_fn_source(self.guards, self.scope, specs)
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
         self.fn = self.scope["___check_guards"]
 

@@ -1,0 +1,188 @@
+// TENSOR_MATCH in C++: the five tensor tests of one guard, in one call.
+//
+// Place in the pipeline: the check function of a cache entry (guards.py) calls
+// a TensorMatch object on every tensor input before every call:
+//
+//     ___tensor_match_0(___s1)   # dtype, device, sizes, strides, requires_grad
+//
+// It reads the same five fields as the readable Python guards
+//
+//     L['x'].dtype == torch.float32
+//     L['x'].is_cpu                        (or L['x'].device == <device>)
+//     L['x'].shape == (4,)
+//     L['x'].is_contiguous()               (or L['x'].stride() == (...))
+//     L['x'].requires_grad is False
+//
+// but from the C++ tensor itself, as torch's TensorCheck does
+// (torch/csrc/dynamo/guards.cpp). Each Python attribute read costs about 80 ns
+// (a getter, a torch-function check, a new torch.Size); here the five tests
+// cost about as much as one. Note [TENSOR_MATCH runs in C++] in guards.py has
+// the measurements. It checks exactly what the Python guards check, no more, so
+// that when it says no, evaluating the Python guards one by one names the one
+// that failed (a test compares the two on many layouts).
+//
+// Built on first use with torch.utils.cpp_extension (tensor_match.py); where it
+// cannot be built the Python guards run instead.
+
+#include <Python.h>
+
+#include <torch/csrc/Device.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <exception>
+#include <new>
+#include <vector>
+
+namespace {
+
+struct TensorMatch {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  at::ScalarType dtype;
+  bool cpu_only;  // device None: the tensor must be on the CPU (L['x'].is_cpu)
+  c10::Device device;
+  std::vector<int64_t> sizes;
+  bool contiguous_only;  // strides None: L['x'].is_contiguous()
+  std::vector<int64_t> strides;
+  bool requires_grad;
+  PyObject* args;  // what it was made from, for repr
+};
+
+bool read_ints(PyObject* seq, std::vector<int64_t>& out, const char* what) {
+  PyObject* fast = PySequence_Fast(seq, what);
+  if (fast == nullptr) return false;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  out.reserve(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+    if (v == -1 && PyErr_Occurred()) {
+      Py_DECREF(fast);
+      return false;
+    }
+    out.push_back(v);
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+bool same(c10::IntArrayRef actual, const std::vector<int64_t>& expected) {
+  return actual.size() == expected.size() && std::equal(actual.begin(), actual.end(), expected.begin());
+}
+
+PyObject* tensor_match_call(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<TensorMatch*>(self_);
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != nullptr) {
+    PyErr_SetString(PyExc_TypeError, "TensorMatch takes one tensor");
+    return nullptr;
+  }
+  PyObject* obj = args[0];
+  if (!THPVariable_Check(obj)) Py_RETURN_FALSE;
+  try {
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    bool ok = t.scalar_type() == self->dtype &&
+              (self->cpu_only ? t.is_cpu() : t.device() == self->device) &&
+              same(t.sizes(), self->sizes) &&
+              (self->contiguous_only ? t.is_contiguous() : same(t.strides(), self->strides)) &&
+              t.requires_grad() == self->requires_grad;
+    return PyBool_FromLong(ok);
+  } catch (const std::exception& e) {  // a nested or sparse tensor: its sizes or strides cannot be read
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
+PyObject* tensor_match_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject *dtype, *device, *sizes, *strides, *requires_grad;
+  static const char* names[] = {"dtype", "device", "sizes", "strides", "requires_grad", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO", const_cast<char**>(names), &dtype, &device, &sizes,
+                                   &strides, &requires_grad))
+    return nullptr;
+  if (!THPDtype_Check(dtype)) {
+    PyErr_SetString(PyExc_TypeError, "TensorMatch: dtype must be a torch.dtype");
+    return nullptr;
+  }
+  if (device != Py_None && !THPDevice_Check(device)) {
+    PyErr_SetString(PyExc_TypeError, "TensorMatch: device must be a torch.device, or None for the CPU");
+    return nullptr;
+  }
+  auto* self = reinterpret_cast<TensorMatch*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->vectorcall = tensor_match_call;
+  self->dtype = reinterpret_cast<THPDtype*>(dtype)->scalar_type;
+  self->cpu_only = device == Py_None;
+  new (&self->device) c10::Device(self->cpu_only ? c10::Device(c10::kCPU) : reinterpret_cast<THPDevice*>(device)->device);
+  new (&self->sizes) std::vector<int64_t>();
+  new (&self->strides) std::vector<int64_t>();
+  self->contiguous_only = strides == Py_None;
+  self->args = nullptr;
+  int rg = PyObject_IsTrue(requires_grad);
+  if (rg < 0 || !read_ints(sizes, self->sizes, "TensorMatch: sizes must be a sequence of ints") ||
+      (!self->contiguous_only && !read_ints(strides, self->strides, "TensorMatch: strides must be ints or None"))) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  self->requires_grad = rg == 1;
+  self->args = PyTuple_Pack(5, dtype, device, sizes, strides, requires_grad);
+  if (self->args == nullptr) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void tensor_match_dealloc(PyObject* self_) {
+  auto* self = reinterpret_cast<TensorMatch*>(self_);
+  self->sizes.~vector();
+  self->strides.~vector();
+  Py_XDECREF(self->args);
+  Py_TYPE(self_)->tp_free(self_);
+}
+
+PyObject* tensor_match_repr(PyObject* self_) {
+  PyObject* a = reinterpret_cast<TensorMatch*>(self_)->args;
+  return PyUnicode_FromFormat("TensorMatch(dtype=%R, device=%R, sizes=%R, strides=%R, requires_grad=%R)",
+                              PyTuple_GET_ITEM(a, 0), PyTuple_GET_ITEM(a, 1), PyTuple_GET_ITEM(a, 2),
+                              PyTuple_GET_ITEM(a, 3), PyTuple_GET_ITEM(a, 4));
+}
+
+PyObject* tensor_match_reduce_args(PyObject* self_, void*) {
+  auto* self = reinterpret_cast<TensorMatch*>(self_);
+  Py_INCREF(self->args);
+  return self->args;
+}
+
+PyGetSetDef tensor_match_getset[] = {
+    {"args", tensor_match_reduce_args, nullptr, "(dtype, device, sizes, strides, requires_grad)", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyTypeObject TensorMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "minidynamo_tensor_match",
+                          "TENSOR_MATCH guards checked in C++ (minidynamo/symbolic/guards.py).", -1, nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit_minidynamo_tensor_match(void) {
+  TensorMatchType.tp_name = "minidynamo_tensor_match.TensorMatch";
+  TensorMatchType.tp_doc = "TensorMatch(dtype, device|None, sizes, strides|None, requires_grad)(tensor) -> bool";
+  TensorMatchType.tp_basicsize = sizeof(TensorMatch);
+  TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  TensorMatchType.tp_vectorcall_offset = offsetof(TensorMatch, vectorcall);
+  TensorMatchType.tp_call = PyVectorcall_Call;
+  TensorMatchType.tp_new = tensor_match_new;
+  TensorMatchType.tp_dealloc = tensor_match_dealloc;
+  TensorMatchType.tp_repr = tensor_match_repr;
+  TensorMatchType.tp_getset = tensor_match_getset;
+  if (PyType_Ready(&TensorMatchType) < 0) return nullptr;
+  PyObject* m = PyModule_Create(&module_def);
+  if (m == nullptr) return nullptr;
+  Py_INCREF(&TensorMatchType);
+  if (PyModule_AddObject(m, "TensorMatch", reinterpret_cast<PyObject*>(&TensorMatchType)) < 0) {
+    Py_DECREF(&TensorMatchType);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}

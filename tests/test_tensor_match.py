@@ -1,0 +1,145 @@
+"""The C++ TENSOR_MATCH (Note [TENSOR_MATCH runs in C++]): it must say what the Python guards say.
+
+Differential: for many pairs (tensor traced, tensor passed) the C++ ``TensorMatch``
+and the readable Python guards it replaces are both evaluated; they must agree on
+every pair. A check function built with and without the extension must agree too,
+and the Python one stays what runs where the extension is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+import torch
+
+import minidynamo as md
+from minidynamo.symbolic import tensor_match
+from minidynamo.symbolic.guards import CheckFunction, GuardSet
+from minidynamo.symbolic.source import LocalSource
+
+pytestmark = pytest.mark.ch04
+
+
+def _layouts() -> list:
+    base = torch.randn(4, 6)
+    with warnings.catch_warnings():  # "nested tensors are a prototype"
+        warnings.simplefilter("ignore")
+        nested = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])
+    return [
+        torch.randn(4, 6), base.t(), base[:, ::2], base[1:3], torch.randn(4, 1), torch.randn(1, 6),
+        torch.empty_strided((4, 1), (1, 7)), torch.randn(6).expand(4, 6), torch.randn(0, 6), torch.randn(()),
+        torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last), torch.randn(24),
+        torch.randn(4, 6, dtype=torch.float64), torch.zeros(4, 6, dtype=torch.int64), torch.ones(4, 6, dtype=torch.bool),
+        torch.randn(4, 6, requires_grad=True), torch.randn(4, 6, requires_grad=True) * 2,
+        torch.nn.Parameter(torch.randn(4, 6)), torch.empty(4, 6, device="meta"), torch.empty(6, 4, device="meta").t(),
+        torch.randn(4, 6).to_sparse(), nested, torch.randn(4, 6, dtype=torch.complex64).conj(),
+    ]
+
+
+def _python_says(gs: GuardSet, value) -> bool:
+    """The readable TENSOR_MATCH guards, evaluated one by one (an error is a failed guard)."""
+    scope = dict(gs.scope, L={"x": value}, G={})
+    for g in gs.guards:
+        if g.kind != "TENSOR_MATCH":
+            continue
+        try:
+            if not eval(g.expr, scope):  # noqa: S307
+                return False
+        except Exception:  # noqa: BLE001
+            return False
+    return True
+
+
+def _cpp_says(match, value) -> bool:
+    try:
+        return match(value)
+    except RuntimeError:  # sizes or strides that cannot be read (sparse, nested)
+        return False
+
+
+def test_the_extension_is_built():
+    """The README's install builds it; a broken build must not pass quietly as a slower CI."""
+    if os.environ.get("MINIDYNAMO_PYTHON_GUARDS"):
+        pytest.skip("MINIDYNAMO_PYTHON_GUARDS is set")
+    assert tensor_match.get() is not None, tensor_match.reason()
+
+
+def test_cpp_and_python_tensor_match_agree_on_every_pair():
+    TensorMatch = tensor_match.get()
+    if TensorMatch is None:
+        pytest.skip(tensor_match.reason())
+    layouts = [t for t in _layouts()]
+    disagreements, passes = [], 0
+    for traced in layouts:
+        if traced.is_sparse or traced.is_nested:
+            continue  # nothing is traced for these: their strides cannot even be read
+        gs = GuardSet()
+        gs.TENSOR_MATCH(LocalSource("x"), traced, "test")
+        match = TensorMatch(*gs.tensor_specs["L['x']"])
+        for passed in layouts:
+            if type(passed) is not type(traced):
+                continue  # TYPE_MATCH, in Python, runs first
+            py, cpp = _python_says(gs, passed), _cpp_says(match, passed)
+            passes += py
+            if py != cpp:
+                disagreements.append((tuple(traced.shape), traced.stride(), passed.dtype, tuple(passed.shape), py, cpp))
+    assert not disagreements, disagreements
+    assert passes > len(layouts) // 2  # each tensor at least passes its own guard: the test can tell
+
+
+def test_tensor_match_refuses_what_is_not_a_tensor():
+    TensorMatch = tensor_match.get()
+    if TensorMatch is None:
+        pytest.skip(tensor_match.reason())
+    match = TensorMatch(torch.float32, None, (2,), None, False)
+    assert match(torch.zeros(2)) is True
+    assert match([0.0, 0.0]) is False and match(None) is False
+    with pytest.raises(TypeError, match="dtype"):
+        TensorMatch("float32", None, (2,), None, False)
+    with pytest.raises(TypeError, match="one tensor"):
+        match(torch.zeros(2), torch.zeros(2))
+
+
+def _inputs(n):
+    return tuple(torch.randn(3) for _ in range(n))
+
+
+def _entry_check(f, args, *, python: bool):
+    """The check function of ``f``'s entry, built with the Python guards only or with the extension."""
+    saved = tensor_match.disable_for_tests() if python else None
+    try:
+        md.reset()
+        compiled = md.compile(f, backend="eager")
+        compiled(*args)
+        return compiled.cache.entries[0].check
+    finally:
+        if saved is not None:
+            tensor_match.restore(saved)
+
+
+def test_alike_inputs_share_one_matcher_and_the_check_is_the_same_without_it():
+    if tensor_match.get() is None:
+        pytest.skip(tensor_match.reason())
+
+    def f(*xs):
+        xs[0].add_(1)
+        return torch.stack(xs[1:]).sum(0)
+
+    args = _inputs(20)
+    python_check = _entry_check(f, args, python=True)
+    cpp_check = _entry_check(f, args, python=False)
+    assert "___tensor_match" not in python_check.source and ".is_contiguous()" in python_check.source
+    assert cpp_check.source.count("___tensor_match_0(") == 20 and "___tensor_match_1" not in cpp_check.source
+    frames = [
+        args, _inputs(20), _inputs(19), (*_inputs(19), torch.randn(4)), (*_inputs(19), torch.randn(3).double()),
+        (*_inputs(19), torch.randn(3, requires_grad=True)), (*_inputs(19), torch.randn(6)[::2]),
+        (args[0], *args[:19]), (*_inputs(19), 3.0),
+    ]
+    results = []
+    for xs in frames:
+        L = {"xs": xs}
+        assert cpp_check(L, globals()) == python_check(L, globals()), [type(x).__name__ for x in xs][-1]
+        results.append(cpp_check(L, globals()))
+    assert results[:2] == [True, True] and not any(results[2:])
