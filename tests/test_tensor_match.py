@@ -8,6 +8,7 @@ and the Python one stays what runs where the extension is missing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 
@@ -108,15 +109,10 @@ def _inputs(n):
 
 def _entry_check(f, args, *, python: bool):
     """The check function of ``f``'s entry, built with the Python guards only or with the extension."""
-    saved = tensor_match.disable_for_tests() if python else None
-    try:
-        md.reset()
+    with tensor_match.python_guards() if python else contextlib.nullcontext():
         compiled = md.compile(f, backend="eager")
         compiled(*args)
-        return compiled.cache.entries[0].check
-    finally:
-        if saved is not None:
-            tensor_match.restore(saved)
+    return compiled.cache.entries[0].check
 
 
 def test_alike_inputs_share_one_matcher_and_the_check_is_the_same_without_it():

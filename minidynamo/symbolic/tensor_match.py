@@ -11,10 +11,11 @@ the check functions run the readable Python guards instead: slower, same answers
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 _SOURCE = Path(__file__).with_name("tensor_match.cpp")
 _state: dict[str, Any] = {}
@@ -53,13 +54,13 @@ def _load() -> tuple[Optional[type], str]:
         return None, f"the C++ guard could not be built ({type(e).__name__}: {first[:200]})"
 
 
-def disable_for_tests() -> dict[str, Any]:
-    """Pretend the extension is missing (returns the state to give back to ``restore``)."""
+@contextlib.contextmanager
+def python_guards() -> Iterator[None]:
+    """Check functions built inside run the Python TENSOR_MATCH guards, as where the extension is missing."""
     saved = dict(_state)
-    _state.update(type=None, reason="disabled for a test")
-    return saved
-
-
-def restore(saved: dict[str, Any]) -> None:
-    _state.clear()
-    _state.update(saved)
+    _state.update(type=None, reason="inside tensor_match.python_guards()")
+    try:
+        yield
+    finally:
+        _state.clear()
+        _state.update(saved)
