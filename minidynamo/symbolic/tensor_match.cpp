@@ -159,13 +159,22 @@ PyGetSetDef tensor_match_getset[] = {
 
 PyTypeObject TensorMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "minidynamo_tensor_match",
+// torch.utils.cpp_extension names the module (tensor_match.py puts a hash of this file in the name)
+#ifndef TORCH_EXTENSION_NAME
+#define TORCH_EXTENSION_NAME minidynamo_tensor_match
+#endif
+#define MD_CONCAT2(a, b) a##b
+#define MD_CONCAT(a, b) MD_CONCAT2(a, b)
+#define MD_STR2(a) #a
+#define MD_STR(a) MD_STR2(a)
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, MD_STR(TORCH_EXTENSION_NAME),
                           "TENSOR_MATCH guards checked in C++ (minidynamo/symbolic/guards.py).", -1, nullptr};
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit_minidynamo_tensor_match(void) {
-  TensorMatchType.tp_name = "minidynamo_tensor_match.TensorMatch";
+PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
+  TensorMatchType.tp_name = "minidynamo.TensorMatch";
   TensorMatchType.tp_doc = "TensorMatch(dtype, device|None, sizes, strides|None, requires_grad)(tensor) -> bool";
   TensorMatchType.tp_basicsize = sizeof(TensorMatch);
   TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;

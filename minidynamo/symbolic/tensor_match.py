@@ -3,22 +3,29 @@
 Place in the pipeline: ``guards.py`` asks ``get()`` for the ``TensorMatch`` type when it
 compiles a check function. The first call in a fresh environment compiles
 ``tensor_match.cpp`` with ``torch.utils.cpp_extension.load`` (about 30 s on two cores;
-``python -m minidynamo tour`` does it as part of the install); later processes load the
-cached build. Where it cannot be built (no C++ compiler, no ninja) or
-``MINIDYNAMO_PYTHON_GUARDS=1`` is set, ``get()`` returns None, ``reason()`` says why, and
-the check functions run the readable Python guards instead: slower, same answers.
+``python -m minidynamo tour`` does it as part of the install) into
+``~/.cache/minidynamo/<name>/`` (``MINIDYNAMO_CACHE`` moves it), the name carrying a hash
+of the source, torch's version and Python's, so a changed file is a new build. Later
+processes import that build directly. Where it cannot be built (no C++ compiler, no
+ninja) or ``MINIDYNAMO_PYTHON_GUARDS=1`` is set, ``get()`` returns None, ``reason()`` says
+why, and the check functions run the readable Python guards instead: slower, same answers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.util
 import os
+import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 _SOURCE = Path(__file__).with_name("tensor_match.cpp")
 _state: dict[str, Any] = {}
+_STALE_LOCK_S = 600  # a build takes ~30 s; a lock this old was left by a build that died
 
 
 def get() -> Optional[type]:
@@ -34,26 +41,6 @@ def reason() -> str:
     return _state["reason"]
 
 
-def _load() -> tuple[Optional[type], str]:
-    if os.environ.get("MINIDYNAMO_PYTHON_GUARDS"):
-        return None, "MINIDYNAMO_PYTHON_GUARDS is set"
-    try:
-        from torch.utils import cpp_extension
-
-        with warnings.catch_warnings():  # compiler-version notes must not reach a notebook's stderr
-            warnings.simplefilter("ignore")
-            module = cpp_extension.load(
-                name="minidynamo_tensor_match",
-                sources=[str(_SOURCE)],
-                extra_cflags=["-O2", "-w"],
-                verbose=False,
-            )
-        return module.TensorMatch, ""
-    except Exception as e:  # noqa: BLE001 - no compiler, no ninja, a build error: the Python guards still work
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return None, f"the C++ guard could not be built ({type(e).__name__}: {first[:200]})"
-
-
 @contextlib.contextmanager
 def python_guards() -> Iterator[None]:
     """Check functions built inside run the Python TENSOR_MATCH guards, as where the extension is missing."""
@@ -64,3 +51,41 @@ def python_guards() -> Iterator[None]:
     finally:
         _state.clear()
         _state.update(saved)
+
+
+def build_location() -> tuple[str, Path]:
+    """The extension's module name and build folder."""
+    import torch
+
+    digest = hashlib.sha256(_SOURCE.read_bytes())
+    digest.update(f"{torch.__version__} {sys.version} {sys.platform}".encode())
+    name = f"minidynamo_tensor_match_{digest.hexdigest()[:12]}"
+    root = Path(os.environ.get("MINIDYNAMO_CACHE") or Path.home() / ".cache" / "minidynamo").expanduser()
+    return name, root / name
+
+
+def _load() -> tuple[Optional[type], str]:
+    if os.environ.get("MINIDYNAMO_PYTHON_GUARDS"):
+        return None, "MINIDYNAMO_PYTHON_GUARDS is set"
+    try:
+        name, folder = build_location()
+        built = folder / f"{name}.so"
+        if built.exists() and not (folder / "lock").exists():  # built before, and no build running now
+            spec = importlib.util.spec_from_file_location(name, built)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module.TensorMatch, ""
+        from torch.utils import cpp_extension
+
+        lock = folder / "lock"  # cpp_extension's: a build killed midway leaves it, and the next would wait on it
+        if lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK_S:
+            lock.unlink(missing_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        with warnings.catch_warnings():  # compiler-version notes must not reach a notebook's stderr
+            warnings.simplefilter("ignore")
+            module = cpp_extension.load(name=name, sources=[str(_SOURCE)], build_directory=str(folder),
+                                        extra_cflags=["-O2", "-w"], verbose=False)
+        return module.TensorMatch, ""
+    except Exception as e:  # noqa: BLE001 - no compiler, no ninja, a build error: the Python guards still work
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return None, f"the C++ guard could not be built ({type(e).__name__}: {first[:200]})"
