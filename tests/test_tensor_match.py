@@ -71,7 +71,7 @@ def test_cpp_and_python_tensor_match_agree_on_every_pair():
     TensorMatch = tensor_match.get()
     if TensorMatch is None:
         pytest.skip(tensor_match.reason())
-    layouts = [t for t in _layouts()]
+    layouts = _layouts()
     disagreements, passes = [], 0
     for traced in layouts:
         if traced.is_sparse or traced.is_nested:

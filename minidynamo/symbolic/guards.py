@@ -51,13 +51,13 @@ class Guard:
         return f"{self.expr:<48}  # {self.kind}: {self.why}"
 
 
-# Names a guard expression may use besides L and G; objects matched by identity are
-# added per guard set as ___obj<N>.
 def check_not_aliased(mutated: tuple, tensors: tuple) -> bool:
     """True when each mutated tensor is passed once among ``tensors`` (which include it)."""
     return all(sum(t is m for t in tensors) == 1 for m in mutated)
 
 
+# Names a guard expression may use besides L and G; objects matched by identity are
+# added per guard set as ___obj<N>.
 _BASE_SCOPE = {"torch": torch, "___check_not_aliased": check_not_aliased}
 
 
@@ -276,9 +276,8 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         lines.append(f"    {local} = {_read_from_bound(sources[name], bound)}")
         pattern = re.compile(re.escape(name) + r"(?![\w'\]])")
         spec = tensor_specs.get(name) if tensor_specs else None
-        if spec is not None:
-            group = [g for g in group if g.kind != "TENSOR_MATCH"]
-        tests = [f"({_hoist_torch_constants(pattern.sub(local, g.expr), scope)})" for g in group]
+        tests = [f"({_hoist_torch_constants(pattern.sub(local, g.expr), scope)})" for g in group
+                 if spec is None or g.kind != "TENSOR_MATCH"]  # with a spec, one TensorMatch call replaces them
         if spec is not None:
             tests.append(f"{_tensor_matcher(spec, scope, matchers)}({local})")
         tests = " and ".join(tests)

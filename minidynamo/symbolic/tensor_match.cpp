@@ -146,17 +146,6 @@ PyObject* tensor_match_repr(PyObject* self_) {
                               PyTuple_GET_ITEM(a, 3), PyTuple_GET_ITEM(a, 4));
 }
 
-PyObject* tensor_match_reduce_args(PyObject* self_, void*) {
-  auto* self = reinterpret_cast<TensorMatch*>(self_);
-  Py_INCREF(self->args);
-  return self->args;
-}
-
-PyGetSetDef tensor_match_getset[] = {
-    {"args", tensor_match_reduce_args, nullptr, "(dtype, device, sizes, strides, requires_grad)", nullptr},
-    {nullptr, nullptr, nullptr, nullptr, nullptr},
-};
-
 PyTypeObject TensorMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // torch.utils.cpp_extension names the module (tensor_match.py puts a hash of this file in the name)
@@ -183,7 +172,6 @@ PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
   TensorMatchType.tp_new = tensor_match_new;
   TensorMatchType.tp_dealloc = tensor_match_dealloc;
   TensorMatchType.tp_repr = tensor_match_repr;
-  TensorMatchType.tp_getset = tensor_match_getset;
   if (PyType_Ready(&TensorMatchType) < 0) return nullptr;
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;

@@ -69,15 +69,15 @@ def _load() -> tuple[Optional[type], str]:
         return None, "MINIDYNAMO_PYTHON_GUARDS is set"
     try:
         name, folder = build_location()
-        built = folder / f"{name}.so"
-        if built.exists() and not (folder / "lock").exists():  # built before, and no build running now
+        built, lock = folder / f"{name}.so", folder / "lock"  # the lock is cpp_extension's, held while it builds
+        if built.exists() and not lock.exists():  # built before, and no build running now
             spec = importlib.util.spec_from_file_location(name, built)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             return module.TensorMatch, ""
         from torch.utils import cpp_extension
 
-        lock = folder / "lock"  # cpp_extension's: a build killed midway leaves it, and the next would wait on it
+        # a build killed midway leaves its lock, and the next build would wait on it for ever
         if lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK_S:
             lock.unlink(missing_ok=True)
         folder.mkdir(parents=True, exist_ok=True)
