@@ -1,8 +1,8 @@
 """The C++ TENSOR_MATCH (Note [TENSOR_MATCH runs in C++]): it must say what the Python guards say.
 
-Differential: for many pairs (tensor traced, tensor passed) the C++ ``TensorMatch``
-and the readable Python guards it replaces are both evaluated; they must agree on
-every pair. A check function built with and without the extension must agree too,
+Differential: for many pairs (tensor traced, tensor passed) the C++ ``TensorMatch``,
+the readable Python guards it replaces, and torch's own C++ TENSOR_MATCH
+(``TensorGuards``) are evaluated; they must agree on every pair. A check function built with and without the extension must agree too,
 and the Python one stays what runs where the extension is missing.
 """
 
@@ -88,6 +88,38 @@ def test_cpp_and_python_tensor_match_agree_on_every_pair():
                 disagreements.append((tuple(traced.shape), traced.stride(), passed.dtype, tuple(passed.shape), py, cpp))
     assert not disagreements, disagreements
     assert passes > len(layouts) // 2  # each tensor at least passes its own guard: the test can tell
+
+
+def test_tensor_match_agrees_with_torchs_tensor_check():
+    """The oracle: torch's own C++ TENSOR_MATCH (``TensorGuards``, static sizes and strides) on the same pairs.
+
+    Sparse and nested tensors are left out: torch's check reads their strides
+    unguarded. Torch also compares dispatch keys; none of these pairs differ in
+    them without differing in dtype, so the verdicts must be equal.
+    """
+    from torch._C._dynamo.guards import TensorGuards
+
+    TensorMatch = tensor_match.get()
+    if TensorMatch is None:
+        pytest.skip(tensor_match.reason())
+    layouts = [t for t in _layouts() if not (t.is_sparse or t.is_nested)]
+    disagreements, passes = [], 0
+    for traced in layouts:
+        gs = GuardSet()
+        gs.TENSOR_MATCH(LocalSource("x"), traced, "test")
+        ours = TensorMatch(*gs.tensor_specs["L['x']"])
+        theirs = TensorGuards(traced, dynamic_dims_sizes=[list(traced.shape)],
+                              dynamic_dims_strides=[list(traced.stride())])
+        for passed in layouts:
+            if type(passed) is not type(traced):
+                continue
+            torch_says = theirs.check(passed)
+            passes += torch_says
+            if torch_says != _cpp_says(ours, passed):
+                disagreements.append((tuple(traced.shape), traced.stride(), traced.dtype, tuple(passed.shape),
+                                      passed.stride(), passed.dtype, torch_says))
+    assert not disagreements, disagreements
+    assert passes >= len(layouts)  # each tensor passes torch's guard built for itself
 
 
 def test_tensor_match_refuses_what_is_not_a_tensor():
