@@ -112,7 +112,10 @@ def _make_binder(fn: Callable) -> Callable:
     """A function with ``fn``'s signature that returns its arguments as a dict (CPython binds)."""
     params, defaults = [], {}
     seen_kwonly = False
-    for p in inspect.signature(fn).parameters.values():
+    # Note: not ``inspect.signature(fn)``, which follows ``__wrapped__`` (functools.wraps) to the
+    # wrapped function's parameters; the frame that runs is ``fn.__code__``'s, so bind to its own.
+    sig = list(inspect.signature(fn, follow_wrapped=False).parameters.values())
+    for p in sig:
         text = p.name
         if p.kind is p.VAR_POSITIONAL:
             text, seen_kwonly = "*" + p.name, True
@@ -126,7 +129,7 @@ def _make_binder(fn: Callable) -> Callable:
             text += f"=___d_{p.name}"
         params.append(text)
         if p.kind is p.POSITIONAL_ONLY and all(
-            q.kind is not q.POSITIONAL_ONLY for q in list(inspect.signature(fn).parameters.values())[len(params):]
+            q.kind is not q.POSITIONAL_ONLY for q in sig[sig.index(p) + 1:]
         ):
             params.append("/")
     src = f"def ___bind({', '.join(params)}):\n    return locals()\n"
