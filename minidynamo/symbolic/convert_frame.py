@@ -22,7 +22,7 @@ from minidynamo import events
 
 from . import counters
 from .codegen import PyCodegen, assemble, graph_args
-from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported
+from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported, unimplemented
 from .guards import CheckFunction, Guard
 from .output_graph import OutputGraph
 from .resume_execution import NULL, ResumeFunction, live_locals
@@ -33,6 +33,7 @@ from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariabl
 from .variables.nn_module import NNModuleVariable
 
 _graph_ids = itertools.count()
+_FRAME_READING = (super, locals, vars, dir, globals)
 MAX_RESTARTS = 32
 
 
@@ -244,6 +245,10 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
             below = below[:-1]
         fn = operands[0]
         arg_exprs = [f"*{cg.expr(operands[1])}"] + ([f"**{cg.expr(operands[2])}"] if n == 3 else [])
+    if fn.is_python_constant() and any(fn.as_python_constant() is f for f in _FRAME_READING) and not arg_exprs:
+        # zero-argument super() / locals() read the frame that calls them: the transformed
+        # function is a different frame, so it cannot run them for the user's frame.
+        unimplemented(f"{fn.as_python_constant().__name__}() without arguments at a graph break")
     fn_expr = cg.expr(fn)
     if _routes_through_compiler(fn):
         fn_expr = f"___compiled({fn_expr})"

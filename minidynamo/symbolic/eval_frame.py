@@ -154,7 +154,7 @@ class OptimizedFunction:
         self._freevars = fn.__code__.co_freevars
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         L = self._binder(*args, **kwargs)
         if self._freevars:
             for name, cell in zip(self._freevars, self.fn.__closure__):
@@ -193,7 +193,7 @@ class OptimizedModule:
         self._orig_mod = module
         self._forward = config.optimized(type(module).forward)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return self._forward(self._orig_mod, *args, **kwargs)
 
     @property

@@ -61,7 +61,11 @@ def vm_can_run(code: types.CodeType, offset: int) -> bool:
 
 def live_locals(code: types.CodeType, offset: int) -> set[str]:
     """Names that code reachable from ``offset`` may read (a simple, safe liveness)."""
-    return {inst.argval for inst in reachable(code, offset) if inst.opname in _READS}
+    names = {inst.argval for inst in reachable(code, offset) if inst.opname in _READS}
+    if "__class__" in code.co_freevars and code.co_argcount:
+        # zero-argument super() reads the __class__ cell and the first argument implicitly
+        names |= {"__class__", code.co_varnames[0]}
+    return names
 
 
 class _Null:
@@ -145,7 +149,7 @@ class ResumeFunction:
         self.__name__ = f"___{kind}_{offset}_{next(_ids)}"
         self.__qualname__ = f"{code.co_qualname}.{self.__name__}"
 
-    def __call__(self, **L: Any) -> Any:
+    def __call__(self, /, **L: Any) -> Any:  # positional-only: a live local may be named `self`
         from .eval_frame import call_frame
 
         if self.eager_only:

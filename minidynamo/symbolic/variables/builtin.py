@@ -183,12 +183,18 @@ class BuiltinVariable(VariableTracker):
             return SuperVariable(cls.as_python_constant(), obj)
         from .misc import CellVariable
 
-        cls = tx.closure_cells.get("__class__")  # zero-argument super(): the __class__ cell and self
+        # zero-argument super(): the __class__ cell and the frame's first argument. An
+        # inlined method has the cell among its closure cells; the top frame (or a resume
+        # function) received it as the input L['__class__'].
+        cls = tx.closure_cells.get("__class__")
+        if cls is None and "__class__" in tx.code.co_freevars:
+            cls = tx.symbolic_locals.get("__class__")
         if isinstance(cls, CellVariable):
             cls = cls.value
-        if cls is None or not tx.code.co_varnames:
-            unimplemented("super() outside a method")
-        return SuperVariable(cls.as_python_constant(), tx.symbolic_locals[tx.code.co_varnames[0]])
+        first = tx.code.co_varnames[0] if tx.code.co_argcount and tx.code.co_varnames else None
+        if cls is None or first not in tx.symbolic_locals:
+            unimplemented("zero-argument super() outside a method (eager raises RuntimeError)")
+        return SuperVariable(tx.realize(cls).as_python_constant(), tx.realize(tx.symbolic_locals[first]))
 
     def _call_len(self, tx, obj):
         return obj.call_method(tx, "__len__", [], {})
