@@ -171,3 +171,58 @@ def test_alike_inputs_share_one_matcher_and_the_check_is_the_same_without_it():
         assert cpp_check(L, globals()) == python_check(L, globals()), [type(x).__name__ for x in xs][-1]
         results.append(cpp_check(L, globals()))
     assert results[:2] == [True, True] and not any(results[2:])
+
+
+# --- GlobalState (Note [Global state is one guard]) ----------------------------------
+
+def _state_changes() -> list:
+    """Context managers that each change one field of the global state a trace depends on."""
+
+    @contextlib.contextmanager
+    def default_dtype(dtype):
+        old = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(old)
+
+    @contextlib.contextmanager
+    def deterministic(on, warn_only=False):
+        old = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+        torch.use_deterministic_algorithms(on, warn_only=warn_only)
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(old[0], warn_only=old[1])
+
+    return [
+        ("nothing", contextlib.nullcontext), ("no_grad", torch.no_grad), ("enable_grad", torch.enable_grad),
+        ("inference_mode", torch.inference_mode),
+        ("autocast_cpu_bf16", lambda: torch.autocast("cpu", dtype=torch.bfloat16)),
+        ("autocast_cpu_f16", lambda: torch.autocast("cpu", dtype=torch.float16)),
+        ("autocast_cuda", lambda: torch.autocast("cuda", enabled=True)),
+        ("default_float64", lambda: default_dtype(torch.float64)),
+        ("deterministic", lambda: deterministic(True)),
+        ("deterministic_warn_only", lambda: deterministic(True, True)),
+    ]
+
+
+@pytest.mark.parametrize("traced_under", [c for _, c in _state_changes()], ids=[n for n, _ in _state_changes()])
+def test_cpp_and_python_global_state_agree(traced_under):
+    """Traced under one state, checked under every state: the one C++ call says what the five guards say."""
+    from minidynamo.symbolic.guards import GuardSet
+
+    if tensor_match.global_state() is None:
+        pytest.skip(tensor_match.reason())
+    with warnings.catch_warnings():  # autocast on a device this build lacks warns
+        warnings.simplefilter("ignore")
+        with traced_under():
+            gs = GuardSet()
+            gs.GLOBAL_STATE()
+        for _, checked_under in _state_changes():
+            with checked_under():
+                python = all(eval(g.expr, dict(gs.scope)) for g in gs.guards)  # noqa: S307
+                assert gs.global_state() is python
+        with traced_under():
+            assert gs.global_state() is True

@@ -59,17 +59,19 @@ def compile_frame(frame, L: dict, config) -> CacheEntry:
     """Trace ``frame`` (an OptimizedFunction or a ResumeFunction) on inputs ``L``."""
     grad_mode = torch.is_grad_enabled()
     try:
-        return _compile_frame(frame, L, config)
+        return _compile_frame(frame, L, config, grad_mode)
     finally:
         torch.set_grad_enabled(grad_mode)  # a traced `with torch.no_grad()` switched it while tracing
 
 
-def _compile_frame(frame, L: dict, config) -> CacheEntry:
+def _compile_frame(frame, L: dict, config, grad_mode: bool) -> CacheEntry:
     break_at: dict[int, GraphBreak] = {}
     stop_at = None
     for _ in range(MAX_RESTARTS):
         counters["frames_traced"] += 1
+        torch.set_grad_enabled(grad_mode)  # an attempt that stopped inside a traced `with torch.no_grad()`
         output = OutputGraph(frame.f_globals, L, config.fullgraph)
+        output.guards.GLOBAL_STATE()  # Note [Global state is one guard]
         symbolic_locals = {
             name: LazyVariableTracker(value, LocalSource(name)) for name, value in L.items()
             if not name.startswith("___stack")

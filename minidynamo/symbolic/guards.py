@@ -14,7 +14,8 @@ Note [A guard is one readable expression]
     the one that failed and show what changed. Real Dynamo builds a tree of C++ guard
     managers (``GuardManager``) for speed; TENSOR_MATCH checks dtype, device, shape,
     stride, requires_grad and dispatch keys in one C++ call. Ours runs a tensor's
-    TENSOR_MATCH guards in one C++ call too (Note [TENSOR_MATCH runs in C++]).
+    TENSOR_MATCH guards in one C++ call too (Note [TENSOR_MATCH runs in C++]), and
+    its GLOBAL_STATE guards in another (Note [Global state is one guard]).
 """
 
 from __future__ import annotations
@@ -56,9 +57,46 @@ def check_not_aliased(mutated: tuple, tensors: tuple) -> bool:
     return all(sum(t is m for t in tensors) == 1 for m in mutated)
 
 
+# The device types whose autocast state a trace depends on (torch's AutocastState; tensor_match.cpp's list).
+AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "ipu", "hpu", "xla", "privateuseone", "mps")
+
+
+def autocast_state() -> tuple:
+    """``(device_type, dtype)`` for every device type autocast is on for: ``()`` when it is off everywhere."""
+    return tuple((d, torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES if torch.is_autocast_enabled(d))
+
+
+def deterministic_algorithms() -> tuple:
+    """``torch.use_deterministic_algorithms``' two flags: (on, warn_only)."""
+    return torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+
+
+# Note [Global state is one guard]
+#     A trace depends on state that is in no argument: grad mode decides whether
+#     the graph records autograd (AOTAutograd builds a training or an inference
+#     graph from it), inference mode and autocast change what every op returns,
+#     the default dtype what ``torch.ones(3)`` makes, the deterministic flags which
+#     kernels run; and ``torch.is_grad_enabled()`` or ``torch.get_default_dtype()``
+#     read while tracing are folded into the trace as constants. So every entry
+#     keeps the state it was traced under, as torch's ``GlobalStateGuard``
+#     (torch/csrc/dynamo/guards.cpp) does: five readable GLOBAL_STATE guards
+#     (``torch.is_grad_enabled() is True``, ...), the ones you read and the ones
+#     ``first_failure`` evaluates to name what changed. On the hot path they are
+#     one C++ call, ``___global_state()``, a ``GlobalState`` made at compile time
+#     that compares the same fields (tensor_match.cpp); where the extension is
+#     missing the five Python expressions run instead (about 1 us).
+_GLOBAL_STATE_WHY = {
+    "grad": "grad mode when traced (the graph records autograd or not)",
+    "inference": "inference mode when traced",
+    "autocast": "autocast when traced: the device types it is on for, with their dtype",
+    "dtype": "the default dtype when traced (torch.ones(3) makes this dtype)",
+    "deterministic": "torch.use_deterministic_algorithms(on, warn_only) when traced",
+}
+
 # Names a guard expression may use besides L and G; objects matched by identity are
 # added per guard set as ___obj<N>.
-_BASE_SCOPE = {"torch": torch, "___check_not_aliased": check_not_aliased}
+_BASE_SCOPE = {"torch": torch, "___check_not_aliased": check_not_aliased, "___autocast_state": autocast_state,
+               "___deterministic_algorithms": deterministic_algorithms}
 
 
 class GuardSet:
@@ -75,6 +113,7 @@ class GuardSet:
         # TENSOR_MATCH'd source -> (dtype, device or None for the CPU, sizes, strides or None for
         # "is_contiguous()", requires_grad): what its Python guards test, for the C++ TensorMatch
         self.tensor_specs: dict[str, tuple] = {}
+        self.global_state: Optional[Any] = None  # the C++ GlobalState made by GLOBAL_STATE(), when available
 
     def name_for(self, obj: Any, hint: str = "obj") -> str:
         """A stable scope name for an object that a guard compares by identity."""
@@ -107,6 +146,23 @@ class GuardSet:
         events.emit("guard", source=str(source), guard_kind=kind, expr=expr, why=why)
 
     # --- the GuardBuilder methods (torch/_dynamo/guards.py) -------------------
+    def GLOBAL_STATE(self) -> None:
+        """The state of now, that the trace depends on (Note [Global state is one guard])."""
+        dtype = str(torch.get_default_dtype())
+        self.add(None, "GLOBAL_STATE", f"torch.is_grad_enabled() is {torch.is_grad_enabled()}",
+                 _GLOBAL_STATE_WHY["grad"], "torch.is_grad_enabled()")
+        self.add(None, "GLOBAL_STATE", f"torch.is_inference_mode_enabled() is {torch.is_inference_mode_enabled()}",
+                 _GLOBAL_STATE_WHY["inference"], "torch.is_inference_mode_enabled()")
+        autocast = ", ".join(f"({d!r}, {dt})" for d, dt in autocast_state())
+        self.add(None, "GLOBAL_STATE", f"___autocast_state() == ({autocast}{',' if autocast else ''})",
+                 _GLOBAL_STATE_WHY["autocast"], "___autocast_state()")
+        self.add(None, "GLOBAL_STATE", f"torch.get_default_dtype() == {dtype}", _GLOBAL_STATE_WHY["dtype"],
+                 "torch.get_default_dtype()")
+        self.add(None, "GLOBAL_STATE", f"___deterministic_algorithms() == {deterministic_algorithms()!r}",
+                 _GLOBAL_STATE_WHY["deterministic"], "___deterministic_algorithms()")
+        kind = tensor_match.global_state()
+        self.global_state = kind() if kind is not None else None
+
     def TYPE_MATCH(self, source: Source, value: Any, why: str) -> None:
         t = type(value)
         tname = f"torch.{t.__name__}" if getattr(torch, t.__name__, None) is t else self.name_for(t, t.__name__)
@@ -262,13 +318,18 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
     matchers: dict[tuple, str] = {}  # one TensorMatch per distinct spec: 200 alike inputs share one
     groups: dict[str, list[Guard]] = {}
     sources: dict[str, Any] = {}
-    over_many = [g for g in guards if g.source is None]  # NO_TENSOR_ALIASING (operands): checked last
+    over_many = [g for g in guards if g.source is None and g.kind == "NO_TENSOR_ALIASING"]  # checked last
+    global_state = [g for g in guards if g.kind == "GLOBAL_STATE"]  # checked first, one call
     for g in guards:
         if g.source is None:
             continue
         groups.setdefault(g.source.name(), []).append(g)
         sources.setdefault(g.source.name(), g.source)
     lines = ["def ___check_guards(L, G):"]
+    if global_state:  # Note [Global state is one guard]
+        tests = "___global_state()" if "___global_state" in scope else \
+            " and ".join(f"({_hoist_torch_constants(g.expr, scope)})" for g in global_state)
+        lines += [f"    if not ({tests}):", "        return False"]
     bound: dict[str, str] = {}  # source name -> the local holding it
     for i, (name, group) in enumerate(groups.items()):
         local = f"___s{i}"
@@ -324,6 +385,8 @@ class CheckFunction:
         if no_aliasing is not None:
             self.guards.append(no_aliasing)
         self.scope = guard_set.scope
+        if guard_set.global_state is not None:
+            self.scope["___global_state"] = guard_set.global_state
         specs = guard_set.tensor_specs if tensor_match.get() is not None else None
         self.source = _check_fn_source(self.guards, self.scope, specs)
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102

@@ -23,9 +23,22 @@
 //
 // Built on first use with torch.utils.cpp_extension (tensor_match.py); where it
 // cannot be built the Python guards run instead.
+//
+// GlobalState is the same idea for the state every trace depends on (torch's
+// GlobalStateGuard in torch/csrc/dynamo/guards.cpp): made at compile time, it
+// keeps grad mode, inference mode, autocast (per device type: on or off, and
+// its dtype when on), the default dtype and the deterministic-algorithms flags;
+// called with no argument it says whether they are all still the same. One
+// call replaces the GLOBAL_STATE guards of guards.py (Note [Global state is one
+// guard]), which test exactly these fields.
 
 #include <Python.h>
 
+#include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
+#include <c10/core/DefaultDtype.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -148,6 +161,73 @@ PyObject* tensor_match_repr(PyObject* self_) {
 
 PyTypeObject TensorMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+
+// --- GlobalState ---------------------------------------------------------------
+
+// the device types whose autocast state is kept, as guards.py's AUTOCAST_DEVICES
+const c10::DeviceType kAutocastDevices[] = {c10::DeviceType::CPU, c10::DeviceType::CUDA, c10::DeviceType::XPU,
+                                            c10::DeviceType::IPU, c10::DeviceType::HPU, c10::DeviceType::XLA,
+                                            c10::DeviceType::PrivateUse1, c10::DeviceType::MPS};
+constexpr int kNumAutocast = sizeof(kAutocastDevices) / sizeof(kAutocastDevices[0]);
+
+struct State {
+  bool grad_mode, inference_mode, deterministic, deterministic_warn_only;
+  bool autocast[kNumAutocast];
+  at::ScalarType autocast_dtype[kNumAutocast];  // compared only where autocast is on
+  at::ScalarType default_dtype;
+
+  static State now() {
+    State s;
+    s.grad_mode = c10::GradMode::is_enabled();
+    s.inference_mode = c10::InferenceMode::is_enabled();
+    s.deterministic = at::globalContext().deterministicAlgorithms();
+    s.deterministic_warn_only = at::globalContext().deterministicAlgorithmsWarnOnly();
+    for (int i = 0; i < kNumAutocast; ++i) {
+      s.autocast[i] = at::autocast::is_autocast_enabled(kAutocastDevices[i]);
+      s.autocast_dtype[i] = s.autocast[i] ? at::autocast::get_autocast_dtype(kAutocastDevices[i]) : at::kFloat;
+    }
+    s.default_dtype = c10::get_default_dtype_as_scalartype();
+    return s;
+  }
+
+  bool operator==(const State& o) const {
+    if (grad_mode != o.grad_mode || inference_mode != o.inference_mode || deterministic != o.deterministic ||
+        deterministic_warn_only != o.deterministic_warn_only || default_dtype != o.default_dtype)
+      return false;
+    for (int i = 0; i < kNumAutocast; ++i)
+      if (autocast[i] != o.autocast[i] || (autocast[i] && autocast_dtype[i] != o.autocast_dtype[i])) return false;
+    return true;
+  }
+};
+
+struct GlobalState {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  State state;
+};
+
+PyObject* global_state_call(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  if (PyVectorcall_NARGS(nargsf) != 0 || kwnames != nullptr) {
+    PyErr_SetString(PyExc_TypeError, "GlobalState() takes no arguments when called");
+    return nullptr;
+  }
+  return PyBool_FromLong(reinterpret_cast<GlobalState*>(self_)->state == State::now());
+}
+
+PyObject* global_state_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  if (PyTuple_GET_SIZE(args) != 0 || (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0)) {
+    PyErr_SetString(PyExc_TypeError, "GlobalState() takes no arguments: it keeps the state of now");
+    return nullptr;
+  }
+  auto* self = reinterpret_cast<GlobalState*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->vectorcall = global_state_call;
+  self->state = State::now();
+  return reinterpret_cast<PyObject*>(self);
+}
+
+PyTypeObject GlobalStateType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
 // torch.utils.cpp_extension names the module (tensor_match.py puts a hash of this file in the name)
 #ifndef TORCH_EXTENSION_NAME
 #define TORCH_EXTENSION_NAME minidynamo_tensor_match
@@ -158,7 +238,7 @@ PyTypeObject TensorMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 #define MD_STR(a) MD_STR2(a)
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, MD_STR(TORCH_EXTENSION_NAME),
-                          "TENSOR_MATCH guards checked in C++ (minidynamo/symbolic/guards.py).", -1, nullptr};
+                          "TENSOR_MATCH and GLOBAL_STATE guards checked in C++ (minidynamo/symbolic/guards.py).", -1, nullptr};
 
 }  // namespace
 
@@ -173,8 +253,23 @@ PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
   TensorMatchType.tp_dealloc = tensor_match_dealloc;
   TensorMatchType.tp_repr = tensor_match_repr;
   if (PyType_Ready(&TensorMatchType) < 0) return nullptr;
+  GlobalStateType.tp_name = "minidynamo.GlobalState";
+  GlobalStateType.tp_doc = "GlobalState()() -> bool: grad mode, inference mode, autocast, default dtype, "
+                           "deterministic algorithms as when it was made";
+  GlobalStateType.tp_basicsize = sizeof(GlobalState);
+  GlobalStateType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  GlobalStateType.tp_vectorcall_offset = offsetof(GlobalState, vectorcall);
+  GlobalStateType.tp_call = PyVectorcall_Call;
+  GlobalStateType.tp_new = global_state_new;
+  if (PyType_Ready(&GlobalStateType) < 0) return nullptr;
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;
+  Py_INCREF(&GlobalStateType);
+  if (PyModule_AddObject(m, "GlobalState", reinterpret_cast<PyObject*>(&GlobalStateType)) < 0) {
+    Py_DECREF(&GlobalStateType);
+    Py_DECREF(m);
+    return nullptr;
+  }
   Py_INCREF(&TensorMatchType);
   if (PyModule_AddObject(m, "TensorMatch", reinterpret_cast<PyObject*>(&TensorMatchType)) < 0) {
     Py_DECREF(&TensorMatchType);

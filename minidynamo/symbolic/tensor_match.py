@@ -1,7 +1,7 @@
-"""The C++ TENSOR_MATCH (``tensor_match.cpp``): built on first use, or the reason it is not there.
+"""The C++ TENSOR_MATCH and GLOBAL_STATE (``tensor_match.cpp``): built on first use, or the reason not.
 
-Place in the pipeline: ``guards.py`` asks ``get()`` for the ``TensorMatch`` type when it
-compiles a check function. The first call in a fresh environment compiles
+Place in the pipeline: ``guards.py`` asks ``get()`` for the ``TensorMatch`` type and
+``global_state()`` for the ``GlobalState`` type when it compiles a check function. The first call in a fresh environment compiles
 ``tensor_match.cpp`` with ``torch.utils.cpp_extension.load`` (about 30 s on two cores;
 ``python -m minidynamo tour`` does it as part of the install) into
 ``~/.cache/minidynamo/<name>/`` (``MINIDYNAMO_CACHE`` moves it), the name carrying a hash
@@ -31,8 +31,16 @@ _STALE_LOCK_S = 600  # a build takes ~30 s; a lock this old was left by a build 
 def get() -> Optional[type]:
     """The ``TensorMatch`` type, building it the first time; None when unavailable (see ``reason()``)."""
     if "type" not in _state:
-        _state["type"], _state["reason"] = _load()
+        module, _state["reason"] = _load()
+        _state["type"] = getattr(module, "TensorMatch", None)
+        _state["global_state"] = getattr(module, "GlobalState", None)
     return _state["type"]
+
+
+def global_state() -> Optional[type]:
+    """The ``GlobalState`` type (Note [Global state is one guard]); None where the extension is missing."""
+    get()
+    return _state.get("global_state")
 
 
 def reason() -> str:
@@ -45,7 +53,7 @@ def reason() -> str:
 def python_guards() -> Iterator[None]:
     """Check functions built inside run the Python TENSOR_MATCH guards, as where the extension is missing."""
     saved = dict(_state)
-    _state.update(type=None, reason="inside tensor_match.python_guards()")
+    _state.update(type=None, global_state=None, reason="inside tensor_match.python_guards()")
     try:
         yield
     finally:
@@ -64,7 +72,7 @@ def build_location() -> tuple[str, Path]:
     return name, root / name
 
 
-def _load() -> tuple[Optional[type], str]:
+def _load() -> tuple[Any, str]:
     if os.environ.get("MINIDYNAMO_PYTHON_GUARDS"):
         return None, "MINIDYNAMO_PYTHON_GUARDS is set"
     try:
@@ -74,7 +82,7 @@ def _load() -> tuple[Optional[type], str]:
             spec = importlib.util.spec_from_file_location(name, built)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-            return module.TensorMatch, ""
+            return module, ""
         from torch.utils import cpp_extension
 
         # a build killed midway leaves its lock, and the next build would wait on it for ever
@@ -85,7 +93,7 @@ def _load() -> tuple[Optional[type], str]:
             warnings.simplefilter("ignore")
             module = cpp_extension.load(name=name, sources=[str(_SOURCE)], build_directory=str(folder),
                                         extra_cflags=["-O2", "-w"], verbose=False)
-        return module.TensorMatch, ""
+        return module, ""
     except Exception as e:  # noqa: BLE001 - no compiler, no ninja, a build error: the Python guards still work
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         return None, f"the C++ guard could not be built ({type(e).__name__}: {first[:200]})"
