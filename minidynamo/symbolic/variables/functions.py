@@ -103,7 +103,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap_sourceless
 
-        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+        if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
             return wrap_sourceless(tx, getattr(self.fn, name))
         return super().var_getattr(tx, name)
 

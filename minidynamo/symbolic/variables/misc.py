@@ -8,6 +8,7 @@ or module. Mirrors ``torch/_dynamo/variables/misc.py`` and
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any, Optional
 
 import torch
@@ -212,7 +213,9 @@ class UserDefinedClassVariable(VariableTracker):
         from .builder import VariableBuilder, wrap_sourceless
 
         attr = inspect.getattr_static(self.value, name, None)
-        if isinstance(attr, (staticmethod, classmethod)):
+        metaclass_slot = isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)) and isinstance(
+            self.value, attr.__objclass__)  # cls.__name__: type's own descriptor, not the class's value
+        if isinstance(attr, (staticmethod, classmethod)) or metaclass_slot:
             attr = getattr(self.value, name)
         elif attr is None:
             unimplemented(f"class {self.value.__name__} has no attribute {name!r}")

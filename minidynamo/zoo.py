@@ -1,0 +1,161 @@
+"""Tiny real models, built from configs with random weights (no downloads): the model zoo.
+
+Place in the pipeline: none; these are inputs. ``tests/test_models.py``, the benchmark
+(``python -m minidynamo.bench``) and chapter 14 compile them. Mirrors the spirit of
+``torch/_dynamo``'s ``benchmarks/huggingface.py`` and ``benchmarks/timm_models.py``, which
+build the same families (at full size) to measure torch.compile.
+
+Each builder returns ``(model, args, kwargs)`` in eval mode, seeded, float32, on CPU.
+
+Note [timm without torchvision]
+    timm imports ``torchvision`` at import time (``FrozenBatchNorm2d``, transforms), but
+    the torchvision wheel that pip pairs with the CPU torch here is a CUDA build whose
+    C ops fail to load (``operator torchvision::nms does not exist``). None of the models
+    below runs a torchvision op, so when the real one cannot be imported we install a
+    stand-in package whose every name is a placeholder class. transformers then sees no
+    torchvision at all (its availability check finds no spec) and skips its vision paths.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+
+import torch
+
+__all__ = ["gpt2", "bert", "llama", "resnet10t", "vit_tiny", "BUILDERS"]
+
+VOCAB, SEQ, BATCH = 128, 8, 2
+
+
+class _PlaceholderMeta(type):
+    def __getattr__(cls, name):  # InterpolationMode.NEAREST and the like, read at import time
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _PlaceholderMeta(name, (_Placeholder,), {})
+
+
+class _Placeholder(metaclass=_PlaceholderMeta):
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("torchvision is not usable here (see minidynamo/zoo.py, Note [timm without torchvision])")
+
+
+class _StubModule(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _PlaceholderMeta(name, (_Placeholder,), {})
+
+
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "torchvision" or fullname.startswith("torchvision."):
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        module = _StubModule(spec.name)
+        module.__path__ = []
+        module.__version__ = "0.0.0"
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+def _without_broken_torchvision() -> None:
+    """Make ``import timm`` work when torchvision cannot load (Note [timm without torchvision])."""
+    if any(isinstance(f, _StubFinder) for f in sys.meta_path):
+        return
+    if "torchvision" in sys.modules and not isinstance(sys.modules["torchvision"], _StubModule):
+        return  # a working torchvision is already imported
+    try:
+        import torchvision  # noqa: F401
+        return
+    except Exception:  # noqa: BLE001  (RuntimeError from its C ops, ImportError when absent)
+        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+            del sys.modules[name]
+    sys.modules["torchvision"] = None  # find_spec answers None: transformers caches "not available"
+    try:
+        from transformers.utils import import_utils
+
+        import_utils.is_torchvision_available()  # an lru_cache: decided once, before the stand-in exists
+    except ImportError:
+        pass
+    finally:
+        del sys.modules["torchvision"]
+    sys.meta_path.insert(0, _StubFinder())
+
+
+def _quiet_transformers() -> None:
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+
+
+def _tokens(with_labels: bool = True):
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
+    return ids
+
+
+def gpt2(n_layer: int = 2):
+    """transformers ``GPT2LMHeadModel``, hidden 64, 4 heads; called with ``labels`` (returns a loss)."""
+    _without_broken_torchvision()
+    _quiet_transformers()
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=n_layer, n_embd=64, n_head=4, vocab_size=VOCAB, n_positions=32)
+    ids = _tokens()
+    return GPT2LMHeadModel(cfg).eval(), (), {"input_ids": ids, "labels": ids}
+
+
+def bert(n_layer: int = 2):
+    """transformers ``BertForSequenceClassification``, hidden 64, 3 labels."""
+    _without_broken_torchvision()
+    _quiet_transformers()
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    cfg = BertConfig(num_hidden_layers=n_layer, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                     vocab_size=VOCAB, max_position_embeddings=32, num_labels=3)
+    return BertForSequenceClassification(cfg).eval(), (), {"input_ids": _tokens(), "labels": torch.tensor([0, 2])}
+
+
+def llama(n_layer: int = 2):
+    """transformers ``LlamaForCausalLM``, hidden 64, 4 query heads over 2 kv heads (grouped)."""
+    _without_broken_torchvision()
+    _quiet_transformers()
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(num_hidden_layers=n_layer, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                      intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=32)
+    ids = _tokens()
+    return LlamaForCausalLM(cfg).eval(), (), {"input_ids": ids, "labels": ids}
+
+
+def resnet10t():
+    """timm ``resnet10t`` (BatchNorm), 10 classes, 32x32 images."""
+    _without_broken_torchvision()
+    import timm
+
+    torch.manual_seed(0)
+    model = timm.create_model("resnet10t", pretrained=False, num_classes=10)
+    return model.eval(), (torch.randn(BATCH, 3, 32, 32),), {}
+
+
+def vit_tiny():
+    """timm ``vit_tiny_patch16_224`` at img_size=32, depth 2."""
+    _without_broken_torchvision()
+    import timm
+
+    torch.manual_seed(0)
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32, depth=2, num_classes=10)
+    return model.eval(), (torch.randn(BATCH, 3, 32, 32),), {}
+
+
+BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "resnet10t": resnet10t, "vit_tiny": vit_tiny}
