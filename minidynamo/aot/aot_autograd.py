@@ -6,26 +6,48 @@ on any function. Mirrors ``torch/_functorch/aot_autograd.py`` and
 ``_aot_autograd/graph_compile.py`` (``aot_stage1_graph_capture``,
 ``aot_stage2_compile``).
 
-On the first call, with the real arguments::
+When compiled (Dynamo's backend call, or ``aot_function``'s first call)::
 
     flatten args (pytree)                  non-tensor args ride along untouched
     dedupe: same tensor twice -> once      (runtime_wrappers.aot_wrapper_dedupe)
     synthetic base for aliased inputs      (runtime_wrappers.aot_wrapper_synthetic_base)
     collect_metadata        FakeTensor pass 2 -> ViewAndMutationMeta
     joint graph             FakeTensor pass 3 (graph_capture)
-    default_partition       forward graph + backward graph
+    partition_fn            forward graph + backward graph (default or min-cut)
     fw_compiler / bw_compiler                 (default: run the fx graph as is)
     CompiledFunction + runtime wrapper        (runtime_wrappers)
 
 Note [Compiled once, like torch's aot_function]
     torch's ``aot_function`` compiles on the first call and reuses the result
     for every later call without checking the arguments again: guarding is
-    Dynamo's job. Ours does the same (it only checks that the number of flat
-    arguments did not change), so the per-call cost is the runtime wrapper's.
+    Dynamo's job. Ours does the same, except for the two things Dynamo does not
+    guard for us (Note [Aliasing is part of the compile key]), so the per-call
+    cost is the runtime wrapper's plus one grad-mode check.
+
+Note [Aliasing is part of the compile key]
+    Whether the graph is a training or an inference graph follows grad mode
+    when it is compiled; a call in the other grad mode must not reuse it (a first
+    call under ``no_grad`` would freeze an inference graph for later training).
+    Dynamo's global-state guard already keeps each graph in its grad mode;
+    ``aot_function`` checks it too (one C call), and compiles a variant per mode.
+    Which inputs share a storage decides the dedupe and synthetic-base
+    wrappers, but only matters when the graph mutates an input: then every call
+    compares the inputs' aliasing (storages, identities, offsets) with the one
+    compiled for, and a new aliasing compiles its own variant. torch instead adds
+    storage-overlap guards to Dynamo for the inputs it found overlapping.
+
+Note [AOT failures run the graph eagerly]
+    Any exception inside AOT (an op functionalization does not handle, a joint
+    trace autograd refuses) makes that graph run eagerly, with an
+    ``AOTFallbackWarning`` naming the graph, the user's function, the op and its
+    source line, and the reason. At call time only the compiled graphs and the
+    wrappers run, so nothing of AOT's is raised there that eager would not raise.
 """
 
 from __future__ import annotations
 
+import functools
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -43,7 +65,7 @@ from minidynamo.aot.runtime_wrappers import (
     create_runtime_wrapper,
 )
 
-__all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "CompiledArtifacts"]
+__all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "AOTFallbackWarning", "CompiledArtifacts"]
 
 
 def _run_graph(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
@@ -60,6 +82,7 @@ class AOTConfig:
     fw_compiler: Callable = _run_graph
     bw_compiler: Callable | None = None
     partition_fn: Callable = default_partition
+    keep_inference_input_mutations: bool = False
 
 
 @dataclass
@@ -72,6 +95,18 @@ class CompiledArtifacts:
     fw_module: fx.GraphModule | None = None
     compiled_function: Any = None  # the autograd.Function class (training path)
     wrappers: list[str] = field(default_factory=list)
+    fallback: str | None = None  # why the graph runs eagerly (Note [AOT failures run the graph eagerly])
+
+
+@dataclass
+class _Entry:
+    """One compiled variant: for a grad mode and, if it mutates inputs, an aliasing of its inputs."""
+
+    compiled: Callable
+    alias_sig: tuple | None  # None: aliasing does not matter (no input is mutated)
+    art: CompiledArtifacts
+    fast: Callable | None = None
+    variants: dict = field(default_factory=dict)  # other alias signatures, same grad mode
 
 
 def _example_inputs(gm: fx.GraphModule) -> list[Any]:
@@ -143,7 +178,7 @@ def _all_leaves(args: tuple) -> bool:
     return not any(k in SUPPORTED_NODES or issubclass(k, _CONTAINERS) for k in set(map(type, args)))
 
 
-def _fast_call(compiled: Callable, out_spec: Any, returns_tuple: bool) -> Callable:
+def _fast_call(compiled: Callable, out_spec: Any, returns_tuple: bool | None = True) -> Callable:
     """``compiled`` plus the output unflatten, specialised once for the common output shapes.
 
     Note [The hot path skips pytree]
@@ -160,52 +195,138 @@ def _fast_call(compiled: Callable, out_spec: Any, returns_tuple: bool) -> Callab
     return lambda *args: tree_unflatten(list(compiled(*args)), out_spec)
 
 
+def _alias_signature(flat_args: tuple) -> tuple:
+    """Which flat arguments share a storage, and how (Note [Aliasing is part of the compile key]).
+
+    One entry per argument: ``None`` for a non-tensor or a tensor alone in its storage,
+    else ``(first position in that storage, same object as it, storage offset)``.
+    """
+    first: dict[int, int] = {}
+    keys = []
+    for i, a in enumerate(flat_args):
+        if isinstance(a, torch.Tensor):
+            k = a.untyped_storage()._cdata
+            keys.append(k)
+            first.setdefault(k, i)
+        else:
+            keys.append(None)
+    if len(first) == sum(k is not None for k in keys):
+        return ()
+    return tuple(
+        None if k is None or first[k] == i and keys.count(k) == 1
+        else (first[k], flat_args[first[k]] is flat_args[i], flat_args[i].storage_offset())
+        for i, k in enumerate(keys)
+    )
+
+
+class AOTFallbackWarning(UserWarning):
+    """A graph AOTAutograd could not compile runs eagerly instead (the message says why)."""
+
+
+def _failure_reason(exc: BaseException) -> str:
+    where = getattr(exc, "_md_aot_node", None)
+    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    if where is not None:
+        op, line = where
+        return f"at {op}" + (f" (line {line})" if line else "") + f": {reason}"
+    return reason
+
+
 def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None, *,
-                 partition_fn: Callable = default_partition) -> Callable:
-    """Compile ``fn`` through mini AOTAutograd on its first call (Note [Compiled once, like torch's aot_function]).
+                 partition_fn: Callable = default_partition, keep_inference_input_mutations: bool = False,
+                 name: str | None = None) -> Callable:
+    """Compile ``fn`` through mini AOTAutograd (Note [Compiled once, like torch's aot_function]).
 
     ``fw_compiler(gm, example_inputs)`` / ``bw_compiler`` return a callable taking
     the graph's inputs positionally; the default runs the graph. The returned
-    function has ``.artifacts`` (meta, joint graph, partition) after the first call.
+    function has ``.artifacts`` (meta, joint graph, partition) of its latest compile,
+    and ``.compile_now(*flat_args)``, which compiles for those arguments right away
+    (the Dynamo backend calls it at Dynamo's compile time).
     """
-    config = AOTConfig(fw_compiler or _run_graph, bw_compiler, partition_fn)
-    art = CompiledArtifacts()
+    config = AOTConfig(fw_compiler or _run_graph, bw_compiler, partition_fn, keep_inference_input_mutations)
+    label = name or getattr(fn, "__qualname__", repr(fn))
     state: dict[str, Any] = {}
+    # Note [Aliasing is part of the compile key]: grad mode -> the entry compiled for it.
+    by_grad: dict[bool, _Entry] = {}
+
+    def flat_fn_for(in_spec):
+        def flat_fn(*flat):
+            a, kw = tree_unflatten(list(flat), in_spec)
+            out = fn(*a, **kw)
+            flat_out, out_spec = tree_flatten(out)
+            state["out_spec"] = out_spec
+            return tuple(flat_out)
+        return flat_fn
+
+    def compile_flat(flat_args: list[Any], in_spec: Any, flat: bool) -> _Entry:
+        grad = torch.is_grad_enabled()
+        sig = _alias_signature(flat_args)
+        entry = by_grad.get(grad)
+        if entry is not None and (entry.alias_sig is None or entry.alias_sig == sig):
+            return entry
+        if entry is not None and sig in entry.variants:
+            return entry.variants[sig]
+        art = CompiledArtifacts()
+        flat_fn = flat_fn_for(in_spec)
+        try:
+            compiled = create_aot_dispatcher_function(flat_fn, flat_args, config, art)
+            mutates = art.meta is not None and any(
+                i.mutates_data or i.mutates_metadata for i in art.meta.input_info)
+        except Exception as exc:  # Note [AOT failures run the graph eagerly]
+            warnings.warn(
+                f"minidynamo.aot: {label} runs eagerly, AOTAutograd could not compile it {_failure_reason(exc)}",
+                AOTFallbackWarning, stacklevel=3,
+            )
+            art.fallback = _failure_reason(exc)
+            compiled, mutates = flat_fn, False
+        returned_function.artifacts = art
+        new = _Entry(compiled, sig if mutates else None, art)
+        if "out_spec" in state and flat and not art.fallback:
+            new.fast = _fast_call(compiled, state["out_spec"], returns_tuple=True)
+        if entry is None:
+            by_grad[grad] = new
+        else:
+            entry.variants[sig] = new
+        return new
 
     def returned_function(*args, **kwargs):
-        fast = state.get("fast")
-        if fast is not None and not kwargs and len(args) == state["num_args"] and _all_leaves(args):
-            return fast(*args)  # the hot path: flat positional arguments flatten to themselves
+        entry = by_grad.get(torch.is_grad_enabled())
+        if (entry is not None and entry.fast is not None and not kwargs and len(args) == state["num_args"]
+                and _all_leaves(args) and (entry.alias_sig is None or entry.alias_sig == _alias_signature(args))):
+            return entry.fast(*args)  # the hot path: flat positional arguments flatten to themselves
         flat_args, in_spec = tree_flatten((args, kwargs))
-        if "compiled" not in state:
-            def flat_fn(*flat):
-                a, kw = tree_unflatten(list(flat), in_spec)
-                out = fn(*a, **kw)
-                flat_out, out_spec = tree_flatten(out)
-                state["out_spec"] = out_spec
-                return tuple(flat_out)
-
-            state["compiled"] = create_aot_dispatcher_function(flat_fn, flat_args, config, art)
+        if "in_spec" not in state:
             state["num_args"], state["in_spec"] = len(flat_args), in_spec
         elif in_spec != state["in_spec"]:
             raise TypeError(
                 f"aot_function: compiled for arguments shaped {state['in_spec']}, called with {in_spec} "
                 "(a new structure needs a new aot_function)"
             )
-        outs = state["compiled"](*flat_args)
-        if "fast" not in state and not kwargs and _all_leaves(args):
-            state["fast"] = _fast_call(state["compiled"], state["out_spec"], returns_tuple=type(outs) is tuple)
+        flat = not kwargs and _all_leaves(args)
+        entry = compile_flat(flat_args, in_spec, flat)
+        outs = entry.compiled(*flat_args)
+        if entry.fast is None and flat and not entry.art.fallback:
+            entry.fast = _fast_call(entry.compiled, state["out_spec"], returns_tuple=type(outs) is tuple)
         return tree_unflatten(list(outs), state["out_spec"])
+
+    def compile_now(*flat_args):
+        """Compile for these flat arguments now (under the current grad mode), without running."""
+        _, in_spec = tree_flatten((flat_args, {}))
+        if "in_spec" not in state:
+            state["num_args"], state["in_spec"] = len(flat_args), in_spec
+        compile_flat(list(flat_args), in_spec, True)
 
     def call_flat(*flat_args):
         """Like the function, for callers that promise flat positional leaves (Dynamo's backend entry)."""
-        fast = state.get("fast")
-        if fast is not None and len(flat_args) == state["num_args"]:
-            return fast(*flat_args)
+        entry = by_grad.get(torch.is_grad_enabled())
+        if (entry is not None and entry.fast is not None and len(flat_args) == state["num_args"]
+                and (entry.alias_sig is None or entry.alias_sig == _alias_signature(flat_args))):
+            return entry.fast(*flat_args)
         return returned_function(*flat_args)
 
-    returned_function.artifacts = art
+    returned_function.artifacts = CompiledArtifacts()
     returned_function.call_flat = call_flat
+    returned_function.compile_now = compile_now
     returned_function.__wrapped__ = fn
     return returned_function
 
@@ -249,7 +370,17 @@ class _SourceLineInterpreter(fx.Interpreter):
 
     def run_node(self, n: fx.Node) -> Any:
         with events.source_line(n.meta.get("source_line")):
-            return super().run_node(n)
+            try:
+                return super().run_node(n)
+            except Exception as exc:  # name the user's op in the fallback warning
+                if not hasattr(exc, "_md_aot_node"):
+                    exc._md_aot_node = (_node_label(n), n.meta.get("source_line"))
+                raise
+
+
+def _node_label(n: fx.Node) -> str:
+    t = n.target
+    return getattr(t, "__name__", None) or str(t) if n.op == "call_function" else f"{n.op} {t}"
 
 
 class _SourceLined(torch.nn.Module):
@@ -264,12 +395,18 @@ class _SourceLined(torch.nn.Module):
 
 
 def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_compiler: Callable | None = None,
-                          bw_compiler: Callable | None = None) -> Callable:
+                          bw_compiler: Callable | None = None, *, partition_fn: Callable = default_partition,
+                          keep_inference_input_mutations: bool = False) -> Callable:
     """The Dynamo backend entry: ``gm``'s parameters and buffers become graph inputs.
 
-    torch compiles right away on ``example_inputs`` (fake tensors); ours compiles
-    on the first real call (so the real inputs' aliasing is what the wrappers see)
-    and uses ``example_inputs`` only to check the call.
+    Note [Compiled inside the backend call]
+        Like torch's, ours compiles right away, at Dynamo's compile time, for the
+        grad mode that is on now (Dynamo's global-state guard keeps later calls
+        in it; a call in another grad mode compiles its own variant rather than
+        reuse this one). Every pass runs on fake copies of ``example_inputs``
+        (the converter keeps their aliasing), so the real tensors' data is never
+        read or written. If any pass fails, the graph runs eagerly (Note [AOT
+        failures run the graph eagerly]): nothing AOT raises reaches a call.
     """
     named = [*gm.named_parameters(), *gm.named_buffers()]
     names, params = [n for n, _ in named], [p for _, p in named]
@@ -283,7 +420,15 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
             return torch.func.functional_call(gm, dict(zip(names, ps)), tuple(args))
         return torch.func.functional_call(lined, {f"gm.{n}": p for n, p in zip(names, ps)}, tuple(args))
 
-    compiled = aot_function(flat_module_fn, fw_compiler, bw_compiler)
+    user = getattr(gm, "meta", {}).get("user_code")
+    label = f"graph {type(gm).__name__} of {user}" if user else type(gm).__name__
+    compiled = aot_function(flat_module_fn, fw_compiler, bw_compiler, partition_fn=partition_fn,
+                            keep_inference_input_mutations=keep_inference_input_mutations, name=label)
+    compiled.compile_now(*params, *example_inputs)
+    if compiled.artifacts.fallback is not None:
+        eager = functools.partial(gm.forward)
+        eager.artifacts = compiled.artifacts  # type: ignore[attr-defined]
+        return eager
     call_flat = compiled.call_flat  # Dynamo passes tensors and ints, never containers: no pytree per call
 
     def forward(*runtime_args):
@@ -292,5 +437,6 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
         return call_flat(*params, *runtime_args)
 
     forward.artifacts = compiled.artifacts
+    forward.aot_function = compiled
     forward.zero_grad = lambda: None
     return forward

@@ -167,12 +167,21 @@ def create_compiled_function(
     tangent_mask: list[bool],
     fw_out_requires_grad: list[bool],
     num_inputs: int,
+    bw_mutated: tuple[int, ...] = (),
 ) -> type[torch.autograd.Function]:
     """The ``autograd.Function`` that runs the compiled forward and backward (torch: CompiledFunction).
 
     Forward returns ``(mutated inputs, user outputs, intermediate bases)``, aliases in
-    ``TensorAlias`` boxes (Note [Aliased outputs are returned, then regenerated]);
-    the saved activations stay on ``ctx``.
+    ``TensorAlias`` boxes (Note [Aliased outputs are returned, then regenerated]).
+
+    Note [Saved tensors go through save_for_backward]
+        The forward's saved values go through ``ctx.save_for_backward``, as
+        torch's do (``_AutogradSavedState.save_from_forward``), so autograd
+        records each one's version counter: ``out = f(x, w); w.add_(1);
+        out.backward()`` raises eager's "modified by an inplace operation"
+        error instead of computing a gradient from the new ``w``. A saved view is
+        detached first (torch does the same: saving a view would keep its whole
+        autograd history alive); ints and other non-tensors stay on ``ctx``.
     """
     num_fw_outs = meta.num_forward_returns
     n_mut = meta.num_mutated_inp_runtime_indices
@@ -196,29 +205,51 @@ def create_compiled_function(
         def forward(ctx, *args):
             outs = compiled_fw(*args)
             fw_outs, saved = list(outs[:num_fw_outs]), outs[num_fw_outs:]
-            # torch keeps these with save_for_backward; ours keeps them on ctx, which skips
-            # the version-counter check (an input we save may be written back after this).
-            ctx.saved_values = saved
+            # Note [Saved tensors go through save_for_backward]
+            tensors = [s for s in saved if isinstance(s, torch.Tensor)]
+            if len(tensors) == len(saved):
+                ctx.save_for_backward(*[t.detach() if t._is_view() else t for t in saved])
+                ctx.non_tensors = None
+            else:
+                ctx.save_for_backward(*[t.detach() if t._is_view() else t for t in tensors])
+                ctx.non_tensors = [(i, s) for i, s in enumerate(saved) if not isinstance(s, torch.Tensor)]
             # torch: Note [Intermediate Bases Optimization]. Hide this aliasing from autograd.
             for i in unsafe_view:
                 fw_outs[i] = torch.ops.aten._unsafe_view(fw_outs[i], fw_outs[i].shape)
             for i in boxed:
                 fw_outs[i] = TensorAlias(fw_outs[i])
-            ctx.mark_non_differentiable(*[fw_outs[i] for i in non_differentiable])
+            if non_differentiable:
+                ctx.mark_non_differentiable(*[fw_outs[i] for i in non_differentiable])
+            if bw_mutated:
+                ctx.bw_mutated_inputs = [args[i] for i in bw_mutated]
             return tuple(fw_outs)
 
         @staticmethod
         def backward(ctx, *grad_outs):
             # Only the outputs that had a tangent in the joint graph; the boxed aliases' grads are None.
-            for i in boxed:
-                assert grad_outs[i] is None, "an aliased output got a gradient"
             tangents = []
             for i in tangent_positions:
                 g = grad_outs[i]
                 if g is None:  # output not used: autograd passes None, the graph wants zeros
                     g = torch.zeros(fw_outs_shapes[i], dtype=fw_outs_dtypes[i])
-                tangents.append(g.contiguous())
-            grads = compiled_bw(*ctx.saved_values, *tangents)
+                elif not g.is_contiguous():
+                    g = g.contiguous()
+                tangents.append(g)
+            saved = ctx.saved_tensors
+            if ctx.non_tensors is not None:
+                saved = list(saved)
+                for i, s in ctx.non_tensors:
+                    saved.insert(i, s)
+            grads = compiled_bw(*saved, *tangents)
+            if bw_mutated:
+                # Note [Input mutations in the backward]: the graph returned their new values last.
+                n = len(bw_mutated)
+                grads, new_values = grads[:-n], grads[-n:]
+                with torch.no_grad():
+                    for original, new in zip(ctx.bw_mutated_inputs, new_values):
+                        original.copy_(new)
+            if len(grads) == num_inputs:
+                return tuple(grads)
             return tuple(grads) + (None,) * (num_inputs - len(grads))
 
     fw_outs_shapes: dict[int, torch.Size] = {}
@@ -427,6 +458,7 @@ def aot_wrapper_synthetic_base(
             outs = list(outs)
             for j, idx in is_input:
                 outs[j] = args[idx]
+            return tuple(outs)
         return outs
 
     return synthetic_base_wrapper

@@ -206,7 +206,7 @@ def finish(tx, frame, config) -> CacheEntry:
     side_effects = tx.output.side_effects.codegen(cg)
     graph_call = ""
     name = f"___compiled_fn_{next(_graph_ids)}"
-    compiled = tx.output.compile_graph(cg.graph_outputs, config.backend, name)
+    compiled = tx.output.compile_graph(cg.graph_outputs, config.backend, name, code=frame.code)
     graphs = []
     if compiled is not None:
         gm, fn, sources = compiled

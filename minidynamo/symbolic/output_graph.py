@@ -87,7 +87,7 @@ class OutputGraph:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
 
     # --- finishing ------------------------------------------------------------------
-    def compile_graph(self, outputs: list[torch.fx.Node], backend: Callable, name: str):
+    def compile_graph(self, outputs: list[torch.fx.Node], backend: Callable, name: str, code: Any = None):
         """Turn the graph into a GraphModule, call the backend; returns (gm, compiled, input sources).
 
         Returns None when the graph makes no call (Note [An empty graph is not compiled]).
@@ -105,6 +105,8 @@ class OutputGraph:
                 self.graph.erase_node(node)
         self.graph.lint()
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
+        if code is not None:  # whose graph it is, for a backend's warnings
+            gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         example_inputs = [value for _, _, value in used]
         compiled = backend(gm, example_inputs)
         counters["graphs"] += 1
