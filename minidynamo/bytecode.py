@@ -15,9 +15,47 @@ Note [One explicit opcode table per Python version]
     per Python version (opname -> family), and ``get_instructions`` checks every
     instruction against the table of the running Python *before* anything runs.
     An opname we have never seen fails at once with its name, offset, source
-    line and the Python version. Adding a Python version touches only this file.
-    The tables are not generated from ``dis.opmap`` on purpose: a test compares
-    the table with ``dis.opmap`` so a change in CPython shows up as a diff.
+    line and the Python version. The tables are not generated from ``dis.opmap``
+    on purpose: a test compares the table with ``dis.opmap`` so a change in
+    CPython shows up as a diff.
+    Adding a Python version starts in this file (its table, and the facts of
+    Note [What changes between 3.11, 3.12 and 3.13]) but does not end here: an
+    opname that is new also needs a handler in both interpreters
+    (``interpreter.py`` and ``symbolic/symbolic_convert.py``), and an old opname
+    whose stack effect changed needs its handler to read the fact from here.
+
+Note [What changes between 3.11, 3.12 and 3.13]
+    The handlers of both interpreters are written once for all three versions;
+    where CPython changed what an *existing* opname does, they read one of the
+    facts below instead of testing the version themselves (new opnames simply
+    get new handlers, grouped under "New in 3.12 and 3.13").
+    - ``NULL_AFTER_CALLABLE`` (3.13): the two slots under a call's arguments
+      were ``[NULL, callable]`` or ``[method, self]`` (3.11, 3.12) and are
+      ``[callable, NULL]`` or ``[method, self]`` since 3.13. ``LOAD_GLOBAL``,
+      ``LOAD_ATTR`` and ``LOAD_SUPER_ATTR`` with their low bit set, and
+      ``PUSH_NULL``, lay them out; ``CALL``, ``CALL_KW`` and
+      ``CALL_FUNCTION_EX`` read them. :func:`call_target` is the one reader.
+    - ``LOAD_ATTR_METHOD_BIT`` (3.12): ``LOAD_METHOD`` is gone; ``LOAD_ATTR``
+      with the low bit of its arg set pushes a method and its self (or NULL).
+    - ``FOR_ITER_EXIT_SKIP``: an exhausted ``FOR_ITER`` pops the iterator and
+      jumps to its target (3.11); since 3.12 the target is ``END_FOR`` (3.13:
+      ``END_FOR, POP_TOP``) and CPython steps over those 1 (3.13: 2)
+      instructions, so they only run when reached by other paths.
+    - ``SEND_KEEPS_RECEIVER`` (3.12): when the sub-iterator of ``yield from``
+      returns, ``SEND`` leaves it on the stack and jumps to ``END_SEND``, which
+      drops it (3.11: ``SEND`` popped it itself).
+    - ``COMPARE_BOOL_BIT`` (3.13): ``COMPARE_OP`` with bit 16 of its arg
+      converts its result to ``bool`` (it feeds a jump, so no ``TO_BOOL``).
+    - Line numbers: ``dis.Instruction.starts_line`` is the line (int or None)
+      up to 3.12 and a bool since 3.13, where ``line_number`` holds the line;
+      :func:`get_instructions` reads whichever the running ``dis`` has.
+    - 3.13: ``LOAD_CLOSURE`` became a pseudo-instruction, so a closure's cells
+      are pushed by ``LOAD_FAST`` of the cell variable (CPython keeps cells in
+      fast-local slots); both interpreters' ``LOAD_FAST`` push the cell then.
+    3.12 also inlines list/set/dict comprehensions into the function
+    (``LOAD_FAST_AND_CLEAR`` saves the loop variable, a ``STORE_FAST`` of the
+    saved value, possibly NULL, restores it); generator expressions stay
+    separate code objects. The exception table keeps its 3.11 format.
 
 Note [Exception table]
     Since Python 3.11 ``try`` blocks leave no SETUP_FINALLY/POP_BLOCK in the
@@ -52,9 +90,38 @@ __all__ = [
     "format_instructions",
     "show",
     "table_diff",
+    "NULL_AFTER_CALLABLE",
+    "LOAD_ATTR_METHOD_BIT",
+    "FOR_ITER_EXIT_SKIP",
+    "SEND_KEEPS_RECEIVER",
+    "COMPARE_BOOL_BIT",
+    "callable_slots",
+    "call_target",
 ]
 
 PYTHON_VERSION: tuple[int, int] = sys.version_info[:2]
+
+# Note [What changes between 3.11, 3.12 and 3.13]: the facts the handlers read.
+NULL_AFTER_CALLABLE: bool = PYTHON_VERSION >= (3, 13)
+LOAD_ATTR_METHOD_BIT: bool = PYTHON_VERSION >= (3, 12)
+FOR_ITER_EXIT_SKIP: int = {(3, 11): 0, (3, 12): 1}.get(PYTHON_VERSION, 2)
+SEND_KEEPS_RECEIVER: bool = PYTHON_VERSION >= (3, 12)
+COMPARE_BOOL_BIT: int = 16 if PYTHON_VERSION >= (3, 13) else 0
+
+
+def callable_slots(fn: Any, null: Any) -> tuple[Any, Any]:
+    """The two stack slots, bottom first, that a call of plain ``fn`` expects below its arguments."""
+    return (fn, null) if NULL_AFTER_CALLABLE else (null, fn)
+
+
+def call_target(first: Any, second: Any, args: list, is_null: Callable[[Any], bool]) -> tuple[Any, list]:
+    """``(callable, args)`` from the two slots under a call's arguments (bottom ``first``).
+
+    3.11/3.12: ``[NULL, fn]`` or ``[method, self]``; 3.13: ``[fn, NULL]`` or ``[method, self]``.
+    """
+    if NULL_AFTER_CALLABLE:
+        return (first, list(args)) if is_null(second) else (first, [second, *args])
+    return (second, list(args)) if is_null(first) else (first, [second, *args])
 
 
 @dataclass(frozen=True)
@@ -483,8 +550,9 @@ def get_instructions(
     out: list[Instruction] = []
     lineno: Optional[int] = code.co_firstlineno
     for raw in dis.get_instructions(code):
-        if raw.starts_line is not None:
-            lineno = raw.starts_line
+        line = getattr(raw, "line_number", raw.starts_line)  # 3.13: starts_line is a bool (Note [What changes ...])
+        if line is not None:
+            lineno = line
         if raw.opname not in table:
             raise _unknown(raw.opname, raw.offset, lineno, version)
         out.append(

@@ -2,7 +2,8 @@
 
 Place in the pipeline: stage two. ``minidynamo.bytecode`` decodes a function into
 ``Instruction``s; this module executes them on real values, one ``Frame`` per
-call, with a value stack, exactly as CPython 3.11's ``ceval.c`` does. The
+call, with a value stack, exactly as CPython's ``ceval.c`` does
+(3.11, 3.12 and 3.13; ``Python/bytecodes.c`` since 3.12). The
 symbolic interpreter (``minidynamo.symbolic``) is the same loop with the same
 handler names, run over ``VariableTracker``s instead of real values.
 
@@ -42,6 +43,8 @@ Note [NULL on the stack]
     its arguments (LOAD_GLOBAL with the low bit set, PUSH_NULL, LOAD_METHOD).
     ``CALL n`` looks at the slot n+2 deep: NULL means "plain call", anything
     else means "method call, self is the next slot". We push a ``NULL`` sentinel.
+    3.13 swapped the plain case to ``callable, NULL`` (Note [What changes between
+    3.11, 3.12 and 3.13] in bytecode.py); ``callable_slots``/``call_target`` know.
 
 Note [Errors inside the VM versus errors in the user's code]
     An exception raised by the user's code (1/0, a missing key) is routed
@@ -64,7 +67,14 @@ from typing import Any, Callable, Optional
 
 from minidynamo import events
 from minidynamo.bytecode import (
+    COMPARE_BOOL_BIT,
+    FOR_ITER_EXIT_SKIP,
+    LOAD_ATTR_METHOD_BIT,
+    NULL_AFTER_CALLABLE,
     PYTHON_VERSION,
+    SEND_KEEPS_RECEIVER,
+    call_target,
+    callable_slots,
     ExceptionTableEntry,
     Instruction,
     exception_table,
@@ -225,15 +235,46 @@ class VirtualMachine:
                     return self.run_frame(frame, throw=thrown)
                 except _Yield as suspended:
                     value = suspended.value
-                try:
-                    sent, thrown = (yield value), None
-                    frame.stack.append(sent)
-                except BaseException as exc:  # gen.throw(...) and gen.close()
-                    thrown = exc
+                while True:
+                    try:
+                        sent, thrown = (yield value), None
+                        frame.stack.append(sent)
+                    except BaseException as exc:  # gen.throw(...) and gen.close()
+                        kind, thrown = self.throw_to_delegate(frame, exc)
+                        if kind == "yield":  # the sub-iterator of `yield from` handled it and yielded again
+                            value, thrown = thrown, None
+                            continue
+                    break
 
         gen = drive()
         gen.__name__, gen.__qualname__ = fn.__name__, fn.__qualname__
         return gen
+
+    def throw_to_delegate(self, frame: Frame, exc: BaseException) -> tuple[str, Any]:
+        """gen.throw(exc) while suspended in ``yield from``: CPython throws into the sub-iterator first.
+
+        Returns ("throw", exc) to raise in our frame, ("yield", value) when the sub-iterator
+        yields again, ("resume", None) when it returned (3.11: SEND's exit, done here).
+        """
+        resume = frame.instructions[frame.ip] if frame.ip < len(frame.instructions) else None
+        if resume is None or resume.opname != "RESUME" or resume.arg != 2 or not frame.stack:
+            return "throw", exc  # a plain `yield`
+        receiver = frame.stack[-1]
+        if isinstance(exc, GeneratorExit) or not hasattr(receiver, "throw"):
+            if isinstance(exc, GeneratorExit) and hasattr(receiver, "close"):
+                receiver.close()
+            return "throw", exc
+        try:
+            return "yield", receiver.throw(exc)
+        except StopIteration as stop:
+            if SEND_KEEPS_RECEIVER:
+                return "throw", stop  # 3.12+: CLEANUP_THROW turns it into the value of `yield from`
+            back = frame.instructions[frame.ip + 1]  # 3.11: JUMP_BACKWARD_NO_INTERRUPT to the SEND
+            frame.stack[-1] = stop.value
+            frame.ip = frame.index_of[frame.instructions[frame.index_of[back.argval]].argval]
+            return "resume", None
+        except BaseException as raised:  # noqa: BLE001 - the sub-iterator's exception goes on up
+            return "throw", raised
 
     def run_frame(self, frame: Frame, throw: Optional[BaseException] = None) -> Any:
         """The frame loop: fetch, dispatch to ``byte_<OPNAME>``, route exceptions by the exception table.
@@ -246,6 +287,7 @@ class VirtualMachine:
         handled = len(self.exc_info)
         try:
             if throw is not None:
+                frame.stack.append(None)  # CPython pushes the "sent" None, then raises at the YIELD_VALUE
                 self.unwind(frame, frame.current, throw)
             while True:
                 inst = frame.instructions[frame.ip]
@@ -269,11 +311,7 @@ class VirtualMachine:
     def dispatch(self, inst: Instruction) -> None:
         handler = getattr(self, f"byte_{inst.opname}", None)
         if handler is None:
-            reason = UNSUPPORTED.get(inst.opname, "no handler written yet")
-            raise UnsupportedInstructionError(
-                f"opcode {inst.opname} at offset {inst.offset} (line {inst.lineno}) is not supported by "
-                f"minidynamo's interpreter for Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}: {reason}"
-            )
+            self.dispatch_unsupported(inst, UNSUPPORTED.get(inst.opname, "no handler written yet"))
         handler(inst)
 
     def unwind(self, frame: Frame, inst: Instruction, exc: BaseException) -> None:
@@ -345,16 +383,25 @@ class VirtualMachine:
     def byte_LOAD_CONST(self, inst: Instruction) -> None:
         self.push(inst.argval)
 
-    def byte_LOAD_FAST(self, inst: Instruction) -> None:
+    def load_fast(self, name: str) -> Any:
+        if name in self.frame.cells:  # 3.13: LOAD_FAST of a cell variable pushes the cell (a closure is built)
+            return self.frame.cells[name]
         try:
-            self.push(self.frame.locals[inst.argval])
+            return self.frame.locals[name]
         except KeyError:
-            raise UnboundLocalError(
-                f"cannot access local variable '{inst.argval}' where it is not associated with a value"
-            ) from None
+            raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value") from None
+
+    def store_fast(self, name: str, value: Any) -> None:
+        if value is NULL:  # 3.12: restoring a comprehension's variable that was unbound (LOAD_FAST_AND_CLEAR)
+            self.frame.locals.pop(name, None)
+        else:
+            self.frame.locals[name] = value
+
+    def byte_LOAD_FAST(self, inst: Instruction) -> None:
+        self.push(self.load_fast(inst.argval))
 
     def byte_STORE_FAST(self, inst: Instruction) -> None:
-        self.frame.locals[inst.argval] = self.pop()
+        self.store_fast(inst.argval, self.pop())
 
     def byte_DELETE_FAST(self, inst: Instruction) -> None:
         if inst.argval not in self.frame.locals:
@@ -369,9 +416,11 @@ class VirtualMachine:
         raise NameError(f"name '{name}' is not defined")
 
     def byte_LOAD_GLOBAL(self, inst: Instruction) -> None:
-        if inst.arg & 1:  # 3.11: the low bit asks for a NULL below the global (a call follows)
-            self.push(NULL)
-        self.push(self.load_global(inst.argval))
+        value = self.load_global(inst.argval)
+        if inst.arg & 1:  # the low bit asks for a NULL beside the global (a call follows)
+            self.push(*callable_slots(value, NULL))
+        else:
+            self.push(value)
 
     def byte_STORE_GLOBAL(self, inst: Instruction) -> None:
         self.frame.globals[inst.argval] = self.pop()
@@ -387,7 +436,8 @@ class VirtualMachine:
         else:
             self.push(self.load_global(inst.argval))
 
-    byte_STORE_NAME = byte_STORE_FAST
+    def byte_STORE_NAME(self, inst: Instruction) -> None:
+        self.frame.locals[inst.argval] = self.pop()
 
     def byte_DELETE_NAME(self, inst: Instruction) -> None:
         if inst.argval not in self.frame.locals:
@@ -452,7 +502,10 @@ class VirtualMachine:
     ## Attributes
 
     def byte_LOAD_ATTR(self, inst: Instruction) -> None:
-        self.push(getattr(self.pop(), inst.argval))
+        if LOAD_ATTR_METHOD_BIT and inst.arg & 1:  # 3.12+: LOAD_METHOD folded into LOAD_ATTR
+            self.push(*callable_slots(getattr(self.pop(), inst.argval), NULL))
+        else:
+            self.push(getattr(self.pop(), inst.argval))
 
     def byte_LOAD_METHOD(self, inst: Instruction) -> None:
         # CPython pushes (function, self) when the attribute is a plain method, to skip
@@ -479,7 +532,8 @@ class VirtualMachine:
 
     def byte_COMPARE_OP(self, inst: Instruction) -> None:
         lhs, rhs = self.popn(2)
-        self.push(COMPARE_OPERATORS[inst.argval](lhs, rhs))
+        result = COMPARE_OPERATORS[inst.argval](lhs, rhs)
+        self.push(bool(result) if inst.arg & COMPARE_BOOL_BIT else result)
 
     def byte_IS_OP(self, inst: Instruction) -> None:
         lhs, rhs = self.popn(2)
@@ -562,7 +616,7 @@ class VirtualMachine:
     def byte_DICT_MERGE(self, inst: Instruction) -> None:
         # Like DICT_UPDATE, for f(**a, **b): a repeated keyword is an error.
         mapping, target = self.pop(), self.peek(inst.arg)
-        func = self.peek(inst.arg + 2)
+        func = self.peek(inst.arg + 2 + NULL_AFTER_CALLABLE)  # the callable is below NULL since 3.13
         if not hasattr(mapping, "keys"):
             raise TypeError(f"{_func_desc(func)} argument after ** must be a mapping, not {type(mapping).__name__}")
         for key in mapping.keys():
@@ -624,6 +678,7 @@ class VirtualMachine:
         except StopIteration:
             self.pop()
             self.jump(inst.argval)
+            self.frame.ip += FOR_ITER_EXIT_SKIP  # 3.12+: step over END_FOR (3.13: END_FOR, POP_TOP)
 
     def byte_GET_LEN(self, inst: Instruction) -> None:
         self.push(len(self.top()))
@@ -637,7 +692,7 @@ class VirtualMachine:
         # Stack: [NULL, callable, *args] or [method, self, *args] (Note [NULL on the stack]).
         args = self.popn(inst.arg)
         second, first = self.pop(), self.pop()
-        fn, args = (second, args) if first is NULL else (first, [second, *args])
+        fn, args = call_target(first, second, args, lambda v: v is NULL)
         kw_names, self.frame.kw_names = self.frame.kw_names, ()
         if kw_names:
             kwargs = dict(zip(kw_names, args[-len(kw_names) :]))
@@ -648,9 +703,11 @@ class VirtualMachine:
 
     def byte_CALL_FUNCTION_EX(self, inst: Instruction) -> None:
         kwargs = self.pop() if inst.arg & 1 else {}
-        args, fn = self.pop(), self.pop()
-        if self.pop() is not NULL:  # 3.11 compiles f(*a) as PUSH_NULL/LOAD_GLOBAL(NULL+f) ...
-            raise UnsupportedInstructionError(f"CALL_FUNCTION_EX at offset {inst.offset}: expected NULL below the callable")
+        args = self.pop()
+        second, first = self.pop(), self.pop()
+        fn, null = (first, second) if NULL_AFTER_CALLABLE else (second, first)
+        if null is not NULL:  # f(*a) is compiled as PUSH_NULL/LOAD_GLOBAL(NULL+f) ...
+            raise UnsupportedInstructionError(f"CALL_FUNCTION_EX at offset {inst.offset}: expected NULL beside the callable")
         if not isinstance(args, tuple):
             if not hasattr(args, "__iter__") and not hasattr(args, "__getitem__"):
                 raise TypeError(f"{_func_desc(fn)} argument after * must be an iterable, not {type(args).__name__}")
@@ -658,17 +715,19 @@ class VirtualMachine:
         self.push(self.call_function(fn, list(args), dict(kwargs)))
 
     def byte_MAKE_FUNCTION(self, inst: Instruction) -> None:
-        code = self.pop()
-        closure = self.pop() if inst.arg & 0x08 else None
-        annotations = self.pop() if inst.arg & 0x04 else None
-        kwdefaults = self.pop() if inst.arg & 0x02 else None
-        defaults = self.pop() if inst.arg & 0x01 else None
+        code, flags = self.pop(), inst.arg or 0  # 3.13: no flags, SET_FUNCTION_ATTRIBUTE follows
+        closure = self.pop() if flags & 0x08 else None
+        if closure is None and code.co_freevars:  # 3.13: SET_FUNCTION_ATTRIBUTE(closure) replaces these
+            closure = tuple(types.CellType() for _ in code.co_freevars)
+        annotations = self.pop() if flags & 0x04 else None
+        kwdefaults = self.pop() if flags & 0x02 else None
+        defaults = self.pop() if flags & 0x01 else None
         fn = types.FunctionType(code, self.frame.globals, code.co_name, defaults, closure)
         fn.__qualname__ = code.co_qualname
         if kwdefaults:
             fn.__kwdefaults__ = kwdefaults
-        if annotations:  # 3.11: a tuple of name, value pairs
-            fn.__annotations__ = dict(zip(annotations[::2], annotations[1::2])) if isinstance(annotations, tuple) else annotations
+        if annotations:
+            _set_annotations(fn, annotations)
         self.push(fn)
 
     def byte_RETURN_VALUE(self, inst: Instruction) -> None:
@@ -697,7 +756,8 @@ class VirtualMachine:
         try:
             result = next(receiver) if value is None else receiver.send(value)
         except StopIteration as stop:
-            self.pop()
+            if not SEND_KEEPS_RECEIVER:  # 3.12+: END_SEND at the target drops the receiver
+                self.pop()
             self.push(stop.value)
             self.jump(inst.argval)
         else:
@@ -765,6 +825,104 @@ class VirtualMachine:
         exit_, exc = self.peek(4), self.top()  # stack: exit, lasti, previous exception, exception
         self.push(self.call_function(exit_, [type(exc), exc, exc.__traceback__], {}))
 
+    ## New in 3.12 and 3.13 (Note [What changes between 3.11, 3.12 and 3.13] in bytecode.py)
+
+    def byte_LOAD_FAST_CHECK(self, inst: Instruction) -> None:  # 3.12: LOAD_FAST that may be unbound
+        self.push(self.load_fast(inst.argval))
+
+    def byte_LOAD_FAST_AND_CLEAR(self, inst: Instruction) -> None:  # 3.12: an inlined comprehension saves x
+        self.push(self.frame.locals.pop(inst.argval, NULL))
+
+    def byte_LOAD_FAST_LOAD_FAST(self, inst: Instruction) -> None:  # 3.13 superinstructions: argval is 2 names
+        first, second = inst.argval
+        self.push(self.load_fast(first), self.load_fast(second))
+
+    def byte_STORE_FAST_STORE_FAST(self, inst: Instruction) -> None:
+        first, second = inst.argval
+        self.store_fast(first, self.pop())
+        self.store_fast(second, self.pop())
+
+    def byte_STORE_FAST_LOAD_FAST(self, inst: Instruction) -> None:
+        store, load = inst.argval
+        self.store_fast(store, self.pop())
+        self.push(self.load_fast(load))
+
+    def byte_END_FOR(self, inst: Instruction) -> None:  # 3.12: pops iterator and value; 3.13: one value
+        self.popn(2 if PYTHON_VERSION == (3, 12) else 1)
+
+    def byte_END_SEND(self, inst: Instruction) -> None:  # 3.12: [receiver, value] -> [value]
+        value = self.pop()
+        self.pop()
+        self.push(value)
+
+    def byte_CLEANUP_THROW(self, inst: Instruction) -> None:
+        # 3.12: gen.throw() into `yield from` ended the sub-iterator: [sub, last_sent, exc] -> [None, value].
+        sub, last_sent, exc = self.popn(3)
+        if not isinstance(exc, StopIteration):
+            raise exc
+        self.push(None, exc.value)
+
+    def byte_BINARY_SLICE(self, inst: Instruction) -> None:  # 3.12: container[start:stop]
+        container, start, stop = self.popn(3)
+        self.push(container[start:stop])
+
+    def byte_STORE_SLICE(self, inst: Instruction) -> None:  # 3.12: container[start:stop] = value
+        value, container, start, stop = self.popn(4)
+        container[start:stop] = value
+
+    def byte_CALL_INTRINSIC_1(self, inst: Instruction) -> None:  # 3.12: small operations by number
+        intrinsic = INTRINSICS_1.get(inst.argrepr)
+        if intrinsic is None:
+            self.dispatch_unsupported(inst, f"{inst.argrepr} is outside the subset")
+        self.push(intrinsic(self.pop()))
+
+    def byte_LOAD_SUPER_ATTR(self, inst: Instruction) -> None:
+        # 3.12: super().name / super(C, self).name without building the call; arg bit 1: method, bit 2: 2-arg form.
+        global_super, cls, obj = self.popn(3)
+        if global_super is super:
+            proxy = super(cls, obj)
+        else:
+            proxy = self.call_function(global_super, [cls, obj] if inst.arg & 2 else [], {})
+        value = getattr(proxy, inst.argval)
+        self.push(*callable_slots(value, NULL)) if inst.arg & 1 else self.push(value)
+
+    def byte_TO_BOOL(self, inst: Instruction) -> None:  # 3.13: before every conditional jump and `not`
+        self.push(bool(self.pop()))
+
+    def byte_CALL_KW(self, inst: Instruction) -> None:  # 3.13: KW_NAMES became a stack operand of the call
+        self.frame.kw_names = self.pop()
+        self.byte_CALL(inst)
+
+    def byte_SET_FUNCTION_ATTRIBUTE(self, inst: Instruction) -> None:  # 3.13: MAKE_FUNCTION's flags, one at a time
+        fn, value = self.pop(), self.pop()
+        if inst.arg == 0x08:  # __closure__ is read-only: a new function with everything else kept
+            old, fn = fn, types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, value)
+            fn.__qualname__, fn.__kwdefaults__, fn.__annotations__ = old.__qualname__, old.__kwdefaults__, old.__annotations__
+        elif inst.arg == 0x04:
+            _set_annotations(fn, value)
+        elif inst.arg == 0x02:
+            fn.__kwdefaults__ = value
+        else:
+            fn.__defaults__ = value
+        self.push(fn)
+
+    def byte_CONVERT_VALUE(self, inst: Instruction) -> None:  # 3.13: f"{x!r}": the !r, !s, !a of FORMAT_VALUE
+        self.push({1: str, 2: repr, 3: ascii}[inst.arg](self.pop()))
+
+    def byte_FORMAT_SIMPLE(self, inst: Instruction) -> None:  # 3.13: f"{x}"
+        value = self.pop()
+        self.push(value if type(value) is str else format(value))
+
+    def byte_FORMAT_WITH_SPEC(self, inst: Instruction) -> None:  # 3.13: f"{x:>3}"
+        value, spec = self.popn(2)
+        self.push(format(value, spec))
+
+    def dispatch_unsupported(self, inst: Instruction, reason: str) -> None:
+        raise UnsupportedInstructionError(
+            f"opcode {inst.opname} at offset {inst.offset} (line {inst.lineno}) is not supported by "
+            f"minidynamo's interpreter for Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}: {reason}"
+        )
+
 
 # Unsupported opcodes, grouped with the reason (depyf's habit). Anything else
 # missing a byte_ method reports "no handler written yet".
@@ -777,15 +935,46 @@ UNSUPPORTED: dict[str, str] = {
         ["BEFORE_ASYNC_WITH", "GET_AITER", "GET_ANEXT", "END_ASYNC_FOR"], "async code is not in the interpreted subset"
     ),
     **dict.fromkeys(["MATCH_CLASS", "MATCH_MAPPING", "MATCH_SEQUENCE", "MATCH_KEYS"], "match statements are not in the subset"),
-    **dict.fromkeys(["CHECK_EG_MATCH", "PREP_RERAISE_STAR"], "except* (exception groups) is not in the subset"),
     **dict.fromkeys(
-        ["IMPORT_STAR", "LOAD_BUILD_CLASS", "SETUP_ANNOTATIONS", "PRINT_EXPR", "LOAD_CLASSDEREF"],
+        ["CHECK_EG_MATCH", "PREP_RERAISE_STAR", "CALL_INTRINSIC_2"], "except* (exception groups) is not in the subset"
+    ),
+    **dict.fromkeys(
+        ["IMPORT_STAR", "LOAD_BUILD_CLASS", "SETUP_ANNOTATIONS", "PRINT_EXPR", "LOAD_CLASSDEREF", "LOAD_LOCALS",
+         "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_FROM_DICT_OR_DEREF"],
         "module-level code and class bodies; the subset interprets functions",
     ),
+    **dict.fromkeys(["ENTER_EXECUTOR", "EXIT_INIT_CHECK", "RESERVED", "INTERPRETER_EXIT"],
+                    "CPython's internal instructions; the compiler never emits them"),
+}
+
+
+
+
+def _stopiteration_error(exc: BaseException) -> BaseException:
+    """3.12's INTRINSIC_STOPITERATION_ERROR: a StopIteration leaving a generator becomes RuntimeError (PEP 479)."""
+    if not isinstance(exc, StopIteration):
+        return exc
+    error = RuntimeError("generator raised StopIteration")
+    error.__cause__ = error.__context__ = exc
+    return error
+
+
+# CALL_INTRINSIC_1 by the name ``dis`` shows (3.12+); the others (typing, import *, print) are outside the subset.
+INTRINSICS_1: dict[str, Callable[[Any], Any]] = {
+    "INTRINSIC_UNARY_POSITIVE": operator.pos,
+    "INTRINSIC_LIST_TO_TUPLE": tuple,
+    "INTRINSIC_STOPITERATION_ERROR": _stopiteration_error,
 }
 
 
 # -- helpers shared by the handlers ---------------------------------------------------------------
+
+
+def _set_annotations(fn: types.FunctionType, annotations: Any) -> None:
+    """3.11-3.13 pass annotations as a flat tuple of name, value pairs (or a dict)."""
+    if isinstance(annotations, tuple):
+        annotations = dict(zip(annotations[::2], annotations[1::2]))
+    fn.__annotations__ = annotations
 
 
 def _plain_class_with_python_init(fn: Any) -> bool:

@@ -92,11 +92,11 @@ def test_instruction_fields_match_dis():
 
 def test_lineno_is_propagated_from_starts_line():
     for code in CORPUS[:200]:
-        starts = dict(dis.findlinestarts(code))
+        starts = {offset: line for offset, line in dis.findlinestarts(code) if line is not None}  # 3.13: None too
         current = code.co_firstlineno
         for inst in get_instructions(code):
             current = starts.get(inst.offset, current)
-            assert inst.lineno == current
+            assert inst.lineno == current and type(inst.lineno) is int  # 3.13's dis: starts_line is a bool
 
 
 def test_instruction_is_frozen():
@@ -162,11 +162,11 @@ def test_varint_multi_byte():
 
 def test_show_listing_has_no_addresses():
     def f(xs):
-        return [x for x in xs if x]
+        return list(x for x in xs if x)  # a genexpr keeps its own code object on 3.12+ (a listcomp is inlined)
 
     text = bytecode.format_instructions(f)
     assert "0x" not in text
-    assert "<code object <listcomp>>" in text
+    assert "<code object <genexpr>>" in text
     assert re.search(r">>\s+\d+ (FOR_ITER|JUMP_BACKWARD|POP_JUMP)", bytecode.format_instructions(f.__code__.co_consts[1]))
 
 
@@ -179,7 +179,7 @@ def test_show_prints_exception_table(capsys):
 
     bytecode.show(f)
     out = capsys.readouterr().out
-    assert "RETURN_VALUE" in out
+    assert "ExceptionTable:" in out and ("RETURN_VALUE" in out or "RETURN_CONST" in out)  # 3.12: RETURN_CONST
 
 
 def test_table_diff_311_to_312():
@@ -213,3 +213,39 @@ def test_exception_table_matches_real_dynamo():
         assert [(e.start, e.end - 2, e.target, e.depth, e.lasti) for e in ours] == [
             (e.start, e.end, e.target, e.depth, e.lasti) for e in theirs
         ]
+
+
+def test_line_numbers_are_right_on_every_version():
+    """3.13's dis turned ``starts_line`` into a bool; lines must still be the source lines (was "line False")."""
+
+    def f(a):
+        b = a + 1
+        return b * 2
+
+    first = f.__code__.co_firstlineno
+    lines = {i.opname: i.lineno for i in get_instructions(f) if i.opname in ("BINARY_OP", "STORE_FAST")}
+    assert lines == {"BINARY_OP": first + 2, "STORE_FAST": first + 1}
+
+
+def test_version_facts_match_the_running_cpython():
+    """Note [What changes between 3.11, 3.12 and 3.13]: each fact, checked against what dis shows."""
+
+    def call(x):
+        return len(x)
+
+    def loop(xs):
+        for x in xs:
+            pass
+
+    ops = [i.opname for i in dis.get_instructions(call)]
+    assert ops.index("LOAD_GLOBAL") < ops.index("LOAD_FAST")
+    null_after = next(i for i in dis.get_instructions(call) if i.opname == "LOAD_GLOBAL").argrepr.endswith("NULL")
+    assert null_after == bytecode.NULL_AFTER_CALLABLE
+    insts = list(dis.get_instructions(loop))
+    exit_ = next(i for i in insts if i.opname == "FOR_ITER").argval
+    after = [i.opname for i in insts if i.offset >= exit_]
+    expected = {0: [], 1: ["END_FOR"], 2: ["END_FOR", "POP_TOP"]}[bytecode.FOR_ITER_EXIT_SKIP]
+    assert after[: len(expected)] == expected
+    assert (dis.opmap.get("LOAD_METHOD", 256) < 256) != bytecode.LOAD_ATTR_METHOD_BIT  # 3.12: a pseudo-op
+    assert ("END_SEND" in dis.opmap) == bytecode.SEND_KEEPS_RECEIVER
+    assert ("TO_BOOL" in dis.opmap) == bool(bytecode.COMPARE_BOOL_BIT)
