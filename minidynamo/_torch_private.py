@@ -192,6 +192,8 @@ dispatch_dump_table = torch._C._dispatch_dump_table
 dispatch_has_kernel_for_dispatch_key = torch._C._dispatch_has_kernel_for_dispatch_key
 dispatch_has_computed_kernel_for_dispatch_key = torch._C._dispatch_has_computed_kernel_for_dispatch_key
 dispatch_kernel_for_dispatch_key_is_fallthrough = torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough
+dispatch_has_backend_fallback = torch._C._dispatch_has_backend_fallback
+dispatch_get_all_op_names = torch._C._dispatch_get_all_op_names
 is_functional_tensor = torch._is_functional_tensor
 to_functional_tensor = torch._to_functional_tensor
 from_functional_tensor = torch._from_functional_tensor
@@ -356,3 +358,41 @@ def real_pass_hook_points():
 # parser unless this flag is on; torch's FakeTensorMode turns it on when no GPU exists.
 only_lift_cpu_tensors = torch._C._only_lift_cpu_tensors
 set_only_lift_cpu_tensors = torch._C._set_only_lift_cpu_tensors
+
+
+# --- dispatch.trace (chapter 07): seeing the autograd kernel of an aten op run -----
+
+
+def autograd_node_created_hook(on_node):
+    """A context manager: ``on_node()`` is called each time autograd creates a Node.
+
+    Anomaly mode makes every autograd Node capture the Python stack in its
+    constructor (``PyAnomalyMetadata::store_stack`` calls
+    ``torch.fx.traceback.format_stack``); the generated autograd kernels create the
+    op's Node *before* they redispatch below autograd. Replacing that function for
+    the duration is therefore a report from inside the autograd kernel, in the order
+    it ran. ``check_nan=False``: nothing else about the call changes.
+    """
+    import contextlib
+    import warnings
+
+    import torch.fx.traceback as fx_traceback
+
+    @contextlib.contextmanager
+    def hook():
+        original = fx_traceback.format_stack
+
+        def format_stack():
+            on_node()
+            return []
+
+        fx_traceback.format_stack = format_stack
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
+                with torch.autograd.detect_anomaly(check_nan=False):
+                    yield
+        finally:
+            fx_traceback.format_stack = original
+
+    return hook()

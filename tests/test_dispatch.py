@@ -245,7 +245,65 @@ def test_trace_backward_hooks(probe):
     assert torch.equal(x.grad, torch.full((3,), 2.0))
 
 
-def test_trace_aten_op_marks_autograd_inferred():
+def _real_order(t) -> tuple[str, ...]:
+    """Oracle: torch's own key set for a call on t under a TorchDispatchMode, highest first."""
+    with TorchDispatchMode():
+        return real_effective(t)
+
+
+ATEN_CALLS = {
+    "sin_plain_mode": (torch.sin, lambda: torch.randn(3, requires_grad=True), (), True),
+    "mul_plain_mode": (torch.mul, lambda: torch.randn(3, requires_grad=True), (2.0,), True),
+    "sin_torch_fake": (torch.sin, lambda: real_fake_tensor_mode().from_tensor(torch.randn(3, requires_grad=True)), (), False),
+    "sin_mini_fake": (torch.sin, lambda: _mini_fake_rg(), (), False),
+}
+
+
+def _mini_fake_rg():
+    from minidynamo.fake import FakeTensorMode
+
+    return FakeTensorMode().from_tensor(torch.randn(3, requires_grad=True))
+
+
+@pytest.mark.parametrize("case", sorted(ATEN_CALLS))
+def test_trace_aten_op_order_matches_torch(case):
+    """The autograd kernel of an aten op reports where it ran: above the Python key, as in torch."""
+    fn, make, rest, mode = ATEN_CALLS[case]
+    x = make()
+    tr = dispatch.trace(fn, x, *rest, mode=mode)
+    ran = tr.handler_keys()
+    assert not any(s.inferred for s in tr), tr
+    assert ran == ["AutogradCPU", "Python"], tr
+    # torch: the order of the keys that ran is the order of torch's own key set for this call
+    real = _real_order(x) if mode else names(dispatch_keys(x))
+    assert [k for k in real if k in ran] == ran
+    # torch: AutogradCPU holds an autograd kernel for the op, Python the backend fallback
+    name = fn.__name__
+    assert dispatch.computed_kernel(getattr(aten, name).default if name == "sin" else aten.mul.Tensor, "AutogradCPU")[0] == "autograd kernel"
+    # torch: the Node the kernel reported building is the output's grad_fn
+    assert type(tr.output.grad_fn).__name__ in tr.steps[0].handler
+
+
+def test_trace_aten_op_without_autograd_has_no_autograd_step():
+    """The step can fail to appear: below autograd (and for a tensor that needs no grad) no Node is built."""
+    from minidynamo._torch_private import AutoDispatchBelowAutograd
+
+    x = torch.randn(3, requires_grad=True)
+
+    def below(t):
+        with AutoDispatchBelowAutograd():
+            return torch.sin(t)
+
+    tr = dispatch.trace(below, x, mode=True)
+    assert tr.handler_keys() == ["Python"] and tr.output.grad_fn is None
+    assert dispatch.trace(torch.sin, torch.randn(3), mode=True).handler_keys() == ["Python"]
+
+
+def test_trace_marks_a_grad_fn_nobody_reported_as_inferred(monkeypatch):
+    import importlib
+
+    trace_module = importlib.import_module("minidynamo.dispatch.trace")
+    monkeypatch.setattr(trace_module, "_report_node", lambda key: None)
     tr = dispatch.trace(torch.mul, torch.randn(2, requires_grad=True), 2.0, mode=True)
     assert [s.key for s in tr if not s.inferred] == ["Python"]
     assert [s for s in tr if s.inferred][0].key == "AutogradCPU"
@@ -294,6 +352,42 @@ def test_computed_kernel_matches_has_computed_kernel(op):
         assert (entry is not None) == has, key
 
 
+def _sampled_aten_ops():
+    from minidynamo._torch_private import dispatch_get_all_op_names
+
+    names_ = sorted(n for n in dispatch_get_all_op_names() if n.startswith("aten::"))
+    return [n for i, n in enumerate(names_) if i % 37 == 0] + [op.name() for op in OPS]
+
+
+RULE_KEYS = [
+    "CPU", "CUDA", "Meta", "XLA", "Lazy", "MPS", "AutogradCPU", "AutogradCUDA", "AutogradMeta", "AutogradXLA",
+    "AutogradLazy", "Python", "PythonTLSSnapshot", "Functionalize", "ADInplaceOrView", "BackendSelect",
+    "AutocastCPU", "AutocastCUDA", "PreDispatch", "Conjugate", "Negative", "ZeroTensor", "Tracer",
+    "FuncTorchBatched", "PythonDispatcher",
+]  # fmt: skip
+
+
+def test_computed_kernel_rule_matches_torchs_table():
+    """Our rule, computed from the registrations, against torch's computed table, ~100 ops x 25 keys."""
+    ops = _sampled_aten_ops()
+    assert len(ops) > 80
+    for name in ops:
+        for key in RULE_KEYS:
+            ours, theirs = dispatch.computed_kernel(name, key), dispatch.torch_table_entry(name, key)
+            assert (ours and ours[0]) == (theirs and theirs[0]), (name, key, ours, theirs)
+            if ours and ours[1] != "fallback":
+                assert ours[1] == theirs[1], (name, key, ours, theirs)
+
+
+def test_computed_kernel_rule_sends_autograd_to_math_only_without_a_backend_kernel():
+    # _fused_rms_norm: CompositeImplicitAutograd, and in this build no CPU kernel -> math at AutogradCPU
+    assert dispatch.computed_kernel(aten._fused_rms_norm.default, "AutogradCPU")[0] == "math kernel"
+    # sin: a CPU kernel and an Autograd kernel -> the autograd kernel
+    assert dispatch.computed_kernel(aten.sin.default, "AutogradCPU")[0] == "autograd kernel"
+    with pytest.raises(ValueError, match="dense backend keys"):
+        dispatch.computed_kernel(aten.sin.default, "SparseCPU")
+
+
 def test_kernels_for_fused_rms_norm_backward_has_no_cpu_kernel():
     table = dispatch.kernels_for(aten._fused_rms_norm_backward.default)
     assert "CPU" not in table and "Meta" in table and "CompositeImplicitAutograd" not in table
@@ -339,4 +433,21 @@ def test_trace_with_our_fake_tensor(probe):
     observed = _observed_forward(tr)
     assert observed[:3] == ["PythonTLSSnapshot", "Autograd", "ADInplaceOrView"]
     assert set(observed[3:]) == {"Python", "Meta"}  # our mode reports after its Meta kernel returned
+    assert any("minidynamo FakeTensorMode" in s.handler for s in tr)
+
+
+def test_explorer_uses_our_fake_and_functional_tensors():
+    from minidynamo.aot.functional_tensor import FunctionalTensor
+    from minidynamo.fake import FakeTensor
+    from minidynamo.views.dispatch_explorer import _make_tensor, explore
+
+    x, under = _make_tensor({"requires_grad": True, "fake": True, "functional": True, "torch_functional": False, "inference": False})
+    assert isinstance(x, FunctionalTensor) and isinstance(under.from_fun(x), FakeTensor)
+    keys, tr = explore(functional=True)
+    assert "Python" in keys and "Functionalize" not in keys  # ours sits at the Python key
+    assert any("minidynamo FunctionalTensorMode" in s.handler and s.key == "Python" for s in tr)
+    keys, tr = explore(torch_functional=True)
+    assert "Functionalize" in keys and "Python" not in keys  # torch's: the C++ Functionalize key
+    assert "Functionalize" in tr.handler_keys()
+    keys, tr = explore(fake=True)
     assert any("minidynamo FakeTensorMode" in s.handler for s in tr)

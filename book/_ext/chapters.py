@@ -63,6 +63,18 @@ def chapter_role(name, rawtext, text, lineno, inliner, options=None, content=Non
     return [nodes.reference(rawtext, label, refuri=uri, internal=True)], []
 
 
+# A chapter's closing line links the table of contents as ``../book/intro.md``: the
+# path from notebooks/ in JupyterLab. In the book the chapters are read from
+# book/notebooks/ (a symlink), where the same page is ``../intro.md``.
+_TOC_FROM_NOTEBOOKS = "](../book/intro.md)"
+
+
+def _toc_link_in_the_book(app, docname, source):
+    if docname.startswith("notebooks/") and source and _TOC_FROM_NOTEBOOKS in source[0]:
+        source[0] = source[0].replace(_TOC_FROM_NOTEBOOKS, "](../intro.md)")
+
+
 def setup(app):
     app.add_role("chapter", chapter_role)
+    app.connect("source-read", _toc_link_in_the_book)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -6,13 +6,15 @@ Mirrors ``aten/src/ATen/core/dispatch/Dispatcher.h`` and ``OperatorEntry.cpp``.
     dispatch.keys(t)           dispatch keys of a call on t, highest priority first
     dispatch.trace(fn, *args)  the handlers that really ran, in order (a Trace)
     dispatch.kernels_for(op)   the keys an OpOverload has kernels registered for
+    dispatch.computed_kernel(op, key)    what a runtime key gets, by the dispatcher's rule
+    dispatch.torch_table_entry(op, key)  the same entry read from torch's own table
 """
 
 from __future__ import annotations
 
 from minidynamo.dispatch.key_set import BACKENDS, PRIORITY, keys, order, tensor_keys, tls_excluded, tls_included
 from minidynamo.dispatch.probe import PROBE_KEYS, Probe, probe
-from minidynamo.dispatch.tables import KernelTable, computed_kernel, kernels_for
+from minidynamo.dispatch.tables import KernelTable, computed_kernel, kernels_for, torch_table_entry
 from minidynamo.dispatch.trace import Step, Trace, trace
 
 __all__ = [
@@ -31,5 +33,6 @@ __all__ = [
     "tensor_keys",
     "tls_excluded",
     "tls_included",
+    "torch_table_entry",
     "trace",
 ]

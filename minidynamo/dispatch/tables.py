@@ -23,20 +23,30 @@ Note [Kernels only the Python dispatcher sees]
     ``KernelTable.python_dispatcher`` lists them.
 
 Note [How the computed table is filled]
-    For a runtime key the dispatcher takes, in order: a kernel registered at that
-    key; else CompositeExplicitAutograd (backend keys); else
-    CompositeImplicitAutograd, but for an Autograd<Backend> key only when the backend
-    has no kernel of its own; else the Autograd alias kernel (autograd keys); else
-    the key's fallback. That "only when the backend has no kernel" is why an op such
-    as ``_fused_rms_norm`` decomposes before autograd on a device without a fused
-    kernel and reaches its own autograd formula on a device with one (chapter 08).
+    ``computed_kernel`` computes one entry from the registrations (``kernels_for``),
+    by the rule of ``computeDispatchTableEntryWithDebug``. For a runtime key, in
+    order: a kernel registered at that key ("kernel"); for a backend key,
+    CompositeExplicitAutogradNonFunctional, then CompositeExplicitAutograd
+    ("default backend kernel"); CompositeImplicitAutograd ("math kernel"), but
+    only when the backend has no kernel of its own (for Autograd<Backend>: none at
+    the backend's keys, and none at CompositeExplicitAutograd); for an autograd key,
+    the Autograd alias kernel ("autograd kernel"); for FuncTorchBatched, the
+    FuncTorchBatchedDecomposition alias ("batched kernel"); else the key's fallback
+    ("backend fallback", or "fallthrough" for the few keys whose fallback is one);
+    else "missing". That "only when the backend has no kernel" is why an
+    op such as ``_fused_rms_norm`` decomposes before autograd on a device without a
+    fused kernel and reaches its own autograd formula on a device with one (chapter
+    08). ``torch_table_entry`` reads torch's own computed table
+    (``_dispatch_dump_table``); the tests compare the two on many ops and keys.
+    Ours covers the dense backend keys, their Autograd keys and the non-backend
+    keys (Python, Functionalize, ...); not the sparse/quantized/nested ones.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["KernelTable", "kernels_for", "computed_kernel", "op_name"]
+__all__ = ["KernelTable", "kernels_for", "computed_kernel", "torch_table_entry", "op_name"]
 
 _REGISTRATION = re.compile(r"^(?P<key>\w+)(?P<alias>\[alias\])?: (?P<fallthrough>fallthrough )?registered at (?P<where>\S+)")
 _COMPUTED = re.compile(r"^(?P<key>\w+): (?P<fallthrough>fallthrough )?registered at (?P<where>\S+) \[(?P<kind>[^\]]+)\]")
@@ -107,7 +117,8 @@ def kernels_for(op) -> KernelTable:
         if not m or line.startswith(("name:", "schema:", "debug:", "alias analysis")):
             continue
         key = m["key"]
-        entries[key] = ("fallthrough, " if m["fallthrough"] else "") + _source(m["where"])
+        through = m["fallthrough"] or "[ fallthrough" in line  # both spellings occur in the dump
+        entries[key] = ("fallthrough, " if through else "") + _source(m["where"])
         if m["alias"]:
             alias.add(key)
     python_only = {}
@@ -120,9 +131,10 @@ def kernels_for(op) -> KernelTable:
     return KernelTable(name, entries, alias, python_only)
 
 
-def computed_kernel(op, key: str) -> tuple[str, str] | None:
-    """What the computed dispatch table holds for runtime ``key``: (kind, source), or None.
+def torch_table_entry(op, key: str) -> tuple[str, str] | None:
+    """Torch's computed dispatch table for runtime ``key``: (kind, source), or None.
 
+    Read from ``_dispatch_dump_table`` (the oracle for :func:`computed_kernel`).
     ``kind`` is the dispatcher's own word: "kernel", "math kernel" (from
     CompositeImplicitAutograd), "default backend kernel" (CompositeExplicitAutograd),
     "autograd kernel", "backend fallback", ... ; a fallthrough reads "fallthrough".
@@ -137,3 +149,77 @@ def computed_kernel(op, key: str) -> tuple[str, str] | None:
             kind = "fallthrough" if m["fallthrough"] else m["kind"]
             return kind, _source(m["where"])
     return None
+
+
+# The per-backend functionalities a backend's "own kernel" can sit at (c10's
+# getBackendKeySetFromAutograd: the backend's dense key and its Quantized, Sparse and
+# SparseCsr variants; NestedTensor has its own autograd key).
+_BACKEND_VARIANTS = ("", "Quantized", "Sparse", "SparseCsr")
+
+
+# Keys whose fallback is ``CppFunction::makeFallthrough()``: BackendSelectFallbackKernel.cpp,
+# VariableFallbackKernel.cpp (ADInplaceOrView), autocast_mode.cpp, VmapModeRegistrations.cpp.
+_FALLTHROUGH_FALLBACKS = frozenset(
+    {"BackendSelect", "ADInplaceOrView", "FuncTorchVmapMode", "VmapMode"}
+    | {f"Autocast{d}" for d in ("CPU", "CUDA", "MTIA", "MAIA", "XPU", "MPS", "IPU", "HPU", "XLA", "PrivateUse1")}
+)
+
+
+def _split_key(key: str) -> tuple[str, str | None]:
+    """("backend", "CPU") for CPU, ("autograd", "CPU") for AutogradCPU, ("other", None) else."""
+    from minidynamo.dispatch.key_set import BACKENDS
+
+    if key in BACKENDS:
+        return "backend", key
+    if key.startswith("Autograd") and key[len("Autograd") :] in BACKENDS:
+        return "autograd", key[len("Autograd") :]
+    if key in ("AutogradOther", "AutogradNestedTensor") or any(
+        key.startswith(v) and key[len(v) :] in BACKENDS for v in _BACKEND_VARIANTS if v
+    ):
+        raise ValueError(
+            f"computed_kernel covers dense backend keys, their Autograd keys and non-backend keys, not {key!r}"
+        )
+    return "other", None
+
+
+def computed_kernel(op, key: str) -> tuple[str, str] | None:
+    """What runtime ``key`` gets for ``op``, computed from its registrations: (kind, source).
+
+    Note [How the computed table is filled]. ``None`` when nothing serves the key
+    ("missing"). A fallback's source is "fallback" (fallbacks are per key, not per op).
+    """
+    from minidynamo._torch_private import DispatchKey, dispatch_has_backend_fallback
+
+    table = kernels_for(op)  # the registrations, alias keys included
+    kind_of_key, backend = _split_key(key)
+
+    def registered(k: str):
+        where = table.get(k)
+        return None if where is None else ("fallthrough" if where.startswith("fallthrough") else None, where)
+
+    def entry(kind: str, k: str):
+        fallthrough, where = registered(k)
+        return (fallthrough or kind, where.removeprefix("fallthrough, "))
+
+    if key in table:  # 1. a kernel registered at this key
+        return entry("kernel", key)
+    if kind_of_key == "backend":  # 2.1, 2.2
+        nonfunctional_ok = backend not in ("XLA", "Lazy")
+        if nonfunctional_ok and "CompositeExplicitAutogradNonFunctional" in table:
+            return entry("default backend kernel", "CompositeExplicitAutogradNonFunctional")
+        if "CompositeExplicitAutograd" in table:
+            return entry("default backend kernel", "CompositeExplicitAutograd")
+    if kind_of_key in ("backend", "autograd"):  # 2.3
+        has_backend_kernel = "CompositeExplicitAutograd" in table
+        if kind_of_key == "autograd":
+            has_backend_kernel |= any(v + backend in table for v in _BACKEND_VARIANTS)
+        if "CompositeImplicitAutograd" in table and not has_backend_kernel:
+            return entry("math kernel", "CompositeImplicitAutograd")
+    if kind_of_key == "autograd" and "Autograd" in table:  # 2.4
+        return entry("autograd kernel", "Autograd")
+    if key == "FuncTorchBatched" and "FuncTorchBatchedDecomposition" in table:  # 2.5
+        return entry("batched kernel", "FuncTorchBatchedDecomposition")
+    if dispatch_has_backend_fallback(getattr(DispatchKey, key)):  # 3.
+        # A fallback is per key; a few keys register a fallthrough as their fallback.
+        return ("fallthrough" if key in _FALLTHROUGH_FALLBACKS else "backend fallback"), "fallback"
+    return None  # 4. missing

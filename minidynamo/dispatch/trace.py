@@ -7,10 +7,23 @@ and ``TORCH_SHOW_DISPATCH_TRACE=1`` (a debug build's C++ log of what did run).
 Note [Every step was appended by the thing that ran]
     A step is written by a probe kernel (probe.py), by the logging TorchDispatchMode
     that ``mode=True`` installs, by a FakeTensorMode's handler (torch's FakeTensorMode
-    is wrapped for the call; ours reports op events), or by an autograd hook during
-    ``backward=True``. Nothing is sorted out of ``dispatch.keys``. What we can only
-    deduce after the fact (an aten op's autograd kernel, seen by the ``grad_fn`` it
-    left on the output) is appended at the end with ``inferred=True``.
+    is wrapped for the call; ours reports op events), by an autograd hook during
+    ``backward=True``, or by the autograd kernel of an aten op (next Note). Nothing
+    is sorted out of ``dispatch.keys``: a step's place is the moment it reported.
+
+Note [The autograd kernel of an aten op reports through anomaly mode]
+    We cannot put a probe at AutogradCPU for ``aten.sin`` (it would replace torch's
+    kernel). But the generated autograd kernel (``VariableType``) creates the op's
+    backward Node *before* it redispatches below autograd, and under anomaly mode
+    every Node's constructor calls back into Python to capture the stack
+    (``_torch_private.autograd_node_created_hook``). That callback is our report,
+    made from inside the autograd kernel, in the order things ran; the output's
+    ``grad_fn`` afterwards names the Node it built. The TLS exclude set is *not*
+    evidence: the Python fallback restores the TLS snapshot taken at
+    PythonTLSSnapshot (above autograd) and ``__torch_dispatch__`` always runs with
+    the keys above Python excluded, autograd ran or not. If an output carries a
+    ``grad_fn`` but no Node creation was seen, a step after the call says so,
+    marked ``inferred=True`` (it did not report where it ran).
 """
 
 from __future__ import annotations
@@ -90,9 +103,13 @@ def _logging_mode_class():
     from minidynamo._torch_private import TorchDispatchMode
 
     class LoggingMode(TorchDispatchMode):
+        def __init__(self, handler: str = "TorchDispatchMode (LoggingMode)"):
+            super().__init__()
+            self.handler = handler
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             events.emit(
-                "dispatch", op=str(func), key="Python", handler="TorchDispatchMode (LoggingMode)",
+                "dispatch", op=str(func), key="Python", handler=self.handler,
                 keyset=None, phase="forward", inferred=False,
             )  # fmt: skip
             return func(*args, **(kwargs or {}))
@@ -126,10 +143,34 @@ def _report_torch_fake_modes(args):
             mode.__dict__.pop("dispatch", None)
 
 
+_NODE = "autograd Node created"  # the handler text of a node-creation report
+
+
+@contextlib.contextmanager
+def _entered_and_reporting(mode):
+    """Enter ``mode`` (a TorchDispatchMode) for the call and report each op it gets.
+
+    Torch reads ``__torch_dispatch__`` off the mode's class, so we cannot wrap it on
+    the instance; a reporting mode pushed on top of it runs first at the Python key,
+    reports, and hands the op on to ``mode`` (the next mode on the stack).
+    """
+    where = "minidynamo" if type(mode).__module__.startswith("minidynamo") else "torch"
+    handler = f"{where} {type(mode).__name__} (__torch_dispatch__)"
+    with mode, _logging_mode_class()(handler=handler):
+        yield
+
+
 def _steps_from(log) -> list[Step]:
     steps = []
     for e in log:
-        if e.kind == "dispatch":
+        if e.kind == "dispatch" and e.handler == _NODE:
+            # Note [The autograd kernel of an aten op reports through anomaly mode]
+            # Consecutive Nodes (the op's and an AccumulateGrad for a leaf input) come
+            # from one kernel; a probe's Autograd kernel already reported itself.
+            if steps and steps[-1].key.startswith("Autograd") and steps[-1].phase == "forward":
+                continue
+            steps.append(Step(e.key, _NODE, "", phase="forward"))
+        elif e.kind == "dispatch":
             steps.append(Step(e.key, e.handler, e.op, e.keyset, e.phase, e.inferred))
         elif e.kind == "op":  # our mini FakeTensorMode reports each op it handles
             # It reports when the op is done (its event carries output shapes), so its step
@@ -138,16 +179,20 @@ def _steps_from(log) -> list[Step]:
     return steps
 
 
-def trace(fn, *args, mode: bool = False, backward: bool = False, pre_dispatch: bool = False, **kwargs) -> Trace:
+def trace(
+    fn, *args, mode: bool = False, backward: bool = False, pre_dispatch: bool = False, under=None, **kwargs
+) -> Trace:
     """Call ``fn(*args, **kwargs)`` once and return the handlers that ran, in order.
 
     ``mode=True`` runs the call under a logging TorchDispatchMode (the Python key
     is then in the thread's include set); ``backward=True`` then calls
     ``out.sum().backward()`` with hooks on the output's grad_fn and the inputs;
     ``pre_dispatch=True`` turns the PreDispatch key on, as export's pre-dispatch
-    tracing does. An exception stops the call and becomes the last step.
+    tracing does; ``under=m`` runs the call inside the TorchDispatchMode ``m``
+    (e.g. our FunctionalTensorMode, whose tensors need it), whose handler then
+    reports when it is entered. An exception stops the call and becomes the last step.
     """
-    from minidynamo._torch_private import EnablePreDispatch
+    from minidynamo._torch_private import EnablePreDispatch, autograd_node_created_hook
     from minidynamo.dispatch.key_set import keys as _keys
 
     if not callable(fn):
@@ -162,7 +207,11 @@ def trace(fn, *args, mode: bool = False, backward: bool = False, pre_dispatch: b
             if mode:
                 stack.enter_context(_logging_mode_class()())
             stack.enter_context(_report_torch_fake_modes(args))
+            if under is not None:
+                stack.enter_context(_entered_and_reporting(under))
             at_call = _keys(*tensors) if tensors else ()
+            autograd_key = next((k for k in at_call if k.startswith("Autograd")), "Autograd")
+            stack.enter_context(autograd_node_created_hook(functools.partial(_report_node, autograd_key)))
             try:
                 out = fn(*args, **kwargs)
             except Exception as exc:  # the trace shows where it stopped
@@ -174,8 +223,30 @@ def trace(fn, *args, mode: bool = False, backward: bool = False, pre_dispatch: b
     if error is not None:
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         steps.append(Step("error", f"{type(error).__name__}: {first[:160]}", "", phase="forward"))
+    steps = _name_nodes(steps, out)
     steps += _inferred(out, forward_steps)
     return Trace(steps, at_call, error, out)
+
+
+def _report_node(key: str) -> None:
+    events.emit("dispatch", op="", key=key, handler=_NODE, keyset=None, phase="forward", inferred=False)
+
+
+def _name_nodes(steps: list[Step], out) -> list[Step]:
+    """Give each node-creation step the name of the Node the output carries afterwards."""
+    grad_fn = getattr(out, "grad_fn", None) if isinstance(out, torch.Tensor) else None
+    named = f"built {type(grad_fn).__name__}" if grad_fn is not None else "built a backward Node"
+    return [
+        Step(
+            s.key,
+            f"autograd kernel: {named} before redispatching (reported from the Node's constructor)",
+            s.op,
+            phase=s.phase,
+        )
+        if s.handler == _NODE
+        else s
+        for s in steps
+    ]
 
 
 def _run_backward(out, inputs) -> BaseException | None:
@@ -213,16 +284,17 @@ def _run_backward(out, inputs) -> BaseException | None:
 
 
 def _inferred(out, steps: list[Step]) -> list[Step]:
-    """Evidence left behind by kernels that cannot report: an autograd node on the output."""
+    """An autograd Node on the output that no step reported being built (see the Note)."""
     if not isinstance(out, torch.Tensor) or out.grad_fn is None:
         return []
-    if any(s.key == "Autograd" and s.phase == "forward" for s in steps):
-        return []  # a probe autograd kernel reported itself
+    if any(s.key.startswith("Autograd") and s.phase == "forward" for s in steps):
+        return []  # the autograd kernel reported itself (a probe, or its Node's constructor)
     backend = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta"}.get(out.device.type, out.device.type)
     return [
         Step(
             "Autograd" + backend,
-            f"autograd kernel (evidence: the output's grad_fn is {type(out.grad_fn).__name__})",
+            f"autograd kernel, not seen running (evidence after the call: the output's grad_fn is "
+            f"{type(out.grad_fn).__name__})",
             "",
             inferred=True,
         )

@@ -25,7 +25,10 @@ from minidynamo.views.stepper import Stepper
 
 __all__ = ["DispatchKeyExplorer", "OPS", "FLAGS", "explore"]
 
-FLAGS = ("requires_grad", "fake", "functional", "inference", "mode")
+# "fake" and "functional" are minidynamo's own FakeTensor and FunctionalTensor (both
+# Python subclasses: they sit at the Python key); "torch_functional" is torch's C++
+# functional wrapper, which carries the Functionalize key instead.
+FLAGS = ("requires_grad", "fake", "functional", "torch_functional", "inference", "mode")
 
 # The op choices: which probe kernels are registered (or a plain aten op).
 OPS = {
@@ -33,13 +36,19 @@ OPS = {
     "probe without ADInplaceOrView": tuple(k for k in dispatch.PROBE_KEYS if k != "ADInplaceOrView"),
     "probe without Autograd": tuple(k for k in dispatch.PROBE_KEYS if k != "Autograd"),
     "probe without PythonTLSSnapshot": tuple(k for k in dispatch.PROBE_KEYS if k != "PythonTLSSnapshot"),
-    "aten.mul (only modes and evidence report)": None,
+    "aten.mul (torch's kernels; modes and autograd Nodes report)": None,
 }
 
 
 def _make_tensor(flags: dict):
-    """The input tensor for ``flags``; an impossible combination raises a clear error."""
-    from minidynamo._torch_private import real_fake_tensor_mode, to_functional_tensor
+    """``(tensor, mode or None)`` for ``flags``; an impossible combination raises a clear error.
+
+    The mode is our FunctionalTensorMode when ``functional`` is on: its tensors are
+    only usable inside it, so the call runs ``under`` it.
+    """
+    from minidynamo._torch_private import to_functional_tensor
+    from minidynamo.aot.functional_tensor import FunctionalTensorMode
+    from minidynamo.fake import FakeTensorMode
 
     ctx = torch.inference_mode() if flags["inference"] else contextlib.nullcontext()
     with ctx:
@@ -48,11 +57,17 @@ def _make_tensor(flags: dict):
         if flags["inference"]:
             raise ValueError("an inference tensor cannot require grad (it has no autograd keys to record with)")
         x.requires_grad_(True)
+    if flags["functional"] and flags["torch_functional"]:
+        raise ValueError("choose one functional wrapper: ours (Python key) or torch's (Functionalize key)")
     if flags["fake"]:
-        x = real_fake_tensor_mode().from_tensor(x)
+        x = FakeTensorMode().from_tensor(x)
+    under = None
     if flags["functional"]:
+        under = FunctionalTensorMode()
+        x = under.to_fun(x)
+    if flags["torch_functional"]:
         x = to_functional_tensor(x)
-    return x
+    return x, under
 
 
 def explore(op: str = "probe (every probe kernel)", **flags):
@@ -63,13 +78,13 @@ def explore(op: str = "probe (every probe kernel)", **flags):
     if op not in OPS:
         raise ValueError(f"unknown op choice {op!r}; choose from {list(OPS)}")
     flags = {name: bool(flags.get(name, False)) for name in FLAGS}
-    x = _make_tensor(flags)
+    x, under = _make_tensor(flags)
     probe_keys = OPS[op]
     if probe_keys is None:
-        tr = dispatch.trace(torch.mul, x, 2.0, mode=flags["mode"])
+        tr = dispatch.trace(torch.mul, x, 2.0, mode=flags["mode"], under=under)
     else:
         with dispatch.probe(probe_keys) as p:
-            tr = dispatch.trace(p, x, mode=flags["mode"])
+            tr = dispatch.trace(p, x, mode=flags["mode"], under=under)
     return tr.keys, tr
 
 
@@ -86,7 +101,7 @@ def _render(keys, tr) -> tuple[list[str], list[str]]:
     steps = ["<p>The call enters the dispatcher with these keys.</p>" + _badges(keys, None)]
     labels = ["the call"]
     for s in tr:
-        what = "inferred from evidence" if s.inferred else "reported by the handler itself"
+        what = "inferred from evidence after the call" if s.inferred else "reported by the handler itself"
         got = f"<br>key set it received: {html.escape(', '.join(s.keyset))}" if s.keyset else ""
         phase = f" ({s.phase})" if s.phase != "forward" else ""
         steps.append(
