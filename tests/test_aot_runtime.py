@@ -242,13 +242,51 @@ def test_synthetic_base_outputs_use_as_strided():
         return a.view(-1), b + 1
 
     def make_inputs():
-        base = torch.randn(2, 3, generator=torch.Generator().manual_seed(0))
-        return [base[0], base[1]]
+        base = torch.randn(3, 3, generator=torch.Generator().manual_seed(0))
+        return [base[:2], base[1:]]  # rows 0-1 and 1-2: they overlap in row 1
 
     compiled = aot_function(fn)
     log = run_and_compare(fn, make_inputs, compiled)
     assert _regens(log) == [("alias_of_input", "as_strided")]
     assert any(w.startswith("synthetic base") for w in compiled.artifacts.wrappers)
+
+
+def test_no_synthetic_base_for_views_that_do_not_overlap():
+    """torch's merge_view_inputs: one storage, but ``x[0]`` and ``x[1]`` share no element."""
+
+    def fn(a, b):
+        a.mul_(2)
+        return a + b
+
+    def make_inputs():
+        base = torch.randn(2, 3, generator=torch.Generator().manual_seed(0))
+        return [base[0], base[1]]
+
+    compiled = aot_function(fn)
+    run_and_compare(fn, make_inputs, compiled)
+    assert not any(w.startswith("synthetic base") for w in compiled.artifacts.wrappers)
+
+
+@pytest.mark.parametrize("meta_op", ["t_", "unsqueeze_"])
+def test_aliased_inputs_one_only_metadata_mutated(meta_op):
+    """Two aliased inputs, one metadata-mutated only: torch makes no synthetic base and accepts it."""
+    import warnings
+
+    from minidynamo.aot.aot_autograd import AOTFallbackWarning
+
+    def fn(a, b):
+        getattr(a, meta_op)(*([0] if meta_op == "unsqueeze_" else []))
+        return a * 2, b + 1
+
+    def make_inputs():
+        base = torch.randn(3, 3, generator=torch.Generator().manual_seed(0))
+        return [base, base.view(-1)]
+
+    compiled = aot_function(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AOTFallbackWarning)
+        run_and_compare(fn, make_inputs, compiled)
+    assert not compiled.artifacts.fallback
 
 
 def test_as_strided_fallback_when_replay_does_not_match():

@@ -253,6 +253,7 @@ def _output_info(f_args, f_outs, input_info):
             requires_grad=o.requires_grad,
             requires_grad_for_backward=o.requires_grad and (o._base is None or grad_fn is not None),
             view_meta_sequence=chain,
+            layout=(tuple(o.shape), tuple(o.stride()), o.storage_offset()),
         ))
     return infos, intermediate_bases
 

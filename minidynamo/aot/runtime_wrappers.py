@@ -69,6 +69,7 @@ def gen_alias_from_base(
     *,
     replay_views_ok: bool = True,
     no_grad_view: bool = False,
+    layout: tuple | None = None,
     **why: Any,
 ) -> torch.Tensor:
     """Rebuild the alias ``target`` (same size/stride/offset) as a view of ``base``.
@@ -78,19 +79,20 @@ def gen_alias_from_base(
     """
     out = None
     how = "as_strided"
+    size, stride, offset = layout if layout is not None else (target.size(), target.stride(), target.storage_offset())
     if replay_views_ok and view_chain:
         try:
             candidate = replay_views(base, view_chain)
         except RuntimeError:
             candidate = None
         if candidate is not None and (
-            candidate.shape == target.shape
-            and candidate.stride() == target.stride()
-            and candidate.storage_offset() == target.storage_offset()
+            tuple(candidate.shape) == tuple(size)
+            and tuple(candidate.stride()) == tuple(stride)
+            and candidate.storage_offset() == offset
         ):
             out, how = candidate, "view_replay"
     if out is None:
-        out = base.as_strided(target.size(), target.stride(), target.storage_offset())
+        out = base.as_strided(size, stride, offset)
     if out.dtype != target.dtype:
         out = out.view(target.dtype)
     # torch: patch_requires_grad in gen_alias_from_base.
@@ -127,12 +129,15 @@ def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs:
 
     elif kind is OutputType.alias_of_input:
         replay_ok = info.base_idx not in as_strided_inputs  # synthetic bases: always as_strided
+        # The graph's output of a mutated input is a view of a fresh tensor (offset from 0):
+        # its layout on the input is the one metadata collection saw.
+        layout = info.layout if meta.input_info[info.base_idx].mutates_data else None
 
         def handler(orig_inputs, fw_outs, out):
             WRAPPER_WORK["alias_output"] += 1
             return gen_alias_from_base(
                 orig_inputs[info.base_idx], unwrap(out), info.requires_grad, chain,
-                replay_views_ok=replay_ok, **why,
+                replay_views_ok=replay_ok, layout=layout, **why,
             )
 
     elif kind in (OutputType.alias_of_intermediate, OutputType.alias_of_intermediate_save_as_output):
@@ -371,7 +376,37 @@ def aot_wrapper_dedupe(flat_fn: Callable, flat_args: list[Any], compile_inner: C
 
 
 def _storage_key(t: torch.Tensor) -> int:
-    return t.untyped_storage().data_ptr()
+    return t.untyped_storage()._cdata  # the StorageImpl: views share it, fakes too (data_ptr of meta is 0)
+
+
+def _extent(t: torch.Tensor) -> tuple[int, int]:
+    """The storage elements ``t`` may touch: [first, last]."""
+    last = t.storage_offset() + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0)
+    return t.storage_offset(), last
+
+
+def compute_overlapping_inputs(tensors: list[torch.Tensor]) -> set[int]:
+    """Positions of the tensors that share a storage element with another one (torch: same name).
+
+    Two tensors in one storage may not overlap at all (``x[0]`` and ``x[1]``); torch
+    then makes no synthetic base. First the ranges, then (when they meet) the exact
+    element sets, as torch's ``compute_overlapping_tensors`` does for static shapes.
+    """
+    overlapping: set[int] = set()
+    for i in range(len(tensors)):
+        for j in range(i + 1, len(tensors)):
+            (a0, a1), (b0, b1) = _extent(tensors[i]), _extent(tensors[j])
+            if a1 < b0 or b1 < a0:
+                continue
+            if _elements(tensors[i]) & _elements(tensors[j]):
+                overlapping.update((i, j))
+    return overlapping
+
+
+def _elements(t: torch.Tensor) -> set[int]:
+    first, last = _extent(t)
+    idx = torch.arange(last + 1).as_strided(t.shape, t.stride(), t.storage_offset())
+    return set(idx.flatten().tolist())
 
 
 def aot_wrapper_synthetic_base(
@@ -392,20 +427,22 @@ def aot_wrapper_synthetic_base(
     for i, a in enumerate(flat_args):
         if isinstance(a, torch.Tensor) and a.numel() > 0:
             groups.setdefault(_storage_key(a), []).append(i)
-    aliased = [g for g in groups.values() if len(g) > 1]
     if meta is None:
         meta = collect_metadata(flat_fn, *flat_args)
+    # torch (merge_view_inputs): only a storage whose inputs really overlap, one of them data-mutated.
     aliased = [
-        g for g in aliased
-        if any(meta.input_info[i].mutates_data or meta.input_info[i].mutates_metadata for i in g)
+        g for g in groups.values()
+        if len(g) > 1 and any(meta.input_info[i].mutates_data for i in g)
+        and len(compute_overlapping_inputs([flat_args[i] for i in g])) > 1
     ]
     if not aliased:
         return compile_inner(flat_fn, flat_args, meta=meta)
     for g in aliased:
         if any(meta.input_info[i].mutates_metadata for i in g):
+            # torch replays such metadata mutations on the user's inputs after the graph; ours does not.
             raise NotImplementedError(
-                f"aot: inputs {g} alias each other and one has its metadata mutated (t_, as_strided_, ...); "
-                "torch refuses this too"
+                f"aot: inputs {g} overlap in memory, one is data-mutated and one has its metadata mutated "
+                "(t_, as_strided_, ...): mini AOT has no synthetic base for this (torch's does)"
             )
 
     in_group = {i for g in aliased for i in g}

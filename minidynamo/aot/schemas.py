@@ -130,6 +130,9 @@ class OutputAliasInfo:
     # The view chain from the base to this output (Note [The view chain]), or None.
     # torch: view_meta_sequence (a ViewMetaSequence of C++ ViewMeta objects).
     view_meta_sequence: tuple[ViewMeta, ...] | None = field(default=None, compare=False)
+    # (size, stride, storage offset) the output had in metadata collection, on the inputs'
+    # own layouts: what an alias of an input is rebuilt to (torch reads the fake output too).
+    layout: tuple | None = field(default=None, compare=False)
 
 
 def _check_if_mutation_can_be_in_graph(
