@@ -7,12 +7,27 @@ Mirrors ``torch/_dynamo/eval_frame.py`` (``optimize``, ``explain``, ``reset``,
 ``OptimizedModule``) and the C cache in ``torch/csrc/dynamo/cache_entry.cpp`` /
 ``eval_frame.c``.
 
-Note [No PEP 523: calls go through the cache explicitly]
+Note [The frame hook]
     Real Dynamo hooks CPython's frame evaluation (PEP 523), so *every* Python frame,
-    including resume functions and user functions called eagerly at a graph break,
-    passes its cache. We have no hook; instead the transformed function calls resume
-    functions and user callees through ``call_frame`` itself (``___compiled(fn)``), so
-    the same frames get compiled, counted and cached as in Dynamo.
+    including user functions called eagerly at a graph break, passes its cache. So do
+    we, where ``frame_hook.c`` builds (``frame_hook.py``): calling a compiled function
+    sets this thread's callback to its config's ``frame_callback`` and calls the
+    original function. CPython hands each fresh frame to the C hook, which calls
+    ``frame_callback(function, args)`` with the hook off: our own code, torch's and the
+    stdlib's answer SKIP (the code object is marked, never asked again); a user frame
+    goes through ``call_frame``, which runs a cache entry with the hook on again, or
+    answers DEFAULT: CPython runs the frame itself, its callees still hooked. A frame
+    Dynamo skips (a graph break in a loop) thus runs at CPython's speed while the
+    functions it calls are compiled. Resume functions are not code objects here (Note
+    [A resume function is a frame that starts in the middle]): compiled code still
+    calls them, and they still pass ``call_frame`` explicitly.
+
+Note [No PEP 523: calls go through the cache explicitly]
+    Without the hook (no C compiler, another Python, ``MINIDYNAMO_NO_FRAME_HOOK=1``;
+    ``md.explain(...).frame_hook`` says which design ran), the transformed function
+    calls user callees through ``call_frame`` itself (``___compiled(fn)``), and a
+    frame Dynamo skips runs on our concrete interpreter so that its callees can be
+    sent to the cache: the same frames get compiled, counted and cached, much slower.
 
 Note [Recompiles and the cache size limit]
     When no entry's guards hold, we name the first failing guard of the newest entry
@@ -37,13 +52,13 @@ import torch
 from minidynamo import events
 from minidynamo.backends import lookup_backend
 
-from . import counters
+from . import counters, frame_hook
 from .convert_frame import CacheEntry, compile_frame
 from .exc import EagerFallback, FullGraphError, GraphBreak
 from .fake_values import TracedUserError
 from .guards import Guard
-from .resume_execution import vm_can_run
-from .variables.functions import is_user_function
+from .resume_execution import unhooked, vm_can_run
+from .variables.functions import _is_skipped_file, is_user_function
 
 CACHE_SIZE_LIMIT = 8
 SUPPRESS_ERRORS = True  # an internal error while tracing: warn and run eagerly (False: raise)
@@ -83,6 +98,28 @@ class CompileConfig:
     on_graph: Optional[Callable] = None
     on_break: Optional[Callable] = None
     on_entry: Optional[Callable] = None
+    hook: Any = field(default_factory=frame_hook.get)  # the C frame hook, or None (Note [The frame hook])
+
+    def frame_callback(self, func: types.FunctionType, args: tuple) -> Any:
+        """Called by ``frame_hook.c`` for a fresh frame: a cache entry's result, or DEFAULT / SKIP."""
+        code = func.__code__
+        frame = self.wrappers.get(code)
+        if frame is None:
+            if _not_user_code(func):
+                return self.hook.SKIP
+            frame = self.optimized(func)
+        elif frame.fn is not func and frame.f_globals is not func.__globals__:
+            frame = OptimizedFunction(func, self)
+        L = dict(zip(code.co_varnames, args))
+        for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+            try:
+                L[name] = cell.cell_contents
+            except ValueError:
+                pass
+        return call_frame(frame, L, self, eager=self._in_cpython, run_skipped=self._in_cpython)
+
+    def _in_cpython(self, *_: Any) -> Any:
+        return self.hook.DEFAULT
 
     def optimized(self, fn: Callable) -> "OptimizedFunction":
         key = fn.__code__
@@ -106,6 +143,27 @@ class CompileConfig:
 
 
 _all_configs: "weakref.WeakSet[CompileConfig]" = weakref.WeakSet()
+_PACKAGE = __file__.rsplit("/symbolic/", 1)[0] + "/"
+_WORKLOADS = tuple(_PACKAGE + name for name in ("bench.py", "exercises/", "__main__.py"))
+
+
+def _not_user_code(func: types.FunctionType) -> bool:
+    """Frames the hook lets CPython run unasked: torch, the stdlib, minidynamo itself, generated code."""
+    code, module = func.__code__, str(getattr(func, "__module__", None))
+    filename = code.co_filename
+    if code.co_name.startswith("___") or filename.startswith(("<minidynamo", "<eval_with_key>")) \
+            or _is_skipped_file(filename) or module.startswith("torch."):
+        return True
+    if module.startswith("minidynamo.") and not module.startswith(("minidynamo.bench", "minidynamo.exercises")):
+        return True  # code minidynamo made at run time (a dataclass's __init__ is exec'd)
+    return filename.startswith(_PACKAGE) and not filename.startswith(_WORKLOADS)
+
+
+def _hooked(config: CompileConfig, fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` with the frame hook on for ``config`` (Note [The frame hook]); plain without it."""
+    if config.hook is None:
+        return fn(*args)
+    return config.hook.call_with(config.frame_callback, fn, *args)
 
 
 def _make_binder(fn: Callable) -> Callable:
@@ -155,6 +213,15 @@ class OptimizedFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        hook = self.config.hook
+        if hook is not None:  # the frame of self.fn passes the hook like any other (Note [The frame hook])
+            if hook.is_skipped(self.code):
+                hook.unskip(self.code)
+            previous = hook.set_callback(self.config.frame_callback)
+            try:
+                return self.fn(*args, **kwargs)
+            finally:
+                hook.set_callback(previous)
         L = self._binder(*args, **kwargs)
         if self._freevars:
             for name, cell in zip(self._freevars, self.fn.__closure__):
@@ -164,6 +231,7 @@ class OptimizedFunction:
                     pass
         return call_frame(self, L, self.config, eager=lambda: self.fn(*args, **kwargs))
 
+    @unhooked
     def run_eagerly(self, L: dict) -> Any:
         """Run the whole frame on the concrete interpreter, nested user calls compiled."""
         from minidynamo import interpreter
@@ -209,18 +277,28 @@ def _frame_key(frame) -> Any:
     return frame.code if isinstance(frame, OptimizedFunction) else frame
 
 
-def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any]) -> Any:
-    """Check guards, run a cached entry, or compile a new one (the cache, Note [Recompiles ...])."""
+def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
+               run_skipped: Optional[Callable] = None) -> Any:
+    """Check guards, run a cached entry, or compile a new one (the cache, Note [Recompiles ...]).
+
+    With the frame hook, the lookup runs with the hook off and the frame's code with it on.
+    """
+    if config.hook is None:
+        return _call_frame(frame, L, config, eager, run_skipped or frame.run_eagerly)
+    return config.hook.call_with(None, _call_frame, frame, L, config, eager, run_skipped or frame.run_eagerly)
+
+
+def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any], run_skipped: Callable) -> Any:
     cache = config.frames.get(_frame_key(frame))
     if cache is None:
         cache = config.frames[_frame_key(frame)] = FrameCache()
     G = frame.f_globals
     if cache.fallback is not None:
-        return frame.run_eagerly(L) if cache.skipped else eager()
+        return run_skipped(L) if cache.skipped else eager()
     for entry in cache.entries:
         if entry.check(L, G):
             counters["cache_hits"] += 1
-            return entry.fn(L, G)
+            return _hooked(config, entry.fn, L, G)
     if cache.entries:
         guard, change = cache.entries[-1].check.first_failure(L, G)
         record = RecompileRecord(frame.__name__, guard, change, len(cache.entries))
@@ -246,7 +324,7 @@ def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any]) 
         if config.on_break is not None:
             config.on_break(e.explanation)
         cache.skipped = vm_can_run(frame.code, frame.offset)
-        return frame.run_eagerly(L) if cache.skipped else eager()
+        return run_skipped(L) if cache.skipped else eager()
     except FullGraphError:
         raise
     except TracedUserError:
@@ -259,7 +337,7 @@ def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any]) 
         counters["eager_fallbacks"] += 1
         return eager()
     cache.entries.append(entry)
-    return entry.fn(L, G)
+    return _hooked(config, entry.fn, L, G)
 
 
 def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = False):
@@ -282,6 +360,7 @@ class ExplainOutput:
     guards: list[Guard]
     entries: list[CacheEntry]
     out: Any = None
+    frame_hook: str = ""  # which entry point ran: the PEP 523 hook, or explicit calls (and why)
 
     @property
     def ops_per_graph(self) -> list[list]:
@@ -324,7 +403,9 @@ def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainOutput:
     compiled = _optimize_with(fn, config)
     out = compiled(*args, **kwargs)
     guards = [g for e in entries for g in e.guards]
-    return ExplainOutput(graphs, len(graphs), len(graphs) - 1, reasons, guards, entries, out)
+    return ExplainOutput(graphs, len(graphs), len(graphs) - 1, reasons, guards, entries, out,
+                         frame_hook.describe() if config.hook is not None else
+                         "explicit calls through the cache, no frame hook: " + (frame_hook.reason() or "off"))
 
 
 def _optimize_with(fn: Callable, config: CompileConfig):

@@ -133,6 +133,17 @@ def InterceptingVM(config):  # noqa: N802 - reads like the class it builds
 _VM = None
 
 
+def unhooked(run_eagerly):
+    """Our interpreter runs with the frame hook off; the user calls it sends to the cache turn it on again."""
+
+    @functools.wraps(run_eagerly)
+    def run(self, L: dict) -> Any:
+        hook = self.config.hook
+        return run_eagerly(self, L) if hook is None else hook.call_with(None, run_eagerly, self, L)
+
+    return run
+
+
 class ResumeFunction:
     """``___resume_at_<offset>_<n>(___stack0=..., x=...)``: the rest of a frame after a break."""
 
@@ -156,6 +167,7 @@ class ResumeFunction:
             return self.run_eagerly(L)
         return call_frame(self, L, self.config, eager=lambda: self.run_eagerly(L))
 
+    @unhooked
     def run_eagerly(self, L: dict) -> Any:
         """Run the rest of the frame with the concrete interpreter (no graph)."""
         from minidynamo import interpreter
