@@ -22,13 +22,8 @@ Note [Two places an op decomposes]
        replaced by Python code under the tracing mode. This is how
        ``_fused_rms_norm_backward`` leaves a CUDA graph.
 
-Note [The stand-in kernels are a simulation]
-    This CPU build has no CUDA kernels. ``simulated_fused_kernels`` registers Python
-    kernels for ``aten::_fused_rms_norm`` and ``aten::_fused_rms_norm_backward`` at a
-    backend key (CPU by default), so the dispatcher's tables for that key look like a
-    CUDA build's. The kernels compute with our decompositions; the point is which
-    ops the dispatcher chooses, not how fast they run. Everything observed under it
-    is labelled SIMULATION.
+    The stand-in fused kernels of chapter 08's simulation live in
+    ``simulated_kernels.py``; the fake-CUDA experiment in ``fake/cuda_demo.py``.
 """
 
 from __future__ import annotations
@@ -47,7 +42,6 @@ __all__ = [
     "get_decompositions",
     "decomposition_mode",
     "ops_run",
-    "simulated_fused_kernels",
 ]
 
 aten = torch.ops.aten
@@ -236,88 +230,3 @@ def ops_run(
     skip = ("aten.detach.default", "prim.device.default", "aten.ones_like.default", "aten.expand.default")
     ops = [op for op in mode.ops if op not in skip]
     return ops, mode.decomposed, out
-
-
-# --- a stand-in for a device with fused kernels ---------------------------------------
-
-
-@contextlib.contextmanager
-def simulated_fused_kernels(key: str = "CPU"):
-    """SIMULATION: register Python kernels for the fused RMSNorm ops at backend ``key``.
-
-    See Note [The stand-in kernels are a simulation]. Inside the block the dispatcher
-    treats ``key`` as a backend with fused RMSNorm kernels, as a CUDA build does; the
-    registrations are removed on exit.
-    """
-
-    def forward(x, normalized_shape, weight=None, eps=None):
-        return fused_rms_norm(x, normalized_shape, weight, eps)
-
-    def backward(grad_out, x, normalized_shape, rstd, weight, output_mask):
-        gx, gw = fused_rms_norm_backward(grad_out, x, normalized_shape, rstd, weight, output_mask)
-        return gx, gw
-
-    from minidynamo._torch_private import clear_python_dispatch_cache
-
-    ops = (aten._fused_rms_norm.default, aten._fused_rms_norm_backward.default)
-    lib = torch.library.Library("aten", "IMPL")
-    try:
-        lib.impl("_fused_rms_norm", forward, key)
-        lib.impl("_fused_rms_norm_backward", backward, key)
-        for op in ops:  # the Python dispatcher (used by AOTAutograd) caches kernel choices
-            clear_python_dispatch_cache(op)
-        yield
-    finally:
-        lib._destroy()
-        for op in ops:
-            clear_python_dispatch_cache(op)
-
-
-# --- what a fake *CUDA* tensor does in this CPU-only build ----------------------------
-
-_FAKE_CUDA_SCRIPT = r"""
-import sys, torch, torch.nn.functional as F
-from minidynamo._torch_private import real_fake_tensor_mode, real_fake_tensor_class
-from minidynamo.decompositions import ops_run, simulated_fused_kernels
-from minidynamo.dispatch import keys
-mode = real_fake_tensor_mode()
-def fake_cuda(requires_grad=False):
-    t = real_fake_tensor_class()(mode, torch.empty(2, 4, device="meta"), torch.device("cuda"))
-    return t.requires_grad_(requires_grad)
-f = lambda x: F.rms_norm(x, (4,))
-x = fake_cuda()
-print("fake cuda tensor keys:", ", ".join(keys(x, tls=False)))
-with mode:
-    print("no grad, this build (no CUDA kernels):", ops_run(f, x)[0])
-    with simulated_fused_kernels("CUDA"):
-        print("no grad, SIMULATION stand-in CUDA kernel:", ops_run(f, x)[0])
-sys.stdout.flush()
-with mode:
-    y = f(fake_cuda(requires_grad=True))
-print("with requires_grad: survived")
-"""
-
-
-def fake_cuda_rms_norm_report(timeout: float = 120.0) -> str:
-    """Run the fake-CUDA RMSNorm experiment in a subprocess and report what happened.
-
-    In this CPU-only build a fake ``cuda`` tensor that meets autograd asks for a CUDA
-    device guard and the C++ runtime aborts the whole process; a subprocess keeps the
-    notebook alive and lets us report the exit status.
-    """
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    proc = subprocess.run(
-        [sys.executable, "-c", _FAKE_CUDA_SCRIPT], capture_output=True, text=True, timeout=timeout, env=env
-    )
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode < 0 or proc.returncode == 134:
-        why = [ln for ln in proc.stderr.splitlines() if "what():" in ln]
-        lines.append(f"with requires_grad: the process aborted (exit status {proc.returncode})")
-        lines += [f"  C++ said: {ln.split('what():', 1)[1].strip()}" for ln in why[:1]]
-    elif proc.returncode != 0:
-        lines.append(f"the subprocess failed (exit status {proc.returncode}): {proc.stderr.strip()[-300:]}")
-    return "\n".join(lines)

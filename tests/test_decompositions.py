@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from minidynamo import decompositions as D
 from minidynamo import dispatch
+from minidynamo.simulated_kernels import simulated_fused_kernels
 from minidynamo._torch_private import torch_core_aten_decompositions, torch_decomposition_table, torch_get_decompositions
 
 pytestmark = pytest.mark.ch08
@@ -124,7 +125,7 @@ def test_rms_norm_with_a_simulated_fused_kernel_keeps_the_backward_op():
     x, w = _inputs()
     _rms(x, w).sum().backward()
     eager = (x.grad.clone(), w.grad.clone())
-    with D.simulated_fused_kernels("CPU"):
+    with simulated_fused_kernels("CPU"):
         assert "CPU" in dispatch.kernels_for(aten._fused_rms_norm.default)
         assert dispatch.computed_kernel(aten._fused_rms_norm.default, "AutogradCPU")[0] == "autograd kernel"
         for table, expect_bwd in [(None, True), (D.decomposition_table, False), (torch_get_decompositions([aten._fused_rms_norm_backward]), False)]:
@@ -184,7 +185,7 @@ def test_real_aot_agrees_with_ops_run(setup):
     from minidynamo._torch_private import torch_inductor_decompositions
 
     device = "meta" if setup.startswith("meta") else "cpu"
-    sim = D.simulated_fused_kernels("CPU") if setup.startswith("simulated") else contextlib.nullcontext()
+    sim = simulated_fused_kernels("CPU") if setup.startswith("simulated") else contextlib.nullcontext()
     table = torch_inductor_decompositions() if setup.endswith("table") else {}
     with sim:
         ours, _, _ = D.ops_run(_rms, *_inputs(device), table=table, backward=True, python_dispatcher=True)
@@ -197,3 +198,22 @@ def test_meta_python_kernel_is_the_evidence():
     table = dispatch.kernels_for(aten._fused_rms_norm.default)
     assert "Meta" not in table  # the C++ dispatcher: no Meta kernel, CIA fills Meta
     assert "Meta" in table.python_dispatcher  # the Python dispatcher: torch._decomp's function
+
+
+@pytest.mark.slow
+def test_fake_cuda_rms_norm_report_uses_our_fake_tensor():
+    from minidynamo.fake.cuda_demo import fake_cuda_rms_norm_report
+
+    report = fake_cuda_rms_norm_report()
+    assert "our fake cuda tensor's keys:" in report and "AutogradCUDA" in report
+    assert "no grad, SIMULATION stand-in CUDA kernel: ['aten._fused_rms_norm.default']" in report
+    assert "with requires_grad:" in report
+
+
+def test_rms_norm_decomposes_before_the_python_key_whether_or_not_it_requires_grad():
+    """requires_grad adds no key: the composite kernel runs at AutogradCPU for both tensors."""
+    fn = lambda t: F.rms_norm(t, (4,))  # noqa: E731
+    with_grad = D.ops_run(fn, torch.randn(2, 4, requires_grad=True))[0]
+    plain = D.ops_run(fn, torch.randn(2, 4))[0]
+    assert with_grad == plain and "aten.rms_norm.default" not in plain
+    assert dispatch.torch_table_entry(torch.ops.aten.rms_norm.default, "AutogradCPU")[0] == "math kernel"

@@ -53,7 +53,8 @@ _SETUPS = ("cpu", "meta", "cpu with a simulated fused kernel")
 
 
 def _appears(setup: str) -> bool:
-    from minidynamo.decompositions import ops_run, simulated_fused_kernels
+    from minidynamo.decompositions import ops_run
+    from minidynamo.simulated_kernels import simulated_fused_kernels
 
     device = "meta" if setup == "meta" else "cpu"
     x = torch.randn(2, 4, device=device, requires_grad=True)

@@ -1,6 +1,6 @@
 """Run a fake "cuda" tensor through autograd in a subprocess and report what happened.
 
-Place in the pipeline: none; chapter 06 and its tests use it. A FakeTensor can
+Place in the pipeline: none; chapters 06 and 08 and their tests use it. A FakeTensor can
 claim ``cuda`` on a machine without a GPU (its dispatch keys say CUDA and
 AutogradCUDA). In a CPU-only torch build, autograd asks for a CUDA device guard
 when it records a fake cuda leaf (``AccumulateGrad`` -> ``InputMetadata``), and
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-__all__ = ["FakeCudaResult", "fake_cuda_backward", "fake_cuda_backward_both"]
+__all__ = ["FakeCudaResult", "fake_cuda_backward", "fake_cuda_backward_both", "fake_cuda_rms_norm_report"]
 
 _OURS = """
 import torch
@@ -79,3 +79,48 @@ def fake_cuda_backward_both(timeout: float = 120) -> tuple[FakeCudaResult, FakeC
         ours = pool.submit(fake_cuda_backward, "ours", timeout)
         theirs = pool.submit(fake_cuda_backward, "torch", timeout)
         return ours.result(), theirs.result()
+
+
+# Chapter 08: which ops F.rms_norm runs on our fake "cuda" tensor, with and without a
+# (simulated) fused CUDA kernel, and what happens once the tensor requires grad.
+_RMS_NORM = """
+import sys, torch, torch.nn.functional as F
+from minidynamo.fake import FakeTensorMode
+from minidynamo.decompositions import ops_run
+from minidynamo.simulated_kernels import simulated_fused_kernels
+from minidynamo.dispatch import keys
+mode = FakeTensorMode()
+def fake_cuda(requires_grad=False):
+    return mode.from_tensor(torch.randn(2, 4, requires_grad=requires_grad), device="cuda")
+f = lambda x: F.rms_norm(x, (4,))
+x = fake_cuda()
+print("our fake cuda tensor's keys:", ", ".join(keys(x, tls=False)))
+with mode:
+    print("no grad, this build (no CUDA kernels):", ops_run(f, x)[0])
+    with simulated_fused_kernels("CUDA"):
+        print("no grad, SIMULATION stand-in CUDA kernel:", ops_run(f, x)[0])
+sys.stdout.flush()
+with mode:
+    print("requires_grad, this build:", ops_run(f, fake_cuda(requires_grad=True))[0])
+print("with requires_grad: the forward survived")
+"""
+
+
+def fake_cuda_rms_norm_report(timeout: float = 120.0) -> str:
+    """Run the fake-CUDA RMSNorm experiment (our FakeTensor) in a child and report.
+
+    A fake ``cuda`` tensor that meets autograd aborts this CPU-only build (see the
+    module docstring); the child keeps the notebook alive and we report its exit.
+    """
+    import os
+
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    proc = subprocess.run([sys.executable, "-c", _RMS_NORM], capture_output=True, text=True, timeout=timeout, env=env)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode < 0 or proc.returncode == 134:
+        why = [ln for ln in proc.stderr.splitlines() if "what():" in ln]
+        lines.append(f"with requires_grad: the process aborted (exit status {proc.returncode})")
+        lines += [f"  C++ said: {ln.split('what():', 1)[1].strip()}" for ln in why[:1]]
+    elif proc.returncode != 0:
+        lines.append(f"the child failed (exit status {proc.returncode}): {proc.stderr.strip()[-300:]}")
+    return "\n".join(lines)
