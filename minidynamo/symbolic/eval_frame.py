@@ -190,7 +190,10 @@ def _make_binder(fn: Callable) -> Callable:
             q.kind is not q.POSITIONAL_ONLY for q in sig[sig.index(p) + 1:]
         ):
             params.append("/")
-    src = f"def ___bind({', '.join(params)}):\n    return locals()\n"
+    # a comprehension's hidden argument ".0" shows in its signature as "implicit0"
+    renames = "".join(f"    L[{'.' + p.name[8:]!r}] = L.pop({p.name!r})\n" for p in sig
+                      if p.name.startswith("implicit") and "." + p.name[8:] in fn.__code__.co_varnames)
+    src = f"def ___bind({', '.join(params)}):\n    L = locals()\n{renames}    return L\n"
     scope = dict(defaults)
     exec(src, scope)  # noqa: S102
     return scope["___bind"]

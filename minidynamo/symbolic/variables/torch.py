@@ -30,6 +30,10 @@ CONSTANT_FOLD = {
     torch.is_floating_point, torch.is_complex, torch.is_tensor, torch.promote_types, torch.result_type,
     torch.is_inference_mode_enabled,
 }
+# Asked while tracing, these answer "yes, compiling" (Dynamo folds them the same way), so
+# library code takes its compile-friendly path (transformers: is_torchdynamo_compiling()).
+COMPILING = {torch.compiler.is_compiling: True, torch.compiler.is_dynamo_compiling: True,
+             torch.compiler.is_exporting: False}
 # Torch callables with global side effects: a graph break, as in Dynamo.
 BREAK = {
     torch.manual_seed: "torch.manual_seed changes the global RNG state",
@@ -72,6 +76,8 @@ class TorchInGraphFunctionVariable(VariableTracker):
             unimplemented("torch._dynamo.graph_break() asks for a graph break")
         if fn in BREAK:
             unimplemented(BREAK[fn])
+        if fn in COMPILING:
+            return wrap_constant_result(COMPILING[fn])
         const_args = all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values())
         if fn in CONSTANT_FOLD or (const_args and fn in (torch.is_tensor,)):
             if not const_args and fn in (torch.is_tensor,):
