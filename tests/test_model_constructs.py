@@ -111,3 +111,67 @@ def test_function_code_varnames():
         return uses_kwarg(x)
 
     check(f, torch.randn(3))
+
+
+# -- torch.compiler.is_compiling() (transformers: is_torchdynamo_compiling) -------------
+
+def test_is_compiling_is_true_while_tracing():
+    def f(x):
+        if torch.compiler.is_compiling():
+            return x + 1
+        return x - 1
+
+    x = torch.randn(3)  # eager says False; while compiling, torch and we say True
+    ours, theirs = md.explain(f, x), dynamo_explain(f, x)
+    torch.testing.assert_close(ours.out, torch.compile(f, backend="eager")(x))
+    torch.testing.assert_close(ours.out, x + 1)
+    assert ours.graph_count <= theirs.graph_count
+    assert f(x).equal(x - 1)
+
+
+# -- `in` and .get over a user Mapping, os.environ.get ------------------------------------
+
+class Registry(__import__("collections").abc.Mapping):
+    """Like transformers' AttentionInterface: the ABC's __contains__ and get (try/except KeyError)."""
+
+    _global = {"sdpa": 2.0, "eager": 3.0}
+
+    def __init__(self):
+        self._local = {}
+
+    def __getitem__(self, key):
+        if key in self._local:
+            return self._local[key]
+        return self._global[key]
+
+    def __iter__(self):
+        return iter({**self._global, **self._local})
+
+    def __len__(self):
+        return len(self._global.keys() | self._local.keys())
+
+
+REGISTRY = Registry()
+
+
+def test_in_and_get_over_a_user_mapping():
+    def f(x, impl):
+        x = x.sin()
+        if impl in REGISTRY:
+            return x * REGISTRY.get(impl)
+        return x
+
+    check(f, torch.randn(3), "sdpa")
+
+
+def test_os_environ_get_missing_key():
+    import os
+
+    def f(x):
+        x = x.cos()
+        if os.environ.get("MINIDYNAMO_TEST_SURELY_UNSET", "0") == "1":
+            return x + 1
+        return x * 2
+
+    assert "MINIDYNAMO_TEST_SURELY_UNSET" not in os.environ
+    check(f, torch.randn(3))

@@ -62,7 +62,9 @@ def identity_of(v: VariableTracker) -> Any:
 def compare_in(tx, item: VariableTracker, container: VariableTracker) -> VariableTracker:
     from .dicts import ConstDictVariable
 
-    if isinstance(container, ConstDictVariable):
+    from .misc import UserDefinedObjectVariable
+
+    if isinstance(container, (ConstDictVariable, UserDefinedObjectVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         unimplemented("`in` with a tensor depends on the tensor's data")

@@ -102,9 +102,18 @@ class UserDefinedObjectVariable(VariableTracker):
         return type(self.value)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .user_defined import is_mapping_method
+
+        if is_mapping_method(self.value, name):
+            return GetAttrVariable(self, name)  # called through call_method below
         return lookup_python_attr(tx, self, self.value, name)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        from .user_defined import mapping_call_method
+
+        result = mapping_call_method(tx, self, name, args, kwargs)
+        if result is not None:
+            return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
