@@ -22,7 +22,7 @@ per-call overhead / torch's. The machine is noisy: absolute times drift between
 runs, ratios measured in one run hold to about 5%. Nothing here asserts a time.
 
     python -m minidynamo.bench [--json PATH] [--plot PATH] [--quick] [--only NAME,...] [--no-scaling]
-                               [--no-cold] [--repeats N]
+                               [--no-cold] [--repeats N] [--frame-hook]
 """
 
 from __future__ import annotations
@@ -451,10 +451,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start measurements")
     parser.add_argument("--repeats", type=int, default=None, metavar="N",
                         help="workers per system and workload, alternating; figures are medians (default 5, --quick 1)")
+    parser.add_argument("--frame-hook", action="store_true",
+                        help="only the frame hook's figures (minidynamo/bench_frame_hook.py), in a fresh process")
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+    if args.frame_hook:
+        from minidynamo import bench_frame_hook
+
+        cmd = [sys.executable, "-m", "minidynamo.bench_frame_hook", "--json"] + (["--quick"] if args.quick else [])
+        report = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        print(bench_frame_hook.format_report(report))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"frame_hook": report}, f, indent=2)
         return 0
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
     unknown = [w for w in workloads if w not in _BUILDERS]

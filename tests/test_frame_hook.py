@@ -301,3 +301,20 @@ def test_threads_and_settrace_with_compiled_functions(hooked):
     finally:
         sys.settrace(None)
     assert HOOK.stats()["active_threads"] == 0
+
+
+@pytest.mark.slow
+def test_benchmark_reports_the_loop_break_and_the_hook_cost(tmp_path):
+    import json
+    import subprocess
+
+    path = tmp_path / "hook.json"
+    proc = subprocess.run([sys.executable, "-m", "minidynamo.bench", "--frame-hook", "--quick", "--json", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "hooked" in proc.stdout and "SKIP-marked" in proc.stdout
+    report = json.loads(path.read_text())["frame_hook"]
+    lb = report["loop_break"]["quick"]
+    assert lb["hook"] and lb["callee_graphs"] == lb["depth"]  # one graph per layer (guarded by module identity)
+    assert set(lb["per_call_s"]) == {"eager", "hooked", "explicit", "torch"}
+    assert report["hook_cost"]["plain_call_s"] > 0

@@ -144,7 +144,7 @@ class CompileConfig:
 
 _all_configs: "weakref.WeakSet[CompileConfig]" = weakref.WeakSet()
 _PACKAGE = __file__.rsplit("/symbolic/", 1)[0] + "/"
-_WORKLOADS = tuple(_PACKAGE + name for name in ("bench.py", "exercises/", "__main__.py"))
+_WORKLOADS = tuple(_PACKAGE + name for name in ("bench", "exercises/", "__main__.py"))  # our workloads
 
 
 def _not_user_code(func: types.FunctionType) -> bool:
