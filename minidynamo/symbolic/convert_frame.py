@@ -23,7 +23,7 @@ from minidynamo import events
 
 from . import counters
 from .codegen import PyCodegen, assemble, graph_args
-from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported, unimplemented
+from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported, unimplemented, warn_internal
 from .guards import CheckFunction, Guard
 from .output_graph import OutputGraph
 from .resume_execution import NULL, ResumeFunction, live_locals
@@ -104,6 +104,10 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool) -> CacheEntry:
                 return finish(tx, frame, config)
             except Unsupported as e:  # a value at the break cannot be rebuilt
                 explanation = explain_unsupported(tx, e)
+                at_break = tx.result[-1] if tx.result and isinstance(tx.result[-1], GraphBreak) else None
+                if at_break is not None and at_break is not explanation:
+                    explanation.reason += f" (needed for the graph break: {at_break.reason})"
+                    explanation.internal |= at_break.internal
                 if config.fullgraph:
                     raise FullGraphError(explanation) from None
                 raise EagerFallback(explanation) from None
@@ -136,6 +140,7 @@ def _routes_through_compiler(var) -> bool:
 
 
 def _record_break(config, explanation: GraphBreak) -> None:
+    warn_internal(explanation)
     counters["graph_breaks"] += 1
     events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
                 lineno=explanation.lineno, function=explanation.function, explanation=explanation)
@@ -156,6 +161,13 @@ def _live(tx, frame, offset: int) -> list[tuple[str, Any]]:
     return out
 
 
+def _keyword_args(cg, live) -> list[str]:
+    """``name=expr`` per live local; a name that is no identifier (pytest's ``@py_assert1``) via ``**{...}``."""
+    plain = [f"{n}={cg.expr(v)}" for n, v in live if n.isidentifier()]
+    odd = [f"{n!r}: {cg.expr(v)}" for n, v in live if not n.isidentifier()]
+    return plain + ([f"**{{{', '.join(odd)}}}"] if odd else [])
+
+
 def _resume_call(cg, tx, frame, config, offset: int, stack_exprs: list[str]) -> str:
     live = _live(tx, frame, offset)
     key = (frame.code, offset, len(stack_exprs), tuple(n for n, _ in live))
@@ -164,7 +176,7 @@ def _resume_call(cg, tx, frame, config, offset: int, stack_exprs: list[str]) -> 
         resume = config.resumes[key] = ResumeFunction(frame.code, frame.f_globals, offset, len(stack_exprs),
                                                       key[3], config)
     name = cg.install(resume, resume.__name__)
-    args = [f"___stack{i}={e}" for i, e in enumerate(stack_exprs)] + [f"{n}={cg.expr(v)}" for n, v in live]
+    args = [f"___stack{i}={e}" for i, e in enumerate(stack_exprs)] + _keyword_args(cg, live)
     return f"{name}({', '.join(args)})"
 
 
@@ -190,7 +202,7 @@ def finish(tx, frame, config) -> CacheEntry:
             rest = config.resumes[key] = ResumeFunction(frame.code, frame.f_globals, inst.offset, 0, key[3], config,
                                                         eager_only=True)
         name = cg.install(rest, rest.__name__)
-        args = ", ".join(f"{n}={cg.expr(v)}" for n, v in live)
+        args = ", ".join(_keyword_args(cg, live))
         tail.append(f"return {name}({args})   # the rest of the frame runs eagerly (no graph)")
     elif kind == "call":
         _, inst, explanation = tx.result

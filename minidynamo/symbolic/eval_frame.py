@@ -54,7 +54,7 @@ from minidynamo.backends import lookup_backend
 
 from . import counters, frame_hook
 from .convert_frame import CacheEntry, compile_frame
-from .exc import EagerFallback, FullGraphError, GraphBreak
+from .exc import EagerFallback, FullGraphError, GraphBreak, tidy_user_exception, warn_internal, warned_internal
 from .fake_values import TracedUserError
 from .guards import Guard
 from .resume_execution import unhooked, vm_can_run
@@ -213,9 +213,14 @@ class OptimizedFunction:
         self.__name__ = fn.__name__
         self._binder = _make_binder(fn)
         self._freevars = fn.__code__.co_freevars
+        # a generator / coroutine function: its frame runs when the caller iterates, not
+        # at the call; as in Dynamo, calling it runs eagerly and returns the generator
+        self._generator = bool(fn.__code__.co_flags & (0x20 | 0x80 | 0x100 | 0x200))
         functools.update_wrapper(self, fn)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        if self._generator:
+            return self.fn(*args, **kwargs)
         hook = self.config.hook
         if hook is not None:  # the frame of self.fn passes the hook like any other (Note [The frame hook])
             if hook.is_skipped(self.code):
@@ -223,6 +228,8 @@ class OptimizedFunction:
             previous = hook.set_callback(self.config.frame_callback)
             try:
                 return self.fn(*args, **kwargs)
+            except Exception as exc:
+                raise tidy_user_exception(exc)  # noqa: B904 - the same object, without our frames
             finally:
                 hook.set_callback(previous)
         L = self._binder(*args, **kwargs)
@@ -232,7 +239,10 @@ class OptimizedFunction:
                     L[name] = cell.cell_contents
                 except ValueError:
                     pass
-        return call_frame(self, L, self.config, eager=lambda: self.fn(*args, **kwargs))
+        try:
+            return call_frame(self, L, self.config, eager=lambda: self.fn(*args, **kwargs))
+        except Exception as exc:
+            raise tidy_user_exception(exc)  # noqa: B904 - the same object, without our frames
 
     @unhooked
     def run_eagerly(self, L: dict) -> Any:
@@ -265,7 +275,10 @@ class OptimizedModule:
         self._forward = config.optimized(type(module).forward)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-        return self._forward(self._orig_mod, *args, **kwargs)
+        try:
+            return self._forward(self._orig_mod, *args, **kwargs)
+        except Exception as exc:
+            raise tidy_user_exception(exc)  # noqa: B904
 
     @property
     def cache(self) -> FrameCache:
@@ -284,7 +297,9 @@ def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
                run_skipped: Optional[Callable] = None) -> Any:
     """Check guards, run a cached entry, or compile a new one (the cache, Note [Recompiles ...]).
 
-    With the frame hook, the lookup runs with the hook off and the frame's code with it on.
+    No user code runs inside an ``except`` block of ours, so nothing of ours is chained
+    to the user's exception as its ``__context__`` (Note [The user's exception reaches
+    the user unchanged]). With the frame hook, the lookup runs with the hook off and the frame's code with it on.
     """
     if config.hook is None:
         return _call_frame(frame, L, config, eager, run_skipped or frame.run_eagerly)
@@ -316,31 +331,55 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             )
             warnings.warn(cache.fallback, stacklevel=3)
             return eager()
+    entry = fallback = None
     try:
         entry = compile_frame(frame, L, config)
     except EagerFallback as e:
-        cache.fallback = e.explanation
-        counters["eager_fallbacks"] += 1
-        events.emit("graph_break", reason=e.explanation.reason, instruction=e.explanation.instruction,
-                    lineno=e.explanation.lineno, function=e.explanation.function, explanation=e.explanation,
-                    whole_frame=True)
-        if config.on_break is not None:
-            config.on_break(e.explanation)
-        cache.skipped = vm_can_run(frame.code, frame.offset)
-        return run_skipped(L) if cache.skipped else eager()
+        fallback = e.explanation
     except FullGraphError:
         raise
     except TracedUserError:
-        return eager()  # the user's own error (a shape mismatch): eager raises it, as without compile
-    except Exception as e:  # noqa: BLE001 - an internal error: never a silently wrong result
+        # the user's own error (a shape mismatch): eager raises it, as without compile.
+        # If eager does not raise, the error was ours: warn once and keep the frame eager.
+        fallback = "user error?"
+    except Exception as e:  # noqa: BLE001 - Note [No internal error reaches the user]
         if not SUPPRESS_ERRORS:
             raise
-        warnings.warn(f"minidynamo: tracing {frame.__name__} failed ({type(e).__name__}: {e}); running eagerly",
-                      stacklevel=3)
-        counters["eager_fallbacks"] += 1
-        return eager()
-    cache.entries.append(entry)
-    return _hooked(config, entry.fn, L, G)
+        fallback = internal_error_explanation(frame, e)
+    if entry is not None:
+        cache.entries.append(entry)
+        return _hooked(config, entry.fn, L, G)
+    if fallback == "user error?":
+        out = eager()
+        fallback = internal_error_explanation(frame, RuntimeError("a fake-tensor op raised where eager did not"))
+        _eager_for_good(frame, cache, config, fallback)
+        return out
+    _eager_for_good(frame, cache, config, fallback)
+    return run_skipped(L) if cache.skipped else eager()
+
+
+def _eager_for_good(frame, cache: FrameCache, config: CompileConfig, explanation: GraphBreak) -> None:
+    """Cache the outcome "no graph for this frame": it is never traced again (Note [No internal error ...])."""
+    cache.fallback = explanation
+    counters["eager_fallbacks"] += 1
+    warn_internal(explanation)
+    events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
+                lineno=explanation.lineno, function=explanation.function, explanation=explanation,
+                whole_frame=True)
+    if config.on_break is not None:
+        config.on_break(explanation)
+    cache.skipped = vm_can_run(frame.code, frame.offset)
+
+
+def internal_error_explanation(frame, e: BaseException) -> GraphBreak:
+    """An internal error outside the instruction loop (codegen, the backend): named after the user's frame."""
+    import linecache
+
+    code = frame.code
+    lineno = code.co_firstlineno
+    return GraphBreak(reason=f"internal error in minidynamo: {type(e).__name__}: {e}", instruction="(whole frame)",
+                      lineno=lineno, filename=code.co_filename, function=code.co_qualname,
+                      source=linecache.getline(code.co_filename, lineno), internal=True)
 
 
 def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = False):
@@ -381,7 +420,11 @@ class ExplainOutput:
 
     def __str__(self) -> str:
         lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
-                 f"Op Count: {self.op_count}", "Break Reasons:"]
+                 f"Op Count: {self.op_count}"]
+        if self.graph_count == 0:
+            lines.append("No graph was compiled: every frame ran eagerly (Graph Break Count is graph_count - 1 = "
+                         "-1, as torch computes it). Why, frame by frame, is in the break reasons below.")
+        lines.append("Break Reasons:")
         for i, reason in enumerate(self.break_reasons, 1):
             lines.append(f"  Break Reason {i}:")
             lines += ["    " + ln for ln in str(reason).splitlines()]
@@ -431,6 +474,7 @@ def reset() -> None:
         config.frames.clear()
         config.resumes.clear()
     counters.clear()
+    warned_internal.clear()
     # fresh numbering, so that names in a chapter's output do not depend on what ran before
     convert_frame._graph_ids = itertools.count()  # noqa: SLF001
     resume_execution._ids = itertools.count(1)  # noqa: SLF001

@@ -34,6 +34,7 @@ class GraphBreak:
     function: str = "?"
     source: str = ""
     hint: str = ""
+    internal: bool = False  # a failure of ours (not an unsupported construct): warned about once
 
     def __str__(self) -> str:
         where = f'File "{_short(self.filename)}", line {self.lineno}, in {self.function}'
@@ -57,6 +58,7 @@ class Unsupported(Exception):
         self.reason = reason
         self.hint = hint
         self.explanation: Optional[GraphBreak] = None  # filled in where the instruction is known
+        self.internal = False  # set when this wraps an internal error of the tracer
 
     def __str__(self) -> str:
         return str(self.explanation) if self.explanation is not None else self.reason
@@ -95,3 +97,74 @@ class EagerFallback(Exception):
     def __init__(self, explanation: GraphBreak):
         super().__init__(str(explanation))
         self.explanation = explanation
+
+
+# --- Note [The user's exception reaches the user unchanged] ---------------------------
+# A user's `raise` (or a torch op failing at run time) must look as it does without
+# compile: the same exception object, its own __cause__/__context__, and a traceback
+# that ends at the user's line. Two things of ours get in the way: our exceptions
+# (Unsupported, EagerFallback...) caught while the user's code ran, which Python would
+# chain as __context__, and our own frames (the cache, the transformed function, the
+# interpreter loop). ``tidy_user_exception`` removes both; the interpreter adds one
+# traceback entry per user frame it ran (``resume_execution.user_frame_traceback``), so
+# the last line is the user's. Real Dynamo gets this for free: user frames are real.
+
+_PACKAGE_DIR = __file__.rsplit("/", 2)[0] + "/"
+
+
+def _is_ours(exc: BaseException) -> bool:
+    from .fake_values import TracedUserError
+
+    return isinstance(exc, (Unsupported, RestartAnalysis, EagerFallback, TracedUserError))
+
+
+def internal_frame(filename: str) -> bool:
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<minidynamo")
+
+
+def strip_internal_frames(tb):
+    """The traceback without the entries of minidynamo's own code (relinked in place)."""
+    kept = []
+    while tb is not None:
+        if not internal_frame(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    for a, b in zip(kept, kept[1:] + [None]):
+        a.tb_next = b
+    return kept[0] if kept else None
+
+
+def tidy_user_exception(exc: BaseException) -> BaseException:
+    seen, e = set(), exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if e.__context__ is not None and _is_ours(e.__context__):
+            e.__context__ = None
+        e.__traceback__ = strip_internal_frames(e.__traceback__)
+        e = e.__cause__ if e.__cause__ is not None else e.__context__
+    return exc
+
+
+# --- Note [No internal error reaches the user] --------------------------------------
+# Any exception of ours while tracing (a bug, a construct we model wrongly) becomes an
+# Unsupported at the instruction it happened in (``InstructionTranslatorBase.step``),
+# so it is a graph break like any other, or the frame runs eagerly; the cache keeps
+# that outcome, so the frame is not traced again. The user hears of it once, by one
+# warning naming their function, file:line, the instruction and the reason.
+
+warned_internal: set = set()
+
+
+def warn_internal(explanation: GraphBreak) -> None:
+    """One warning per internal failure (function, line, reason), however many frames meet it."""
+    import warnings
+
+    if not explanation.internal:
+        return
+    key = (explanation.filename, explanation.lineno, explanation.instruction, explanation.reason)
+    if key in warned_internal:
+        return
+    warned_internal.add(key)
+    warnings.warn(f"minidynamo: tracing {explanation.function} failed at {explanation.filename}:"
+                  f"{explanation.lineno} ({explanation.instruction}): {explanation.reason}; this part runs "
+                  "eagerly, and is not traced again", stacklevel=2)

@@ -114,6 +114,15 @@ def _vm_class():
             super().__init__()
             self.config = config
 
+        def unwind(self, frame, inst, exc):
+            # The first time an exception meets a user frame, CPython adds that frame's
+            # traceback entry at the line it was raised at (a re-raise keeps it).
+            met = self.__dict__.setdefault("_met", {})
+            if met.get(id(exc), (None,))[0] is not frame and inst.lineno:
+                met[id(exc)] = (frame, exc)  # exc kept alive so its id is not reused
+                exc.__traceback__ = user_frame_traceback(frame.code, inst.lineno, exc.__traceback__)
+            return super().unwind(frame, inst, exc)
+
         def call_function(self, fn, args, kwargs):
             target = self.config.compiled_callee(fn)
             if target is not fn:
@@ -121,6 +130,46 @@ def _vm_class():
             return super().call_function(fn, args, kwargs)
 
     return InterceptingVM
+
+
+@functools.lru_cache(maxsize=256)
+def _raiser(filename: str, name: str, lineno: int, width: int, indent: int):
+    """Code that raises at ``filename:lineno`` in a function named ``name``, spanning the line.
+
+    Its raise covers the same columns as the user's statement, so Python's traceback
+    prints the user's line without carets under a part of it.
+    """
+    pad = max(width - len("raise "), 1)
+    var = "_" * pad
+    src = "\n" * (lineno - 1) + " " * indent + f"raise {var}\n"
+    if indent:
+        src = "\n" * (lineno - 2) + "if 1:\n" + " " * indent + f"raise {var}\n" if lineno > 1 else src.lstrip()
+    code = compile(src, filename, "exec")
+    return code.replace(co_name=name), var
+
+
+def user_frame_traceback(code: types.CodeType, lineno: int, tb):
+    """A traceback entry for ``code`` at ``lineno`` (a frame our interpreter ran), before ``tb``."""
+    import linecache
+    import sys
+
+    line = linecache.getline(code.co_filename, lineno)
+    stripped = line.strip()
+    try:
+        raiser, var = _raiser(code.co_filename, code.co_name, lineno, len(stripped), len(line) - len(line.lstrip()))
+    except SyntaxError:
+        return tb
+
+    class _Marker(Exception):
+        pass
+
+    try:
+        exec(raiser, {var: _Marker})  # noqa: S102
+    except _Marker:
+        made = sys.exc_info()[2].tb_next  # the entry of the raiser's own frame
+    if made is None:
+        return tb
+    return types.TracebackType(tb, made.tb_frame, made.tb_lasti, lineno)
 
 
 def InterceptingVM(config):  # noqa: N802 - reads like the class it builds

@@ -37,6 +37,7 @@ from minidynamo.bytecode import exception_table, find_exception_handler, get_ins
 
 from . import counters
 from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
+from .fake_values import TracedUserError
 from .source import AttrSource, GetItemSource, GlobalSource, LocalSource
 from .opcodes_data import DataOpcodes
 from .resume_execution import vm_can_run
@@ -46,7 +47,7 @@ from .variables.builtin import BuiltinVariable, call_operator
 from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable, UserFunctionVariable
-from .variables.lists import ListIteratorVariable, ListVariable, SliceVariable, TupleVariable
+from .variables.lists import LazyGeneratorVariable, ListIteratorVariable, ListVariable, SliceVariable, TupleVariable
 from .variables.ctx_manager import GradModeVariable, WithExitVariable
 from .variables.misc import CellVariable, NullVariable, NewObjectVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
@@ -55,6 +56,12 @@ from .variables.torch import PythonModuleVariable
 
 JUMP_OPCODES = set(dis.hasjrel) | set(dis.hasjabs)
 MAX_INLINE_DEPTH = 40
+# Note [An instruction budget per frame]: one frame's trace (with everything it inlines)
+# may step through at most this many instructions. A trace that does not end (a
+# `while True` generator drained by list()) then breaks with a named reason instead of
+# hanging; eager would hang too only if the loop never ends at run time either.
+MAX_INSTRUCTIONS = 200_000
+_CONTROL_FLOW = (Unsupported, RestartAnalysis, EagerFallback, TracedUserError)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -93,6 +100,7 @@ def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
             function=tx.code.co_name,
             source=linecache.getline(filename, tx.lineno or 0),
             hint=e.hint,
+            internal=e.internal,
         )
     return e.explanation
 
@@ -117,6 +125,8 @@ class InstructionTranslatorBase(DataOpcodes):
         self.lineno = code.co_firstlineno
         self.done = False
         self.depth = depth
+        if not hasattr(output, "budget"):
+            output.budget = MAX_INSTRUCTIONS
 
     # --- the loop -------------------------------------------------------------
     def step(self) -> None:
@@ -126,15 +136,40 @@ class InstructionTranslatorBase(DataOpcodes):
         counters["instructions"] += 1
         if inst.lineno is not None:
             self.lineno = inst.lineno
+        self.output.budget -= 1
         handler = getattr(self, inst.opname, None)
         with events.source_line(self.lineno):
             try:
+                if self.output.budget < 0:
+                    unimplemented(f"instruction budget exceeded: the trace ran {MAX_INSTRUCTIONS} instructions "
+                                  "without finishing the frame (a loop or generator that does not end?)")
                 if handler is None:
                     unimplemented(f"opcode {inst.opname} is not supported by the symbolic interpreter")
                 handler(inst)
             except Unsupported as e:
                 explain_unsupported(self, e)
                 raise
+            except TracedUserError as e:
+                if self.in_user_try_block():  # the user catches it: run the frame eagerly
+                    raise self._internal(Unsupported(f"{e} (inside the user's try block)"), e) from e
+                raise
+            except _CONTROL_FLOW:
+                raise
+            except Exception as e:  # noqa: BLE001 - Note [No internal error reaches the user]
+                raise self._internal(Unsupported(f"internal error in the tracer: {type(e).__name__}: {e}"), e) from e
+
+    def _internal(self, u: Unsupported, cause: BaseException) -> Unsupported:
+        u.internal = not isinstance(cause, TracedUserError)
+        explain_unsupported(self, u)
+        return u
+
+    def in_user_try_block(self) -> bool:
+        tx = self
+        while tx is not None:
+            if find_exception_handler(_exception_table(tx.code), tx.current_inst.offset) is not None:
+                return True
+            tx = getattr(tx, "parent", None)
+        return False
 
     def run(self) -> None:
         while not self.done:
@@ -448,12 +483,11 @@ class InstructionTranslatorBase(DataOpcodes):
         )
         tracer.parent = self
         if generator:
-            tracer.yielded = []
+            # Note [Generators are inlined lazily]: nothing of the body runs until the
+            # first next(); each next() runs it to the following yield.
+            tracer.is_generator = True
+            return LazyGeneratorVariable(tracer)
         tracer.run()
-        if generator:
-            # Note [Generators run to completion]: a generator is traced whole when it is
-            # created; the caller iterates over what it yielded.
-            return ListIteratorVariable(tracer.yielded)
         return tracer.return_value
 
     ## Context managers (only the grad-mode ones: torch.no_grad, enable_grad, set_grad_enabled)
@@ -479,26 +513,38 @@ class InstructionTranslatorBase(DataOpcodes):
 class InliningInstructionTranslator(InstructionTranslatorBase):
     """A callee traced on its caller's graph; returns its value to the caller's stack.
 
-    Note [Generators run to completion]
-        A generator function (a genexpr like ``sum(f(x) for f in fs)``) is inlined at
-        once: ``YIELD_VALUE`` collects the values and the caller gets an iterator over
-        them. That is only right when nothing the consumer does between two items
-        changes what the generator computes, which holds for the usual
-        ``sum/list/tuple/any/all(... for ...)``. Real Dynamo inlines generators lazily.
+    Note [Generators are inlined lazily]
+        Calling a generator function (a genexpr like ``any(f(x) for f in fs)``) runs
+        nothing: the caller gets a ``LazyGeneratorVariable`` holding this translator,
+        suspended. Each ``next`` (``FOR_ITER``, ``next()``, ``any``/``all``) steps it to
+        its next ``YIELD_VALUE`` and takes the value, so a generator consumed partly
+        runs only as far as eager would, with only those side effects, and ``any`` /
+        ``all`` stop at the first item that decides. Real Dynamo:
+        ``LocalGeneratorObjectVariable``.
     """
 
     return_value: VariableTracker
-    yielded: Optional[list] = None
+    is_generator: bool = False
+    _yielded: Optional[VariableTracker] = None
+
+    def next_yield(self) -> Optional[VariableTracker]:
+        """Run the generator body up to its next yield: the value, or None once it returned."""
+        while not self.done:
+            self.step()
+            if self._yielded is not None:
+                value, self._yielded = self._yielded, None
+                return value
+        return None
 
     def RETURN_GENERATOR(self, inst) -> None:
-        if self.yielded is None:
+        if not self.is_generator:
             unimplemented("generator outside an inlined call")
         self.push(ConstantVariable(None))  # what the first next() sends in (popped by POP_TOP)
 
     def YIELD_VALUE(self, inst) -> None:
-        if self.yielded is None:
+        if not self.is_generator:
             unimplemented("yield outside an inlined generator")
-        self.yielded.append(self.pop())
+        self._yielded = self.pop()
         self.push(ConstantVariable(None))  # the value next() sends back in
 
 

@@ -83,6 +83,10 @@ def compare_in(tx, item: VariableTracker, container: VariableTracker) -> Variabl
     return ConstantVariable(False)
 
 
+_OUT_OF_PLACE = {getattr(operator, f"i{n.rstrip('_')}"): getattr(operator, n) for n in (
+    "add", "and_", "floordiv", "lshift", "matmul", "mod", "mul", "or_", "pow", "rshift", "sub", "truediv", "xor")}
+
+
 def call_operator(tx, fn, args: list) -> VariableTracker:
     """One entry for every operator: tensors -> graph node, constants -> folded."""
     from .builder import wrap_constant_result, wrap_fx_proxy
@@ -107,6 +111,10 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
     if fn is operator.getitem:
         return args[0].call_method(tx, "__getitem__", [args[1]], {})
     if any(isinstance(a, TensorVariable) for a in args):
+        if fn in _OUT_OF_PLACE and not isinstance(args[0], TensorVariable):
+            # `s += x` with an int s: int has no __iadd__, so Python runs s + x (a graph
+            # node operator.iadd(0, x) would also print as `0 += x`, which is no Python)
+            fn = _OUT_OF_PLACE[fn]
         return wrap_fx_proxy(tx, "call_function", fn, tuple(a.as_proxy() for a in args), {})
     if all(a.is_python_constant() for a in args):
         consts = [a.as_python_constant() for a in args]
@@ -351,13 +359,20 @@ class BuiltinVariable(VariableTracker):
     def _call_float(self, tx, x=None):
         return self._scalar(tx, x, float)
 
+    def _short_circuit(self, tx, seq, stop_on: bool):
+        """any/all: pull items one at a time and stop at the first that decides, as CPython does
+        (a lazily inlined generator then runs no further than eager's would)."""
+        it = seq if isinstance(seq, ListIteratorVariable) else ListIteratorVariable(self._seq(tx, seq))
+        while (item := it.next_variable(tx)) is not None:
+            if item.truth(tx) == stop_on:
+                return ConstantVariable(stop_on)
+        return ConstantVariable(not stop_on)
+
     def _call_all(self, tx, seq):
-        items = self._seq(tx, seq)
-        return ConstantVariable(all(i.truth(tx) for i in items))
+        return self._short_circuit(tx, seq, False)
 
     def _call_any(self, tx, seq):
-        items = self._seq(tx, seq)
-        return ConstantVariable(any(i.truth(tx) for i in items))
+        return self._short_circuit(tx, seq, True)
 
 
 def is_builtin(value: Any) -> bool:

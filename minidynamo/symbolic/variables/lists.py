@@ -198,3 +198,48 @@ class ListIteratorVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
+
+
+class LazyGeneratorVariable(ListIteratorVariable):
+    """A generator inlined lazily: each ``next`` runs its body up to the next ``yield``.
+
+    Real Dynamo: ``LocalGeneratorObjectVariable``. The generator's own translator
+    (an ``InliningInstructionTranslator`` sharing the caller's graph) is suspended
+    between items, so a generator consumed partly runs only the part eager runs, with
+    only those side effects. ``items`` holds what it yielded so far.
+    """
+
+    def __init__(self, tracer, **kwargs):
+        super().__init__([], **kwargs)
+        self.tracer = tracer
+        self.exhausted = False
+
+    def next_variable(self, tx):
+        if self.index >= len(self.items):
+            if self.exhausted:
+                return None
+            value = self.tracer.next_yield()
+            if value is None:
+                self.exhausted = True
+                return None
+            self.items.append(value)
+        return super().next_variable(tx)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        rest = []
+        while (v := self.next_variable(tx)) is not None:
+            rest.append(v)
+        return rest
+
+    def reconstruct(self, codegen) -> str:
+        if not self.exhausted:
+            unimplemented("a generator suspended at a graph break cannot be rebuilt")
+        return super().reconstruct(codegen)
+
+    def python_type(self) -> type:
+        import types
+
+        return types.GeneratorType
+
+    def __repr__(self) -> str:
+        return f"LazyGeneratorVariable({self.tracer.code.co_name}, {len(self.items)} yielded)"
