@@ -351,6 +351,8 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return _hooked(config, entry.fn, L, G)
     if fallback == "user error?":
         out = eager()
+        if config.hook is not None and out is config.hook.DEFAULT:
+            return out  # CPython runs the frame (and raises the user's error) after we return
         fallback = internal_error_explanation(frame, RuntimeError("a fake-tensor op raised where eager did not"))
         _eager_for_good(frame, cache, config, fallback)
         return out
