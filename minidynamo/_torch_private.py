@@ -90,6 +90,16 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402  (base 
 from torch.utils._pytree import SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten  # noqa: E402
 
 
+def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_input_indices=None):
+    """Oracle: torch's min_cut_rematerialization_partition on a joint graph (it edits the graph: pass a copy)."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    return min_cut_rematerialization_partition(
+        joint_module, None, num_fwd_outputs=num_fwd_outputs,
+        static_lifetime_input_indices=static_lifetime_input_indices,
+    )
+
+
 def torch_aot_function(fn, fw_compiler, bw_compiler=None, **kwargs):
     """Oracle: the real functorch.compile.aot_function."""
     from functorch.compile import aot_function

@@ -19,22 +19,36 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """AOTAutograd, then run its forward and backward graphs eagerly.
+    """AOTAutograd, then run its forward and backward graphs eagerly: torch's ``aot_eager``.
 
     The graph goes through mini AOTAutograd (``minidynamo.aot.aot_module_simplified``):
-    metadata (FakeTensor pass 2), joint graph (pass 3), default partition; the
-    forward and backward graphs then run as they are.
+    metadata (FakeTensor pass 2), joint graph (pass 3), then, as torch's backend
+    does, the min-cut rematerialization partition, and input mutations of
+    inference graphs kept inside the graph (``keep_inference_input_mutations``).
     """
     from minidynamo.aot import aot_module_simplified
+    from minidynamo.aot.min_cut_partition import min_cut_rematerialization_partition
 
-    return aot_module_simplified(gm, example_inputs)
+    return aot_module_simplified(gm, example_inputs, partition_fn=min_cut_rematerialization_partition,
+                                 keep_inference_input_mutations=True)
 
 
-BACKENDS: dict[str, Callable] = {"eager": eager, "aot_eager": aot_eager}
+def aot_eager_default_partition(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """``aot_eager`` with the default partition (torch: the backend of the same name)."""
+    from minidynamo.aot import aot_module_simplified
+
+    return aot_module_simplified(gm, example_inputs, keep_inference_input_mutations=True)
+
+
+BACKENDS: dict[str, Callable] = {
+    "eager": eager, "aot_eager": aot_eager,
+    "aot_eager_default_partitioner": aot_eager_default_partition,  # torch's name
+    "aot_eager_default_partition": aot_eager_default_partition,
+}
 
 
 def lookup_backend(backend: Any) -> Callable:
-    """A backend name ("eager", "aot_eager") or any ``callable(gm, example_inputs)``."""
+    """A backend name ("eager", "aot_eager", "aot_eager_default_partition") or any ``callable(gm, example_inputs)``."""
     if isinstance(backend, str):
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; known: {sorted(BACKENDS)} or a callable(gm, example_inputs)")

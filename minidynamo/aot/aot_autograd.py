@@ -47,6 +47,7 @@ Note [AOT failures run the graph eagerly]
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -113,19 +114,34 @@ def _example_inputs(gm: fx.GraphModule) -> list[Any]:
     return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
 
 
+def _partition(config: AOTConfig, joint: Any, flat_args: list[Any], meta: Any) -> PartitionResult:
+    """Call the partitioner; one that takes them gets torch's hints (static inputs, mutated inputs)."""
+    params = inspect.signature(config.partition_fn).parameters
+    kwargs: dict[str, Any] = {"num_fwd_outputs": joint.num_fwd_outputs}
+    if "static_lifetime_input_indices" in params:
+        kwargs["static_lifetime_input_indices"] = [
+            i for i, a in enumerate(flat_args) if isinstance(a, torch.nn.Parameter)]
+    if "mutated_input_indices" in params:
+        kwargs["mutated_input_indices"] = [
+            i for i in meta.mutated_inp_runtime_indices if meta.input_info[i].mutates_data]
+    return config.partition_fn(joint.gm, **kwargs)
+
+
 def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art: CompiledArtifacts, *,
                  as_strided_inputs: frozenset[int] = frozenset(), meta: Any = None) -> Callable:
     """Compile a flat function with no duplicate and no aliased-and-mutated inputs."""
     from minidynamo.aot.collect_metadata_analysis import collect_metadata
     from minidynamo.fake import FakeTensorMode
 
-    if meta is None:
-        meta = collect_metadata(flat_fn, *flat_args)
+    training = needs_autograd(flat_args)
+    keep = config.keep_inference_input_mutations and not training
+    if meta is None or meta.keep_input_mutations != keep:
+        meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=keep)
     art.meta = meta
     fake_mode = FakeTensorMode()
-    if needs_autograd(flat_args):
+    if training:
         joint = aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
-        part = config.partition_fn(joint.gm, num_fwd_outputs=joint.num_fwd_outputs)
+        part = _partition(config, joint, flat_args, meta)
         art.joint, art.partition, art.fw_module = joint, part, part.fw_module
         compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
         bw_compiler = config.bw_compiler or config.fw_compiler
@@ -135,6 +151,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             tangent_mask=joint.tangent_mask,
             fw_out_requires_grad=joint.fw_out_requires_grad,
             num_inputs=len(flat_args),
+            bw_mutated=joint.bw_mutated_inputs,
         )
         compiled_fn = fn_cls.apply
         art.compiled_function = fn_cls
@@ -156,13 +173,15 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
 def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], config: AOTConfig,
                                    art: CompiledArtifacts) -> Callable:
     """Dedupe, then synthetic bases, then the compile proper (torch: same order of wrappers)."""
+    keep = config.keep_inference_input_mutations and not needs_autograd(flat_args)
 
     def after_dedupe(fn, args, meta=None):
         return aot_wrapper_synthetic_base(
-            fn, args, lambda f, a, **kw: aot_dispatch(f, a, config, art, **kw), art.wrappers, meta=meta
+            fn, args, lambda f, a, **kw: aot_dispatch(f, a, config, art, **kw), art.wrappers, meta=meta,
+            keep_input_mutations=keep,
         )
 
-    return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers)
+    return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers, keep_input_mutations=keep)
 
 
 # Arguments pytree would look into; anything else is a leaf.

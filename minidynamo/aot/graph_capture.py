@@ -80,6 +80,9 @@ class JointGraph:
     num_tangents: int
     primals_requiring_grad: list[int] = field(default_factory=list)
     fw_out_requires_grad: list[bool] = field(default_factory=list)
+    # primals the backward mutates (Note [Input mutations in the backward]); their new
+    # values are the joint graph's last outputs, after the gradients
+    bw_mutated_inputs: tuple[int, ...] = ()
 
     def print_readable(self) -> str:
         from minidynamo.notebook import normalize_graph
@@ -285,13 +288,31 @@ def aot_dispatch_base_graph(
 
     Returns a graph of ``(*args) -> (mutated inputs, user outputs, intermediate bases)``,
     the same forward outputs the joint graph has, so one runtime wrapper serves both.
+
+    Note [Input mutations kept in the graph]
+        With ``keep_input_mutations`` (torch's ``aot_eager`` sets
+        ``keep_inference_input_mutations``), a data mutation of an input that
+        autograd need not see (``MUTATED_IN_GRAPH``: no grad required, or made
+        under no_grad) is not returned for the wrapper to copy back: the graph
+        ends with ``aten.copy_(input, new_value)`` itself, as torch's does. The
+        rest of the graph stays functional; only those last nodes mutate.
     """
     prepped = fn_prepped_for_autograd(flat_fn, meta, fresh_inputs=False)
     func_mode = _functionalization_mode() if functionalize else None
 
+    kept = meta.mutated_graph_handled_indices
+
     def fw(*args):
-        outs, _mask = prepped(*_to_fun(func_mode, list(args)))
-        return tuple(_from_fun(func_mode, outs))
+        f_args = _to_fun(func_mode, list(args))
+        outs, _mask = prepped(*f_args)
+        outs = tuple(_from_fun(func_mode, outs))
+        if kept and func_mode is not None:
+            # Note [Input mutations kept in the graph]
+            for i in kept:
+                new = func_mode.from_fun(f_args[i])
+                with func_mode._below():
+                    torch.ops.aten.copy_.default(args[i], new)
+        return outs
 
     names = [f"arg{i}_1" for i in range(len(flat_args))]
     gm = make_fx(

@@ -336,7 +336,8 @@ def create_runtime_wrapper(
 # -- inputs: duplicates and aliases --------------------------------------------
 
 
-def aot_wrapper_dedupe(flat_fn: Callable, flat_args: list[Any], compile_inner: Callable, log: list[str]) -> Callable:
+def aot_wrapper_dedupe(flat_fn: Callable, flat_args: list[Any], compile_inner: Callable, log: list[str],
+                       keep_input_mutations: bool = False) -> Callable:
     """The same tensor passed twice becomes one graph input (torch: AOTDedupeWrapper).
 
     Only needed when some input is mutated (a write through one name must show
@@ -357,7 +358,7 @@ def aot_wrapper_dedupe(flat_fn: Callable, flat_args: list[Any], compile_inner: C
             seen[id(a)] = len(keep)
         position.append(len(keep))
         keep.append(i)
-    meta = collect_metadata(flat_fn, *flat_args)
+    meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=keep_input_mutations)
     mutated = any(m.mutates_data or m.mutates_metadata for m in meta.input_info)
     if len(keep) == len(flat_args) or not mutated:
         return compile_inner(flat_fn, flat_args, meta=meta)
@@ -410,7 +411,8 @@ def _elements(t: torch.Tensor) -> set[int]:
 
 
 def aot_wrapper_synthetic_base(
-    flat_fn: Callable, flat_args: list[Any], compile_inner: Callable, log: list[str], meta: Any = None
+    flat_fn: Callable, flat_args: list[Any], compile_inner: Callable, log: list[str], meta: Any = None,
+    keep_input_mutations: bool = False,
 ) -> Callable:
     """Inputs that alias each other, one of them mutated, become one synthetic base input.
 
@@ -428,7 +430,7 @@ def aot_wrapper_synthetic_base(
         if isinstance(a, torch.Tensor) and a.numel() > 0:
             groups.setdefault(_storage_key(a), []).append(i)
     if meta is None:
-        meta = collect_metadata(flat_fn, *flat_args)
+        meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=keep_input_mutations)
     # torch (merge_view_inputs): only a storage whose inputs really overlap, one of them data-mutated.
     aliased = [
         g for g in groups.values()

@@ -46,8 +46,9 @@ def quiz_regen(a, b):
 
 
 def quiz_regen_inputs():
-    base = torch.randn(2, 3)
-    return [base[0], base[1]], [torch.randn(4), torch.randn(2, 3)]
+    base = torch.randn(3, 3)
+    # rows 0-1 and 1-2 of one base: they overlap (row 1), and a is mutated: a synthetic base
+    return [base[:2], base[1:]], [torch.randn(2, 3), torch.randn(2, 3)]
 
 
 def check_regen_ways(answer) -> str:
