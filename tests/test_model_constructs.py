@@ -175,3 +175,19 @@ def test_os_environ_get_missing_key():
 
     assert "MINIDYNAMO_TEST_SURELY_UNSET" not in os.environ
     check(f, torch.randn(3))
+
+
+# -- constant guards on a str-enum and on -inf (transformers' config flags, attention masks) --
+
+class Mode(str, __import__("enum").Enum):
+    NONE = "none"
+    ALL = "all"
+
+
+def test_str_enum_and_inf_constant_guards():
+    def f(x, mode, floor):
+        x = x.clamp(min=floor)
+        return x + 1 if mode == Mode.NONE else x - 1
+
+    check(f, torch.randn(3), Mode.NONE, -float("inf"))
+    check(f, torch.randn(3), Mode.ALL, float("inf"))

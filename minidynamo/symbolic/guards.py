@@ -21,6 +21,8 @@ Note [A guard is one readable expression]
 from __future__ import annotations
 
 import builtins
+import enum
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -184,7 +186,8 @@ class GuardSet:
             self.add(source, "CONSTANT_MATCH", f"{source.name()} is {value!r}", why, source.name())
         elif isinstance(value, float) and value != value:  # nan
             self.add(source, "CONSTANT_MATCH", f"{source.name()} != {source.name()}", why, source.name())
-        elif isinstance(value, (torch.dtype, torch.device)):
+        elif isinstance(value, (torch.dtype, torch.device, enum.Enum)) or value in (math.inf, -math.inf):
+            # a str-enum's repr <Action.NONE: 'none'> and inf are not Python expressions: bind the value
             self.add(source, "CONSTANT_MATCH", f"{source.name()} == {self.name_for(value, str(value))}", why, source.name())
         else:
             self.add(source, "CONSTANT_MATCH", f"{source.name()} == {value!r}", why, source.name())
