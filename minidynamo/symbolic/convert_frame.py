@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from minidynamo import events
+from minidynamo.bytecode import call_target
 
 from . import counters
 from .codegen import PyCodegen, assemble, graph_args
@@ -243,24 +244,21 @@ def finish(tx, frame, config) -> CacheEntry:
 
 def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
     stack = tx.stack
-    if inst.opname == "CALL":
+    is_null = lambda v: isinstance(v, NullVariable)  # noqa: E731
+    if inst.opname in ("CALL", "CALL_KW"):  # 3.13's CALL_KW has the keyword names on top
+        kw = stack[-1].as_python_constant() if inst.opname == "CALL_KW" else tx.kw_names or ()
+        if inst.opname == "CALL_KW":
+            stack = stack[:-1]
         n = inst.arg + 2
         below, operands = stack[:-n], stack[-n:]
-        first, second, args = operands[0], operands[1], list(operands[2:])
-        if isinstance(first, NullVariable):
-            fn = second
-        else:
-            fn, args = first, [second] + args
-        kw = tx.kw_names or ()
+        fn, args = call_target(operands[0], operands[1], list(operands[2:]), is_null)
         pos, kwv = args[: len(args) - len(kw)], args[len(args) - len(kw) :]
         arg_exprs = [cg.expr(a) for a in pos] + [f"{k}={cg.expr(v)}" for k, v in zip(kw, kwv)]
-    else:  # CALL_FUNCTION_EX
-        n = 3 if inst.arg & 1 else 2
-        below, operands = stack[:-n], stack[-n:]
-        if below and isinstance(below[-1], NullVariable):
-            below = below[:-1]
-        fn = operands[0]
-        arg_exprs = [f"*{cg.expr(operands[1])}"] + ([f"**{cg.expr(operands[2])}"] if n == 3 else [])
+    else:  # CALL_FUNCTION_EX: [NULL, fn, args, kwargs?] (3.13: [fn, NULL, ...])
+        n = 2 if inst.arg & 1 else 1
+        below, operands = stack[: -n - 2], stack[-n:]
+        fn, _ = call_target(stack[-n - 2], stack[-n - 1], [], is_null)
+        arg_exprs = [f"*{cg.expr(operands[0])}"] + ([f"**{cg.expr(operands[1])}"] if n == 2 else [])
     if fn.is_python_constant() and any(fn.as_python_constant() is f for f in _FRAME_READING) and not arg_exprs:
         # zero-argument super() / locals() read the frame that calls them: the transformed
         # function is a different frame, so it cannot run them for the user's frame.

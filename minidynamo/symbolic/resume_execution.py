@@ -61,7 +61,14 @@ def vm_can_run(code: types.CodeType, offset: int) -> bool:
 
 def live_locals(code: types.CodeType, offset: int) -> set[str]:
     """Names that code reachable from ``offset`` may read (a simple, safe liveness)."""
-    names = {inst.argval for inst in reachable(code, offset) if inst.opname in _READS}
+    names = set()
+    for inst in reachable(code, offset):
+        if inst.opname in _READS:
+            names.add(inst.argval)
+        elif inst.opname == "LOAD_FAST_LOAD_FAST":  # 3.13 superinstructions: argval holds two names
+            names.update(inst.argval)
+        elif inst.opname == "STORE_FAST_LOAD_FAST":
+            names.add(inst.argval[1])
     if "__class__" in code.co_freevars and code.co_argcount:
         # zero-argument super() reads the __class__ cell and the first argument implicitly
         names |= {"__class__", code.co_varnames[0]}

@@ -33,7 +33,9 @@ import types
 from typing import Any, Optional
 
 from minidynamo import events
-from minidynamo.bytecode import exception_table, find_exception_handler, get_instructions, offset_to_index
+from minidynamo.bytecode import (FOR_ITER_EXIT_SKIP, LOAD_ATTR_METHOD_BIT, NULL_AFTER_CALLABLE, PYTHON_VERSION,
+                                 call_target, callable_slots, exception_table, find_exception_handler,
+                                 get_instructions, offset_to_index)
 
 from . import counters
 from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
@@ -225,6 +227,8 @@ class InstructionTranslatorBase(DataOpcodes):
 
     def LOAD_FAST(self, inst) -> None:
         name = inst.argval
+        if inst.opname == "LOAD_FAST" and (name in self.code.co_cellvars or name in self.code.co_freevars):
+            return self.LOAD_CLOSURE(inst)  # 3.13: LOAD_CLOSURE is LOAD_FAST of the cell's slot
         if name not in self.symbolic_locals:
             unimplemented(f"local variable {name!r} referenced before assignment (eager raises UnboundLocalError)")
         v = self.symbolic_locals[name]
@@ -233,7 +237,11 @@ class InstructionTranslatorBase(DataOpcodes):
         self.push(v)
 
     def STORE_FAST(self, inst) -> None:
-        self.symbolic_locals[inst.argval] = self.pop()
+        value = self.pop()
+        if isinstance(value, NullVariable):  # 3.12: an inlined comprehension restores an unbound variable
+            self.symbolic_locals.pop(inst.argval, None)
+        else:
+            self.symbolic_locals[inst.argval] = value
 
     def DELETE_FAST(self, inst) -> None:
         self.symbolic_locals.pop(inst.argval, None)
@@ -255,10 +263,14 @@ class InstructionTranslatorBase(DataOpcodes):
             return wrap_sourceless(self, getattr(builtins, name))
         unimplemented(f"name {name!r} is not defined (eager raises NameError)")
 
+    def push_callable(self, value: VariableTracker) -> None:
+        """A callable for a plain call, with its NULL on the side this Python wants it (Note [NULL on the stack])."""
+        for v in callable_slots(value, NullVariable()):
+            self.push(v)
+
     def LOAD_GLOBAL(self, inst) -> None:
-        if inst.arg & 1:
-            self.push(NullVariable())
-        self.push(self.load_global(inst.argval))
+        value = self.load_global(inst.argval)
+        self.push_callable(value) if inst.arg & 1 else self.push(value)
 
     def STORE_GLOBAL(self, inst) -> None:
         if self.globals_source is not None:
@@ -314,7 +326,8 @@ class InstructionTranslatorBase(DataOpcodes):
     ## Attributes
     def LOAD_ATTR(self, inst) -> None:
         obj = self.pop()
-        self.push(obj.var_getattr(self, inst.argval))
+        value = obj.var_getattr(self, inst.argval)
+        self.push_callable(value) if LOAD_ATTR_METHOD_BIT and inst.arg & 1 else self.push(value)  # 3.12: LOAD_METHOD
 
     def LOAD_METHOD(self, inst) -> None:
         obj = self.pop()
@@ -356,6 +369,7 @@ class InstructionTranslatorBase(DataOpcodes):
         if value is None:
             self.pop()
             self.jump(inst)
+            self.ip += FOR_ITER_EXIT_SKIP  # 3.12+: step over END_FOR (3.13: END_FOR, POP_TOP)
         else:
             self.push(value)
 
@@ -417,14 +431,11 @@ class InstructionTranslatorBase(DataOpcodes):
         self.kw_names = self.code.co_consts[inst.arg]
 
     def _call_args(self, argc: int):
-        """Pop a 3.11 CALL's operands: [NULL|fn, fn|self, args...] -> fn, args, kwargs."""
+        """Pop a CALL's operands: [NULL|fn, fn|self, args...] (3.13: [fn, NULL|self, ...]) -> fn, args, kwargs."""
         kw_names, self.kw_names = self.kw_names or (), None
         args = self.popn(argc)
         second, first = self.pop(), self.pop()
-        if isinstance(first, NullVariable):
-            fn = second
-        else:
-            fn, args = first, [second] + args
+        fn, args = call_target(first, second, args, lambda v: isinstance(v, NullVariable))
         kwargs = {}
         if kw_names:
             kwargs = dict(zip(kw_names, args[len(args) - len(kw_names) :]))
@@ -438,6 +449,8 @@ class InstructionTranslatorBase(DataOpcodes):
     def CALL_FUNCTION_EX(self, inst) -> None:
         kwargs_var = self.pop() if inst.arg & 1 else None
         args_var = self.pop()
+        if NULL_AFTER_CALLABLE and self.stack and isinstance(self.stack[-1], NullVariable):
+            self.pop()  # 3.13: [fn, NULL, args, kwargs]
         fn = self.pop()
         if self.stack and isinstance(self.stack[-1], NullVariable):
             self.pop()
@@ -451,7 +464,7 @@ class InstructionTranslatorBase(DataOpcodes):
 
     def MAKE_FUNCTION(self, inst) -> None:
         code = self.pop().as_python_constant()
-        flags = inst.arg
+        flags = inst.arg or 0  # 3.13: no flags, SET_FUNCTION_ATTRIBUTE follows
         closure = self.pop().items if flags & 0x08 else None
         if flags & 0x04:
             self.pop()  # annotations
@@ -503,11 +516,81 @@ class InstructionTranslatorBase(DataOpcodes):
         self.return_value = self.pop()
         self.done = True
 
+    def RETURN_CONST(self, inst) -> None:  # 3.12
+        self.push(wrap_sourceless(self, inst.argval))
+        self.RETURN_VALUE(inst)
+
     def RAISE_VARARGS(self, inst) -> None:
         unimplemented("raise statement (the frame runs eagerly, so the exception is raised as usual)")
 
     def LOAD_ASSERTION_ERROR(self, inst) -> None:
         unimplemented("assert failed while tracing (eager raises AssertionError)")
+
+    ## New in 3.12 and 3.13 (Note [What changes between 3.11, 3.12 and 3.13] in bytecode.py)
+    LOAD_FAST_CHECK = LOAD_FAST  # 3.12: a LOAD_FAST that may find the local unbound
+
+    def LOAD_FAST_AND_CLEAR(self, inst) -> None:  # 3.12: an inlined comprehension saves its variable
+        value = self.symbolic_locals.pop(inst.argval, None)
+        self.push(NullVariable() if value is None else self.realize(value))
+
+    def LOAD_FAST_LOAD_FAST(self, inst) -> None:  # 3.13 superinstructions: argval holds both names
+        for name in inst.argval:
+            self.LOAD_FAST(_named(inst, name))
+
+    def STORE_FAST_STORE_FAST(self, inst) -> None:
+        for name in inst.argval:
+            self.STORE_FAST(_named(inst, name))
+
+    def STORE_FAST_LOAD_FAST(self, inst) -> None:
+        store, load = inst.argval
+        self.STORE_FAST(_named(inst, store))
+        self.LOAD_FAST(_named(inst, load))
+
+    def END_FOR(self, inst) -> None:  # 3.12: pops two values, 3.13: one (FOR_ITER steps over it)
+        for _ in range(2 if PYTHON_VERSION == (3, 12) else 1):
+            self.stack.pop()
+
+    def TO_BOOL(self, inst) -> None:
+        # 3.13: comes before every conditional jump and `not`, which ask the value's truth themselves
+        # (so a tensor breaks the graph at the jump, as on 3.11). Real Dynamo skips it the same way.
+        pass
+
+    def CALL_INTRINSIC_1(self, inst) -> None:  # 3.12
+        if inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
+            self.push(call_operator(self, operator.pos, [self.pop()]))
+        elif inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
+            self.push(TupleVariable(self.pop().items))
+        else:
+            unimplemented(f"CALL_INTRINSIC_1 {inst.argrepr}")
+
+    def LOAD_SUPER_ATTR(self, inst) -> None:
+        # 3.12: super().name without the call; arg bit 1: a method load, bit 2: the two-argument form.
+        global_super, cls, obj = self.popn(3)
+        if not (isinstance(global_super, BuiltinVariable) and global_super.fn is super):
+            unimplemented(f"super() is shadowed by {global_super}")
+        from .variables.misc import SuperVariable
+
+        value = SuperVariable(cls.as_python_constant(), obj).var_getattr(self, inst.argval)
+        self.push_callable(value) if inst.arg & 1 else self.push(value)
+
+    def CALL_KW(self, inst) -> None:  # 3.13: the keyword names are a stack operand, not KW_NAMES
+        self.kw_names = self.pop().as_python_constant()
+        self.CALL(inst)
+
+    def SET_FUNCTION_ATTRIBUTE(self, inst) -> None:  # 3.13: MAKE_FUNCTION's flags, one at a time
+        fn, value = self.pop(), self.pop()
+        fields = {"defaults": fn.defaults, "kwdefaults": fn.kwdefaults, "closure": fn.closure}
+        key = {0x08: "closure", 0x02: "kwdefaults", 0x01: "defaults"}.get(inst.arg)  # 0x04: annotations, dropped
+        if key is not None:
+            fields[key] = value.items
+        self.push(NestedUserFunctionVariable(fn.code, fn.qualname, fn.f_globals, **fields))
+
+
+def _named(inst, name: str):
+    """One half of a 3.13 superinstruction, as the plain instruction it stands for."""
+    import dataclasses
+
+    return dataclasses.replace(inst, opname=inst.opname.rsplit("_", 2)[-2] + "_FAST", argval=name, argrepr=name)
 
 
 class InliningInstructionTranslator(InstructionTranslatorBase):
@@ -594,7 +677,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         """Dynamo's heuristic: a jump after here goes back before here -> we are in a loop."""
         current = self.current_inst.offset
         for inst in self.instructions[self.ip :]:
-            if inst.opname == "RETURN_VALUE":
+            if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
                 break
             if inst.opcode in JUMP_OPCODES and inst.argval < current:
                 return True
@@ -615,6 +698,9 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def CALL(self, inst) -> None:
         self._breakable_call(inst, super().CALL)
+
+    def CALL_KW(self, inst) -> None:  # 3.13
+        self._breakable_call(inst, super().CALL_KW)
 
     def CALL_FUNCTION_EX(self, inst) -> None:
         self._breakable_call(inst, super().CALL_FUNCTION_EX)
