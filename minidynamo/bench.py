@@ -40,6 +40,8 @@ from typing import Any, Callable
 
 SYSTEMS = ("ours", "torch")
 WORKLOADS = ("mlp", "transformer_block", "mutation_views", "pointwise_chain", "inputs200")
+REAL_MODELS = ("gpt2_tiny", "resnet10t_train")  # minidynamo/zoo.py, issue 13
+WORKLOADS = WORKLOADS + REAL_MODELS
 SCALING_SIZES = (25, 50, 100, 200, 400)
 
 
@@ -148,12 +150,39 @@ def _inputs200(quick: bool) -> Workload:
     return Workload(inputs200, lambda: tuple(torch.randn(4) for _ in range(count)), backward=False)
 
 
+def _gpt2_tiny(quick: bool) -> Workload:
+    """transformers GPT2LMHeadModel (2 layers, hidden 64), forward with labels and backward of the loss."""
+    from minidynamo import zoo
+
+    model, _, kwargs = zoo.gpt2()
+
+    def gpt2_tiny(input_ids):
+        return model(input_ids=input_ids, labels=input_ids).loss
+
+    return Workload(gpt2_tiny, lambda: (kwargs["input_ids"],), backward=True)
+
+
+def _resnet10t_train(quick: bool) -> Workload:
+    """timm resnet10t in train mode (BatchNorm updates its running statistics): forward and backward."""
+    from minidynamo import zoo
+
+    model, args, _ = zoo.resnet10t()
+    model.train()
+
+    def resnet10t_train(x):
+        return model(x).sum()
+
+    return Workload(resnet10t_train, lambda: args, backward=True)
+
+
 _BUILDERS = {
     "mlp": _mlp,
     "transformer_block": _transformer_block,
     "mutation_views": _mutation_views,
     "pointwise_chain": _pointwise_chain,
     "inputs200": _inputs200,
+    "gpt2_tiny": _gpt2_tiny,
+    "resnet10t_train": _resnet10t_train,
 }
 
 
@@ -404,6 +433,11 @@ def format_table(report: dict) -> str:
         if "first_backward_s" in e["ours"]:
             lines.append(f"first backward, {name}: ours {ms(e['ours']['first_backward_s'])} ms, "
                          f"torch {ms(e['torch']['first_backward_s'])} ms")
+    for name in (n for n in REAL_MODELS if n in report):
+        o, t = report[name]["ours"], report[name]["torch"]
+        if o.get("eager_call_s") and t.get("eager_call_s"):
+            lines.append(f"real model, {name}: per call vs eager: ours {o['compiled_call_s'] / o['eager_call_s']:.2f}x, "
+                         f"torch {t['compiled_call_s'] / t['eager_call_s']:.2f}x (target: ours within 1.05x)")
     if "scaling" in report.get("pointwise_chain", {}):
         s = report["pointwise_chain"]["scaling"]
         lines.append("compile latency of pointwise chains (ms): " + ", ".join(
