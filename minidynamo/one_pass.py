@@ -35,7 +35,7 @@ from torch.overrides import TorchFunctionMode
 
 from minidynamo._torch_private import TorchDispatchMode
 
-__all__ = ["LevelWatch", "watch_levels", "one_pass_compile", "OnePassCompiled"]
+__all__ = ["LevelWatch", "watch_levels", "one_pass_compile", "OnePassCompiled", "merged_backend", "MergedStats"]
 
 
 # --- experiment 1: which level sees the backward ---------------------------------
@@ -163,8 +163,13 @@ class OnePassCompiled:
     ``bw_module`` (partitioned), ``num_traces`` (always 1: nothing is ever retraced).
     """
 
-    def __init__(self, fn: Callable):
+    def __init__(self, fn: Callable, *, clone_inputs_requiring_grad: bool = False, check_aliases: bool = False):
         self.fn = fn
+        # Note [The merged design]: clone every input that requires grad before the first op,
+        # because which of them will be mutated is not known yet; give up (Defer) when an
+        # output turns out to alias an input.
+        self.clone_inputs_requiring_grad = clone_inputs_requiring_grad
+        self.check_aliases = check_aliases
         self.params = _lifted_parameters(fn)
         self.joint = self.fw_module = self.bw_module = None
         self.num_traces = 0
@@ -195,8 +200,11 @@ class OnePassCompiled:
 
         def joint(*primals):
             fun = [func_mode.to_fun(p) if isinstance(p, torch.Tensor) else p for p in primals]
-            with _swapped(self.params, fun[:num_params]):
-                out = self.fn(*fun[num_params:])
+            work = list(fun)
+            if self.clone_inputs_requiring_grad:
+                work = [w.clone() if isinstance(w, torch.Tensor) and w.requires_grad else w for w in fun]
+            with _swapped(self.params, work[:num_params]):
+                out = self.fn(*work[num_params:])
             single = not isinstance(out, (tuple, list))
             outs = [out] if single else list(out)
             tracer = info["tracer"]
@@ -205,6 +213,8 @@ class OnePassCompiled:
             # Only now are the outputs known: make a tangent placeholder for each that needs one.
             # The one-pass design cannot ask "does this output alias an input?" before the trace,
             # so every output requiring grad gets a tangent (Note [The one-pass design]).
+            if self.check_aliases:
+                _check_merged_outputs(fun, work, outs, primals, func_mode)
             need = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
             first_op = next(n for n in tracer.graph.nodes if n.op != "placeholder")
             tangents = []
@@ -217,16 +227,19 @@ class OnePassCompiled:
                 tracer.track(fake, node)
                 tangents.append(func_mode.to_fun(fake, mirror_leaf=False))
             grad_primals = [p for p in fun if isinstance(p, torch.Tensor) and p.requires_grad]
-            grads = list(torch.autograd.grad(need, grad_primals, tangents, allow_unused=True)) if need else []
+            if need:
+                grads = list(torch.autograd.grad(need, grad_primals, tangents, allow_unused=True))
+            else:  # no output requires grad: nothing to differentiate
+                grads = [None] * len(grad_primals)
             it = iter(grads)
             input_grads = [next(it) if isinstance(p, torch.Tensor) and p.requires_grad else None for p in fun]
             # Mutations are known at the end of the pass: return the new values to write back.
-            mutated = [i for i, p in enumerate(fun) if isinstance(p, torch.Tensor) and func_mode.was_mutated(p)]
+            mutated = [i for i, p in enumerate(work) if isinstance(p, torch.Tensor) and func_mode.was_mutated(p)]
             tangent_outs = [
                 (i, tuple(o.shape), o.dtype) for i, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad
             ]
             info.update(single=single, num_user_outs=len(outs), mutated=mutated, tangent_outs=tangent_outs)
-            fw_outs = outs + [fun[i] for i in mutated]
+            fw_outs = outs + [work[i] for i in mutated]
             unwrapped = [func_mode.from_fun(o) for o in fw_outs + input_grads]
             return tuple(unwrapped)
 
@@ -276,3 +289,106 @@ class _OnePassFunction(torch.autograd.Function):
 def one_pass_compile(fn: Callable) -> OnePassCompiled:
     """Compile ``fn`` in ONE FakeTensor pass (Note [The one-pass design]); equal to eager or a concrete failure."""
     return OnePassCompiled(fn)
+
+
+# --- experiment 3: the merged design, under Dynamo's interpreter -------------------
+#
+# Note [The merged design]
+#     The fair version of the question keeps Dynamo's interpreter (guards, graph
+#     breaks, side effects, the fake values it needs for Python decisions) and merges
+#     the FakeTensor passes beneath it as far as they can be merged: AOTAutograd's
+#     metadata pass (2) and joint pass (3) become one trace of Dynamo's graph, which
+#     must decide up front what pass 2 would have told it:
+#     * which inputs to clone before the first op (a mutated input that requires
+#       grad must be): it clones *every* input that requires grad, a cost the
+#       forward graph then carries (counted in ``MergedStats.clones``);
+#     * a leaf that requires grad mutated in place is an error in eager; the clone
+#       would hide it, so the end of the trace checks for it and raises eager's error;
+#     * inputs that alias each other: known from the real inputs before any trace
+#       (storages overlap), handed to the three-pass path (``deferred_before``);
+#     * an output that aliases an input, or an input whose metadata was mutated
+#       (``t_()``): known only at the end of the single forward; ours then hands the
+#       graph to the three-pass path, and the merged trace was wasted
+#       (``deferred_after``). A fuller version could regenerate the view, or replay
+#       the metadata change on the real input, there: the knowledge comes in time.
+#     Pass 1 stays separate: Dynamo needs each fake value to decide what the Python
+#     program does before it knows what the graph will be (a graph break or a restart
+#     throws its work away), and AOTAutograd runs on the finished graph.
+
+
+class _Defer(Exception):
+    """The merged trace cannot finish this graph: hand it to the three-pass path."""
+
+
+def _check_merged_outputs(fun, work, outs, primals, func_mode) -> None:
+    for i, (p, w) in enumerate(zip(fun, work)):
+        if (
+            isinstance(p, torch.Tensor)
+            and primals[i].is_leaf
+            and primals[i].requires_grad
+            and w is not p
+            and torch.is_grad_enabled()
+            and func_mode.was_mutated(w)
+        ):
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    for i, w in enumerate(work):
+        if isinstance(w, torch.Tensor) and func_mode.metadata_mutated(w, primals[i]):
+            raise _Defer("an input's metadata was mutated (t_, as_strided_, ...)")
+    ins = [w for w in work if isinstance(w, torch.Tensor)]
+    for o in outs:
+        if isinstance(o, torch.Tensor) and any(getattr(o, "storage_", None) is getattr(w, "storage_", 0) for w in ins):
+            raise _Defer("an output aliases an input")
+
+
+@dataclass
+class MergedStats:
+    """What the merged backend did, over all graphs it was given."""
+
+    merged: int = 0
+    deferred_before: int = 0  # inputs alias each other: known before any trace
+    deferred_after: int = 0  # an output aliases an input: known after the merged trace
+    clones: int = 0  # clone ops of inputs in the merged forward graphs
+
+    def __str__(self) -> str:
+        return (
+            f"merged {self.merged}, deferred before tracing {self.deferred_before}, "
+            f"deferred after tracing {self.deferred_after}, input clones {self.clones}"
+        )
+
+
+def _inputs_overlap(tensors: list[torch.Tensor]) -> bool:
+    from minidynamo.fake import shares_storage
+
+    return any(shares_storage(a, b) for i, a in enumerate(tensors) for b in tensors[i + 1 :])
+
+
+def merged_backend(stats: MergedStats | None = None) -> Callable:
+    """A backend for ``md.compile``: AOTAutograd's passes 2 and 3 merged (Note [The merged design])."""
+    stats = MergedStats() if stats is None else stats
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        from minidynamo.backends import aot_eager
+
+        tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+        if _inputs_overlap(tensors):
+            stats.deferred_before += 1
+            return aot_eager(gm, example_inputs)
+        compiled = OnePassCompiled(gm, clone_inputs_requiring_grad=True, check_aliases=True)
+        try:
+            compiled._trace([p for _, _, p in compiled.params] + list(example_inputs))
+        except _Defer:
+            stats.deferred_after += 1
+            return aot_eager(gm, example_inputs)
+        stats.merged += 1
+        stats.clones += sum(
+            1 for n in compiled.fw_module.graph.nodes if n.op == "call_function" and "clone" in str(n.target)
+        )
+
+        def run(*args):
+            out = compiled(*args)
+            return out if isinstance(out, tuple) else (out,)  # Dynamo's graphs return tuples
+
+        return run
+
+    backend.stats = stats
+    return backend

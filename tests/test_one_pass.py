@@ -173,3 +173,139 @@ def test_failure_aliased_inputs_need_a_synthetic_base():
     eager, three, one = run(f), run(md.compile(f)), run(one_pass_compile(f))
     assert eager == three == ([2.0, 0.0], [1.0, 1.0, 0.0, 0.0])
     assert one == ([0.0, 0.0], [1.0, 1.0, 0.0, 0.0])
+
+
+# --- the merged design: Dynamo's interpreter kept, AOT's passes 2 and 3 merged ----------
+
+from minidynamo.one_pass import MergedStats, merged_backend  # noqa: E402
+
+
+def _both_designs(fn, make_args, run):
+    """run(compiled_fn, args) under eager, the three-pass pipeline and the merged design."""
+    results, stats = {}, MergedStats()
+    for label, backend in (("eager", None), ("three", "aot_eager"), ("merged", merged_backend(stats))):
+        md.reset()
+        torch.manual_seed(0)
+        args = make_args()
+        compiled = fn if backend is None else md.compile(fn, backend=backend)
+        results[label] = run(compiled, args)
+    return results, stats
+
+
+def _out_and_grads(f, args):
+    out = f(*args)
+    out.sum().backward()
+    return [out.detach()] + [a.grad for a in args if a.is_leaf and a.requires_grad]
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(torch.allclose(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer_block", "pointwise_chain"])
+def test_merged_design_equals_eager_and_saves_the_metadata_pass(name):
+    torch.manual_seed(0)
+    workload = _BUILDERS[name](True)
+    xs = [x.requires_grad_(True) for x in workload.make_inputs()]
+    counts = {}
+    for label, backend in (("three", "aot_eager"), ("merged", merged_backend(stats := MergedStats()))):
+        md.reset()
+        with events.record() as log:
+            out = md.compile(workload.fn, backend=backend)(*xs)
+            out.sum().backward()
+        torch.testing.assert_close(out, workload.fn(*xs))
+        counts[label] = sum(e.kind == "op" for e in log)
+        per_pass = {p for p in (e.pass_name for e in log if e.kind == "op")}
+        assert per_pass == ({"dynamo", "aot_metadata", "aot_joint"} if label == "three" else {"dynamo", ONE_PASS})
+    assert stats.merged == 1 and stats.clones >= 1  # every input requiring grad is cloned up front
+    assert counts["merged"] < counts["three"]
+
+
+def test_merged_design_mutated_input_needs_no_pass_2_when_every_grad_input_is_cloned():
+    def mutates(x):
+        x.mul_(2)
+        return x.sin()
+
+    def run(f, args):
+        (a,) = args
+        f(a * 1).sum().backward()
+        return [a.grad]
+
+    results, stats = _both_designs(mutates, lambda: [torch.randn(3, requires_grad=True)], run)
+    assert _same(results["three"], results["eager"]) and _same(results["merged"], results["eager"])
+    assert stats.merged == 1 and stats.clones == 1
+
+
+def test_merged_design_keeps_eagers_error_for_an_in_place_op_on_a_leaf():
+    def f(w):
+        w.add_(1)
+        return w * 2
+
+    def run(g, args):
+        try:
+            g(*args)
+        except RuntimeError as e:
+            return str(e)
+        return "no error"
+
+    results, _ = _both_designs(f, lambda: [torch.randn(3, requires_grad=True)], run)
+    assert "leaf Variable" in results["eager"]
+    assert results["three"] == results["eager"] == results["merged"]
+
+
+def test_merged_design_defers_aliased_inputs_before_tracing():
+    def aliased_inputs(a, b):
+        a.add_(1)
+        return b * 2
+
+    def run(f, args):
+        base = torch.zeros(4)
+        out = f(base[:2], base[1:3])
+        return [out, base]
+
+    results, stats = _both_designs(aliased_inputs, lambda: [], run)
+    assert _same(results["merged"], results["eager"]) and _same(results["three"], results["eager"])
+    assert stats.deferred_before == 1 and stats.merged == 0  # known from the real inputs, nothing traced
+
+
+@pytest.mark.parametrize("case", ["output_aliases_input", "metadata_mutation"])
+def test_merged_design_wastes_its_trace_on_what_only_the_end_of_the_forward_knows(case):
+    def alias_out(x):
+        x.add_(1)
+        return x.view(-1)
+
+    def meta_mut(x):
+        x.t_()
+        return x * 2
+
+    fn = alias_out if case == "output_aliases_input" else meta_mut
+
+    def run(f, args):
+        (x,) = args
+        out = f(x)
+        return [out.clone(), x.clone(), torch.tensor(tuple(x.shape))]
+
+    results, stats = _both_designs(fn, lambda: [torch.randn(2, 3)], run)
+    assert _same(results["merged"], results["eager"]) and _same(results["three"], results["eager"])
+    assert stats.deferred_after == 1 and stats.merged == 0
+
+
+def test_merged_design_keeps_dynamos_graph_breaks_guards_and_side_effects():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        if x.sum() > 0:  # a graph break
+            x = x.sin()
+        if x.shape[0] > 2:  # a guard
+            return x.cos()
+        return x.tan()
+
+    def run(g, args):
+        calls.clear()
+        outs = [g(torch.ones(4, requires_grad=True)), g(torch.ones(2, requires_grad=True))]
+        return [o.detach() for o in outs] + [torch.tensor(float(len(calls)))]
+
+    results, stats = _both_designs(f, lambda: [], run)
+    assert _same(results["merged"], results["eager"]) and _same(results["three"], results["eager"])
+    assert stats.merged >= 2
