@@ -112,7 +112,10 @@ def test_count_passes_ours_torch_and_one_pass():
     assert counts["ours"][events.DYNAMO] < counts["one_pass"]["one_pass"] < sum(counts["ours"].values())
     assert "aot_joint" in counts_table({"f": counts})
     fig = plot_passes({"f": counts})
-    assert len(fig.axes[0].patches) == 7
+    assert len(fig.axes[0].patches) == 8  # 3 passes x (ours, torch), naive one pass, merged AOT pass
+    merged = counts["merged"]
+    assert set(merged) == {events.DYNAMO, "one_pass"} and merged[events.DYNAMO] == counts["ours"][events.DYNAMO]
+    assert sum(merged.values()) < sum(counts["ours"].values())  # merging AOT's two passes saves fake ops
 
 
 def test_aot_forward_ops_carry_dynamo_source_lines():

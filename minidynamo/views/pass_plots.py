@@ -28,11 +28,15 @@ PASSES = (events.DYNAMO, events.AOT_METADATA, events.AOT_JOINT)
 
 
 def count_passes(fn: Callable, make_inputs: Callable[[], tuple], backward: bool = True) -> dict[str, dict[str, int]]:
-    """``{"ours": {pass: ops}, "torch": {pass: ops}, "one_pass": {pass: ops}}`` for one compile of ``fn``."""
+    """``{"ours": .., "torch": .., "one_pass": .., "merged": ..}``: ops per pass for one compile of ``fn``.
+
+    ``one_pass`` is the naive design (no Dynamo interpreter), ``merged`` the fair one
+    (Dynamo's pass, then AOT's two passes merged: Note [The merged design]).
+    """
     import minidynamo as md
     from minidynamo._torch_private import dynamo_reset
     from minidynamo.bench import _call
-    from minidynamo.one_pass import one_pass_compile
+    from minidynamo.one_pass import merged_backend, one_pass_compile
     from minidynamo.real_passes import counting_backend, record_real_passes
 
     result: dict[str, dict[str, int]] = {}
@@ -48,6 +52,11 @@ def count_passes(fn: Callable, make_inputs: Callable[[], tuple], backward: bool 
     with events.record() as log:
         _call(one_pass_compile(fn), make_inputs(), backward)
     result["one_pass"] = {"one_pass": sum(1 for e in log if e.kind == "op")}
+    md.reset()
+    with events.record() as log:
+        _call(md.compile(fn, backend=merged_backend()), make_inputs(), backward)
+    result["merged"] = events.ops_per_pass(log)  # dynamo + one merged AOT pass
+    md.reset()
     return result
 
 
@@ -64,15 +73,20 @@ def workload_counts(names: tuple[str, ...] = ("mlp", "transformer_block", "point
 
 
 def counts_table(counts: dict[str, Any]) -> str:
-    """One row per workload and system: the ops of each pass."""
+    """One row per workload and design: the ops of each pass, and the total.
+
+    ``ours``/``torch``: the three-pass stack; ``merged``: Dynamo's pass plus one merged
+    AOT pass; ``naive``: one pass with no Dynamo interpreter.
+    """
     names = list(PASSES) + sorted({p for c in counts.values() for s in ("ours", "torch") for p in c[s]} - set(PASSES))
-    head = f"{'workload':<18}{'system':<9}" + "".join(f"{n:>14}" for n in names) + f"{'one pass':>10}"
+    names.append("one_pass")
+    head = f"{'workload':<18}{'design':<8}" + "".join(f"{n:>13}" for n in names) + f"{'total':>8}"
     rows = [head]
     for workload, c in counts.items():
-        for system in ("ours", "torch"):
-            cells = "".join(f"{c[system].get(n, 0):>14}" for n in names)
-            one = str(c["one_pass"]["one_pass"]) if system == "ours" else ""
-            rows.append(f"{workload:<18}{system:<9}{cells}{one:>10}")
+        designs = [("ours", c["ours"]), ("torch", c["torch"]), ("merged", c.get("merged", {})), ("naive", c["one_pass"])]
+        for label, per_pass in designs:
+            cells = "".join(f"{per_pass[n] if n in per_pass else '-':>13}" for n in names)
+            rows.append(f"{workload:<18}{label:<8}{cells}{sum(per_pass.values()):>8}")
     return "\n".join(rows)
 
 
@@ -86,8 +100,13 @@ def plot_passes(counts: dict[str, Any]):
         xs = range(len(PASSES))
         ax.bar([x - width / 2 for x in xs], [c["ours"].get(p, 0) for p in PASSES], width, label="minidynamo")
         ax.bar([x + width / 2 for x in xs], [c["torch"].get(p, 0) for p in PASSES], width, label="torch.compile")
-        ax.bar([len(PASSES)], [c["one_pass"]["one_pass"]], width, color="tab:green", label="one pass (ours)")
-        ax.set_xticks(list(xs) + [len(PASSES)], [p.replace("_", "\n") for p in PASSES] + ["one\npass"])
+        ax.bar([len(PASSES)], [c["one_pass"]["one_pass"]], width, color="tab:green", label="naive one pass")
+        merged = c.get("merged", {}).get("one_pass", 0)
+        ax.bar([len(PASSES) + 1], [merged], width, color="tab:purple", label="merged AOT pass")
+        ax.set_xticks(
+            list(xs) + [len(PASSES), len(PASSES) + 1],
+            [p.replace("_", "\n") for p in PASSES] + ["naive\none pass", "merged\nAOT pass"],
+        )
         ax.set_title(workload)
         ax.set_ylabel("FakeTensor ops")
     axes[0][0].legend(fontsize=8)
