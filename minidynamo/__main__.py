@@ -2,10 +2,12 @@
 
 Place in the pipeline: all of it, end to end. A small MLP (forward and backward)
 goes through minidynamo's Dynamo and AOTAutograd; the tour prints what each stage
-did: the bytecode interpreted, the Dynamo graph and its guards, the three
-FakeTensor passes with op counts and times, the metadata table, the forward and
-backward graphs, and a check that results and gradients equal eager's. It exits
-with status 1 if anything disagrees.
+did: the model's source and the bytecode interpreted, the Dynamo graph and its
+guards, the three FakeTensor passes with op counts and times (one-time costs, the
+imports of torch's compiler modules and the C++ guard's build, are timed apart),
+the metadata table, the forward and backward graphs, and a check that results and
+gradients equal eager's; it ends with what to open next. It exits with status 1
+if anything disagrees.
 
 Real PyTorch's nearest equivalent is ``TORCH_LOGS="bytecode,graph_code,guards,aot_graphs"``.
 """
@@ -13,6 +15,7 @@ Real PyTorch's nearest equivalent is ``TORCH_LOGS="bytecode,graph_code,guards,ao
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import time
 from collections import Counter
@@ -69,13 +72,27 @@ def tour() -> int:
 
     from minidynamo.symbolic import tensor_match
 
-    tensor_match.get()  # the C++ guard: built on the first run (~30 s), loaded after (not timed below)
+    _heading("0. one-time set-up (not part of any pass below)")
+    print("  building or loading the C++ TENSOR_MATCH guard (minidynamo/symbolic/tensor_match.cpp):")
+    print("  the first run compiles it with g++ into ~/.cache/minidynamo/ (about 1-2 minutes cold), later runs load it ...")
+    sys.stdout.flush()
+    start = time.perf_counter()
+    tensor_match.get()
+    print(f"  C++ guard ready in {time.perf_counter() - start:.1f} s" if tensor_match.get() is not None else f"  no C++ guard: {tensor_match.reason()}")
+    start = time.perf_counter()
+    import torch._dynamo  # noqa: F401  (minidynamo uses a few of its helpers; importing it costs seconds)
+    import torch._functorch.aot_autograd  # noqa: F401
+    print(f"  import torch._dynamo and torch._functorch: {time.perf_counter() - start:.1f} s")
+    start = time.perf_counter()
+    md.compile(lambda t: (t + 1).sum())(torch.ones(2, requires_grad=True)).backward()  # first use of every stage
+    print(f"  first use of every stage (a one-op function, compiled and differentiated): {time.perf_counter() - start:.1f} s")
     torch.manual_seed(0)
     md.reset()
     model = TinyMLP()
     x = torch.randn(4, 8)
 
-    _heading("1. bytecode: what the interpreter reads (TinyMLP.forward)")
+    _heading("1. the model, then the bytecode the interpreter reads (TinyMLP.forward)")
+    print(inspect.getsource(TinyMLP.forward))
     print(bytecode.format_instructions(TinyMLP.forward, exceptions=False))
 
     captured: dict[str, list] = {"dynamo": [], "forward": [], "backward": []}
@@ -114,7 +131,7 @@ def tour() -> int:
     else:
         print(f"  (TENSOR_MATCH runs as the Python lines above: {tensor_match.reason()})")
 
-    _heading("4. the three FakeTensor passes")
+    _heading("4. the three FakeTensor passes (set-up costs were paid in section 0)")
     print(f"  {'pass':<14}{'fake ops':>10}{'ms':>10}")
     for name in clock.order:
         print(f"  {name:<14}{clock.ops[name]:>10}{clock.seconds.get(name, 0.0) * 1000:>10.1f}")
@@ -122,6 +139,8 @@ def tour() -> int:
     _heading("5. AOTAutograd metadata (ViewAndMutationMeta)")
     artifacts = captured["artifacts"][0].artifacts
     print(artifacts.meta.table())
+    print("  (mutations_hidden_from_autograd is True for an input that is not mutated at all: there is")
+    print("   no mutation for autograd to see. It matters only with mutates_data; chapter 09 explains it.)")
 
     _heading("6. forward graph (from the partitioner)")
     for gm in captured["forward"]:
@@ -161,6 +180,10 @@ def tour() -> int:
             print(f"  MISMATCH: {p}")
         return 1
     print("  all equal: the pipeline reproduced eager's results and gradients")
+    _heading("next")
+    print("  Read how each step works, one chapter per stage:  jupyter lab notebooks/   (start with 00_welcome;")
+    print("  as root add --allow-root). Chapter 13 is this tour in depth; the README's 'Using minidynamo on your")
+    print("  own function' shows md.explain and md.compile on your code; jupyter-book build book/ makes the book.")
     return 0
 
 
