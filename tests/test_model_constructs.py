@@ -191,3 +191,21 @@ def test_str_enum_and_inf_constant_guards():
 
     check(f, torch.randn(3), Mode.NONE, -float("inf"))
     check(f, torch.randn(3), Mode.ALL, float("inf"))
+
+
+# -- slicing an nn.ModuleList (Llama: `for layer in self.layers[: config.num_hidden_layers]`) --
+
+class Stack(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(4))
+
+    def forward(self, x, n=3):
+        for layer in self.layers[:n]:
+            x = layer(x).relu()
+        assert isinstance(self.layers[1:], torch.nn.ModuleList)
+        return x + len(self.layers[::2])
+
+
+def test_slicing_a_module_list():
+    check(Stack(), torch.randn(2, 4))

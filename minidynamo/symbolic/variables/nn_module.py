@@ -23,7 +23,7 @@ from ..exc import unimplemented
 from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .lists import ListVariable, TupleVariable
+from .lists import BaseListVariable, ListVariable, TupleVariable
 
 
 def _has_hooks(m: torch.nn.Module) -> bool:
@@ -110,6 +110,9 @@ class NNModuleVariable(VariableTracker):
             key = args[0].as_python_constant()
             if isinstance(m, torch.nn.ModuleDict):
                 return self._child(tx, key, m[key])
+            if isinstance(key, slice) and isinstance(m, torch.nn.ModuleList):
+                children = [self._child(tx, i, m[i]) for i in range(len(m))[key]]
+                return ModuleListSliceVariable(children, parent=self, key=key)
             if isinstance(key, slice):
                 unimplemented("slicing a module container")
             if key < 0:
@@ -160,3 +163,23 @@ class NNModuleVariable(VariableTracker):
 
 
 __all__ = ["NNModuleVariable", "Any"]
+
+
+class ModuleListSliceVariable(BaseListVariable):
+    """``layers[:n]`` of an ``nn.ModuleList``: its children, each with its own source.
+
+    Eager builds a new ModuleList of the same children; here it is their list, typed as a
+    ModuleList, and rebuilt after a graph break by slicing the real container again.
+    """
+
+    kind = torch.nn.ModuleList
+
+    def __init__(self, items: list, parent: VariableTracker, key: slice, **kwargs):
+        super().__init__(items, **kwargs)
+        self.parent, self.key = parent, key
+
+    def as_python_constant(self) -> Any:
+        unimplemented("a slice of a ModuleList is not a constant")
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.parent)}[{codegen.constant_expr(self.key)}]"
