@@ -524,3 +524,53 @@ def test_explain_says_why_no_graph():
             theirs = dynamo_explain(fn, _input())
         assert (e.graph_count, e.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
         assert e.graph_count == 0 and "no graph" in str(e).lower(), str(e)
+
+
+# --- a closure live at a graph break ---------------------------------------------------
+
+
+def closure_live_at_break(x):
+    k = 3
+
+    def inner(y):
+        return y * k
+
+    a = inner(x)
+    print("break")
+    return inner(a)
+
+
+def closure_written_after_break(x):
+    k = 1
+
+    def bump():
+        nonlocal k
+        k += 1
+        return k
+
+    bump()
+    print("break")
+    return x * bump()
+
+
+def test_closure_rebuilt_at_a_break_is_compiled_once():
+    """The rebuilt closure is guarded by its code (CLOSURE_MATCH), so later calls hit the cache."""
+    with _quiet():
+        theirs = dynamo_explain(closure_live_at_break, _input())
+        ours = md.explain(closure_live_at_break, _input())
+    assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
+    md.reset()
+    compiled = md.compile(closure_live_at_break, backend="eager")
+    with contextlib.redirect_stdout(io.StringIO()):
+        for _ in range(4):
+            assert torch.equal(compiled(_input()), closure_live_at_break(_input()))
+    assert counters["recompiles"] == 0 and counters["frames_traced"] == 3
+
+
+def test_closure_whose_cell_is_written_is_not_rebuilt():
+    """A cell written after the break would be two cells if rebuilt: the frame runs eagerly instead."""
+    compiled = md.compile(closure_written_after_break, backend="eager")
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            assert torch.equal(compiled(_input()), closure_written_after_break(_input()))

@@ -24,6 +24,7 @@ A transformed function looks like::
 from __future__ import annotations
 
 import math
+import types
 from typing import Any
 
 import torch
@@ -31,6 +32,7 @@ import torch
 from .resume_execution import NULL, ResumeIterator
 from .variables.base import VariableTracker
 from .variables.dicts import ConstDictVariable
+from .variables.functions import make_function
 from .variables.lists import ListVariable
 from .variables.misc import NewObjectVariable, new_object
 
@@ -57,7 +59,8 @@ class PyCodegen:
         self.output = output
         self.scope: dict[str, Any] = {"torch": torch, "___NULL": NULL, "___replace_dict": replace_dict,
                                       "___ResumeIterator": ResumeIterator,
-                                      "___new_object": new_object}
+                                      "___new_object": new_object, "___CellType": types.CellType,
+                                      "___make_function": make_function}
         self.graph_outputs: list = []
         self.temps: list[str] = []
         self._memo: dict[int, str] = {}
@@ -74,6 +77,15 @@ class PyCodegen:
             text = name
         self._memo[key] = text
         return text
+
+    def cell_expr(self, cell) -> str:
+        """A real cell holding a CellVariable's value, made once per cell (closures share it)."""
+        key = ("cell", id(cell))
+        if key not in self._memo:
+            name = f"___cell_{len(self.temps)}"
+            self.temps.append(f"{name} = ___CellType({self.expr(cell.value)})")
+            self._memo[key] = name
+        return self._memo[key]
 
     def source_expr(self, source) -> str:
         return source.name()

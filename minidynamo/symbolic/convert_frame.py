@@ -188,6 +188,7 @@ def _next_offset(tx, inst) -> int:
 def finish(tx, frame, config) -> CacheEntry:
     """Write the transformed function for how the trace ended (Note [Reconstruct is an expression])."""
     cg = PyCodegen(tx.output)
+    cg.frame_code = frame.code  # whose cells a rebuilt closure may share (Note [Rebuilding a closure])
     cg.scope["___compiled"] = config.compiled_callee
     kind = tx.result[0]
     tail: list[str] = []

@@ -102,7 +102,16 @@ class VariableBuilder:
             guards.ID_MATCH(source, value, "the trace inlined this compiled function's body")
             return UserFunctionVariable(value.fn, source=AttrSource(source, "fn"))
         if isinstance(value, types.FunctionType):
-            guards.ID_MATCH(source, value, "the trace inlined this function")
+            if value.__closure__ and not value.__defaults__ and not value.__kwdefaults__:
+                # a closure is made anew by each call of its parent (and rebuilt at a graph
+                # break): guard its code, as Dynamo's CLOSURE_MATCH; its cells are read through
+                # sources, so they are guarded themselves
+                guards.TYPE_MATCH(source, value, "the trace inlined this nested function")
+                code = guards.name_for(value.__code__, f"code_{value.__code__.co_name}")
+                guards.add(source, "CLOSURE_MATCH", f"{source.name()}.__code__ is {code}",
+                           "the trace inlined this nested function's code", source.name())
+            else:
+                guards.ID_MATCH(source, value, "the trace inlined this function")
             return UserFunctionVariable(value, source=source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
             obj = VariableBuilder(tx, _attr(source, "__self__"))(value.__self__)

@@ -87,6 +87,10 @@ _OUT_OF_PLACE = {getattr(operator, f"i{n.rstrip('_')}"): getattr(operator, n) fo
     "add", "and_", "floordiv", "lshift", "matmul", "mod", "mul", "or_", "pow", "rshift", "sub", "truediv", "xor")}
 
 
+def _is_none(v: VariableTracker) -> bool:
+    return isinstance(v, ConstantVariable) and v.value is None
+
+
 def call_operator(tx, fn, args: list) -> VariableTracker:
     """One entry for every operator: tensors -> graph node, constants -> folded."""
     from .builder import wrap_constant_result, wrap_fx_proxy
@@ -331,6 +335,16 @@ class BuiltinVariable(VariableTracker):
                 tx, items, {}
             )
         unimplemented(f"{pick.__name__}() over tensors and numbers")
+
+    def _call_sorted(self, tx, seq, key=None, reverse=None):
+        """sorted(): the key function is traced once per item (as CPython calls it); keys must be constants."""
+        items = self._seq(tx, seq)
+        keys = [key.call_function(tx, [v], {}) if key is not None and not _is_none(key) else v for v in items]
+        if not all(k.is_python_constant() for k in keys):
+            return None  # the generic path: constants only, else a graph break
+        rev = bool(reverse.as_python_constant()) if reverse is not None else False
+        order = sorted(range(len(items)), key=lambda i: keys[i].as_python_constant(), reverse=rev)
+        return ListVariable([items[i] for i in order])
 
     def _call_max(self, tx, *args):
         return self._minmax(tx, args, max)

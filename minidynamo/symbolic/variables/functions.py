@@ -147,9 +147,24 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         return dict(zip(self.code.co_freevars, self.closure or ()))
 
     def reconstruct(self, codegen) -> str:
+        """Rebuild the function for the code after a graph break (Note [Rebuilding a closure])."""
         if not self.code.co_freevars and not self.defaults and not self.kwdefaults:
             return codegen.constant_expr(types.FunctionType(self.code, self.f_globals, self.code.co_name))
-        unimplemented("a nested function with a closure cannot be rebuilt after a graph break")
+        from .misc import CellVariable
+
+        cells = []
+        for name, cell in zip(self.code.co_freevars, self.closure or ()):
+            if not isinstance(cell, CellVariable) or cell.value is None or not _never_rebound(codegen, self.code, name):
+                unimplemented(f"a nested function whose closure cell {name!r} is written cannot be rebuilt after a "
+                              "graph break")
+            cells.append(codegen.cell_expr(cell))
+        closure = f"({', '.join(cells)},)" if cells else "None"
+        defaults = f"({', '.join(codegen.expr(d) for d in self.defaults)},)" if self.defaults else "None"
+        kwdefaults = ("{" + ", ".join(f"{k!r}: {codegen.expr(v)}" for k, v in self.kwdefaults.items()) + "}"
+                      if self.kwdefaults else "None")
+        code = codegen.install(self.code, f"code_{self.code.co_name}")
+        f_globals = codegen.install(self.f_globals, "globals")
+        return f"___make_function({code}, {f_globals}, {self.qualname!r}, {defaults}, {closure}, {kwdefaults})"
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.qualname})"
@@ -173,6 +188,38 @@ class UserMethodVariable(UserFunctionVariable):
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn.__qualname__})"
+
+
+# Note [Rebuilding a closure]
+#     A nested function live at a graph break is rebuilt as a new function object over
+#     the same code, with new cells holding the cells' current values. That is the same
+#     function only if no one can write those cells later: neither the nested code
+#     (``nonlocal``), nor any code nested in it, nor the frame that owns the cell (after
+#     its one assignment). Otherwise the break is refused (the frame runs eagerly).
+#     Real Dynamo passes the cells themselves to the resume function.
+
+
+def _writes(code: types.CodeType, name: str) -> int:
+    from minidynamo.bytecode import get_instructions
+
+    n = sum(1 for i in get_instructions(code) if i.opname in ("STORE_DEREF", "DELETE_DEREF") and i.argval == name)
+    return n + sum(_writes(c, name) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _never_rebound(codegen, inner: types.CodeType, name: str) -> bool:
+    if _writes(inner, name):
+        return False
+    owner = getattr(codegen, "frame_code", None)
+    if owner is None:
+        return False
+    return name not in owner.co_cellvars or _writes(owner, name) <= 1
+
+
+def make_function(code, f_globals, qualname, defaults, closure, kwdefaults):
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults, closure)
+    fn.__qualname__ = qualname
+    fn.__kwdefaults__ = kwdefaults
+    return fn
 
 
 def is_user_function(fn: Any) -> bool:
