@@ -249,3 +249,14 @@ def test_version_facts_match_the_running_cpython():
     assert (dis.opmap.get("LOAD_METHOD", 256) < 256) != bytecode.LOAD_ATTR_METHOD_BIT  # 3.12: a pseudo-op
     assert ("END_SEND" in dis.opmap) == bytecode.SEND_KEEPS_RECEIVER
     assert ("TO_BOOL" in dis.opmap) == bool(bytecode.COMPARE_BOOL_BIT)
+
+
+def test_stored_listing_of_this_python_is_what_its_dis_gives():
+    """Chapter 01 shows three versions from stored data; the running version's entry must not drift."""
+    from minidynamo import bytecode_versions
+
+    assert bytecode_versions.listing() == bytecode_versions.LISTINGS[PYTHON_VERSION]
+    text = bytecode_versions.side_by_side()
+    for version in bytecode_versions.LISTINGS:
+        assert f"Python {version[0]}.{version[1]}" in text
+    assert "CALL_KW" in text and "PRECALL" in text and "LOAD_FAST_AND_CLEAR" in text

@@ -41,6 +41,10 @@ def check_opnames(answer) -> str:
 
 
 def solution_opnames():
+    import sys
+
+    if sys.version_info >= (3, 13):  # a superinstruction loads x and w in one dispatch
+        return ["LOAD_FAST_LOAD_FAST", "BINARY_OP", "LOAD_FAST", "BINARY_OP", "RETURN_VALUE"]
     return ["LOAD_FAST", "LOAD_FAST", "BINARY_OP", "LOAD_FAST", "BINARY_OP", "RETURN_VALUE"]
 
 

@@ -108,7 +108,9 @@ def check_break_instruction(answer) -> str:
 
 
 def solution_break_instruction():
-    return "POP_JUMP_FORWARD_IF_FALSE"
+    import sys
+
+    return "POP_JUMP_FORWARD_IF_FALSE" if sys.version_info < (3, 12) else "POP_JUMP_IF_FALSE"  # 3.12: no direction
 
 
 # --- 3. remove_break -----------------------------------------------------------------
