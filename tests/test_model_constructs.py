@@ -209,3 +209,26 @@ class Stack(torch.nn.Module):
 
 def test_slicing_a_module_list():
     check(Stack(), torch.randn(2, 4))
+
+
+# -- constructing a ModelOutput (a dataclass that is an OrderedDict) ------------------------
+
+def test_constructing_a_model_output():
+    from transformers.modeling_outputs import BaseModelOutput, CausalLMOutput
+
+    lin = torch.nn.Linear(4, 4)
+
+    def inner(x):
+        return BaseModelOutput(last_hidden_state=lin(x))
+
+    def f(x, labels):
+        h = inner(x)
+        hidden = h.last_hidden_state + h[0] + h["last_hidden_state"] + h.to_tuple()[0]
+        loss = (hidden - labels).pow(2).mean()
+        out = CausalLMOutput(loss=loss, logits=hidden)
+        assert isinstance(out, CausalLMOutput) and "loss" in out and "hidden_states" not in out
+        assert len(out) == 2 and list(out.keys()) == ["loss", "logits"]
+        return out
+
+    ours, theirs = check(f, torch.randn(2, 4), torch.randn(2, 4))
+    assert type(ours.out) is CausalLMOutput and list(ours.out.keys()) == ["loss", "logits"]

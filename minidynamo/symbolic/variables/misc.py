@@ -233,7 +233,11 @@ class UserDefinedClassVariable(VariableTracker):
         return wrap_sourceless(tx, attr)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        from .user_defined import DataclassDictVariable, is_dataclass_dict
+
         cls = self.value
+        if is_dataclass_dict(cls):
+            return DataclassDictVariable.create(tx, cls, args, kwargs)  # Note [ModelOutput]
         init = inspect.getattr_static(cls, "__init__", None)
         plain = (
             type(cls) is type

@@ -1,6 +1,7 @@
-"""Mapping methods of user objects: ``in``, ``.get`` and ``os.environ`` while tracing.
+"""User mappings while tracing: ``in``/``.get`` on a Mapping, ``os.environ``, ModelOutput.
 
-Place in the pipeline: ``UserDefinedObjectVariable.call_method`` asks here first. Mirrors
+Place in the pipeline: ``UserDefinedObjectVariable.call_method`` asks here first, and
+constructing a dataclass-dict (Note [ModelOutput]) lands here. Mirrors
 the mapping cases of ``torch/_dynamo/variables/user_defined.py`` and ``os.environ`` in
 ``torch/_dynamo/variables/misc.py``.
 
@@ -61,4 +62,122 @@ def mapping_call_method(tx, obj, name: str, args: list, kwargs: dict) -> Optiona
     return None
 
 
-__all__ = ["mapping_call_method", "is_mapping_method"]
+
+
+def is_dataclass_dict(cls: type) -> bool:
+    """A dataclass that is also an OrderedDict: transformers' ``ModelOutput`` pattern."""
+    import collections
+    import dataclasses
+
+    return isinstance(cls, type) and dataclasses.is_dataclass(cls) and issubclass(cls, collections.OrderedDict)
+
+
+class DataclassDictVariable(VariableTracker):
+    """A ``ModelOutput`` built while tracing: its fields are trackers, its keys the non-None ones.
+
+    Note [ModelOutput]
+        transformers' outputs are dataclasses that are also OrderedDicts: a field set to
+        a value that is not None is also a key, ``out[0]`` is the first such value,
+        ``out.to_tuple()`` all of them. Real Dynamo models them in
+        ``variables/dicts.py`` (``UserDefinedDictVariable`` / the former
+        ``CustomizedDictVariable``). Ours supports construction from keyword (or
+        positional) fields whose first value is a tensor or None -- the only path of
+        ``ModelOutput.__post_init__`` that models take -- and reads; a mutation is a
+        graph break. After the graph it is rebuilt by calling the class with its fields.
+    """
+
+    def __init__(self, cls: type, fields: dict, **kwargs):
+        super().__init__(**kwargs)
+        self.cls = cls
+        self.fields = fields  # name -> tracker, every field of the dataclass
+
+    @classmethod
+    def create(cls, tx, klass: type, args: list, kwargs: dict) -> "DataclassDictVariable":
+        import dataclasses
+
+        from ..exc import unimplemented
+        from .tensor import TensorVariable
+
+        names = [f.name for f in dataclasses.fields(klass) if f.init]
+        if len(args) > len(names) or any(k not in names for k in kwargs):
+            unimplemented(f"constructing a {klass.__name__} with these arguments")
+        values = dict(zip(names, args), **kwargs)
+        fields = {n: values.get(n, ConstantVariable(None)) for n in names}
+        first = fields[names[0]] if names else None
+        others_none = all(_is_none(fields[n]) for n in names[1:])
+        if first is None or (others_none and not isinstance(first, TensorVariable) and not _is_none(first)):
+            unimplemented(f"constructing a {klass.__name__} from an iterator or dict (ModelOutput's other path)")
+        return cls(klass, fields)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def keys(self) -> list:
+        return [k for k, v in self.fields.items() if not _is_none(v)]
+
+    def to_tuple(self):
+        from .lists import TupleVariable
+
+        return TupleVariable([self.fields[k] for k in self.keys()])
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        import inspect
+
+        from ..exc import unimplemented
+        from .functions import UserFunctionVariable
+        from .misc import GetAttrVariable
+
+        if name in self.fields:
+            return self.fields[name]
+        if name in ("to_tuple", "keys", "values", "items", "get", "__getitem__", "__contains__", "__len__"):
+            return GetAttrVariable(self, name)
+        attr = inspect.getattr_static(self.cls, name, None)
+        if isinstance(attr, property) and attr.fget is not None:
+            return UserFunctionVariable(attr.fget).call_function(tx, [self], {})
+        unimplemented(f"attribute {name!r} of a {self.cls.__name__}")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        from ..exc import unimplemented
+        from .lists import ListVariable, TupleVariable
+
+        keys = self.keys()
+        if name == "to_tuple" and not args:
+            return self.to_tuple()
+        if name == "keys" and not args:
+            return ListVariable([ConstantVariable(k) for k in keys])
+        if name == "values" and not args:
+            return ListVariable([self.fields[k] for k in keys])
+        if name == "items" and not args:
+            return ListVariable([TupleVariable([ConstantVariable(k), self.fields[k]]) for k in keys])
+        if name == "__len__":
+            return ConstantVariable(len(keys))
+        if name in ("__getitem__", "get", "__contains__") and args and args[0].is_python_constant():
+            key = args[0].as_python_constant()
+            if name == "__contains__":
+                return ConstantVariable(key in keys)
+            if isinstance(key, str):
+                if key in keys:
+                    return self.fields[key]
+                if name == "get":
+                    return args[1] if len(args) > 1 else ConstantVariable(None)
+                unimplemented(f"{self.cls.__name__}[{key!r}]: no such key (eager raises KeyError)")
+            if name == "__getitem__" and isinstance(key, (int, slice)):
+                return self.to_tuple().call_method(tx, "__getitem__", args, {})
+        unimplemented(f"{self.cls.__name__}.{name}")
+
+    def unpack_var_sequence(self, tx) -> list:
+        return [ConstantVariable(k) for k in self.keys()]
+
+    def reconstruct(self, codegen) -> str:
+        body = ", ".join(f"{k}={codegen.expr(v)}" for k, v in self.fields.items())
+        return f"{codegen.constant_expr(self.cls)}({body})"
+
+    def __repr__(self) -> str:
+        return f"DataclassDictVariable({self.cls.__name__})"
+
+
+def _is_none(v: VariableTracker) -> bool:
+    return v.is_python_constant() and v.as_python_constant() is None
+
+
+__all__ = ["mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable"]
