@@ -227,6 +227,14 @@ def _from_fun(mode: Any, values: list[Any]) -> list[Any]:
     return out
 
 
+def _copy_into_inputs(func_mode: Any, raw: tuple, fun: list, indices: list[int]) -> None:
+    """Trace ``aten.copy_(input, its latest value)`` for each input in ``indices``, below functionalization."""
+    for i in indices:
+        new = func_mode.from_fun(fun[i])
+        with func_mode._below(), torch.no_grad():
+            torch.ops.aten.copy_.default(raw[i], new)
+
+
 def aot_dispatch_autograd_graph(
     flat_fn: Callable, flat_args: list[Any], meta: ViewAndMutationMeta, *, fake_mode: Any = None,
     functionalize: bool = True,
@@ -239,15 +247,21 @@ def aot_dispatch_autograd_graph(
     func_mode = _functionalization_mode() if functionalize else None
     info: dict[str, Any] = {}
 
+    kept = meta.mutated_graph_handled_indices
+
     def forward_done(outs):
         # The forward outputs' functional values (views regenerated) belong to the forward.
         info["fw_values"] = _from_fun(func_mode, outs)
+        if kept and func_mode is not None:  # Note [Input mutations kept in the graph]: end of the forward
+            _copy_into_inputs(func_mode, info["raw"], info["fun"], kept)
         # torch: create_joint tags every node traced so far "is_forward".
         for node in info["tracer"].graph.nodes:
             node.meta["partitioner_tag"] = "is_backward" if node.name.startswith("tangents") else "is_forward"
 
     def joint_flat(*args):
+        info["raw"] = args
         args = _to_fun(func_mode, list(args))
+        info["fun"] = args
         ps, ts = args[:num_primals], args[num_primals:]
         outs, grads = create_joint(prepped, on_forward_done=forward_done)(ps, ts)
         info["num_fwd_outputs"] = len(outs)
@@ -295,7 +309,11 @@ def aot_dispatch_base_graph(
         autograd need not see (``MUTATED_IN_GRAPH``: no grad required, or made
         under no_grad) is not returned for the wrapper to copy back: the graph
         ends with ``aten.copy_(input, new_value)`` itself, as torch's does. The
-        rest of the graph stays functional; only those last nodes mutate.
+        rest of the graph stays functional; only those last nodes mutate. torch
+        keeps them in training graphs too (the flag's name notwithstanding): a
+        BatchNorm's running statistics are updated at the end of the joint
+        graph's forward, and the partitioners leave those ``copy_`` nodes in the
+        forward graph.
     """
     prepped = fn_prepped_for_autograd(flat_fn, meta, fresh_inputs=False)
     func_mode = _functionalization_mode() if functionalize else None
@@ -306,12 +324,8 @@ def aot_dispatch_base_graph(
         f_args = _to_fun(func_mode, list(args))
         outs, _mask = prepped(*f_args)
         outs = tuple(_from_fun(func_mode, outs))
-        if kept and func_mode is not None:
-            # Note [Input mutations kept in the graph]
-            for i in kept:
-                new = func_mode.from_fun(f_args[i])
-                with func_mode._below():
-                    torch.ops.aten.copy_.default(args[i], new)
+        if kept and func_mode is not None:  # Note [Input mutations kept in the graph]
+            _copy_into_inputs(func_mode, args, f_args, kept)
         return outs
 
     names = [f"arg{i}_1" for i in range(len(flat_args))]

@@ -44,6 +44,12 @@ def _is_tangent(node: fx.Node) -> bool:
     return node.op == "placeholder" and node.name.startswith("tangents")
 
 
+def _is_input_mutation(node: fx.Node) -> bool:
+    """A ``copy_`` into a primal that the joint graph's forward ends with."""
+    return (node.op == "call_function" and node.target is torch.ops.aten.copy_.default
+            and node.meta.get("partitioner_tag") == "is_forward")
+
+
 def _extract_graph_with_inputs_outputs(
     joint: fx.Graph, inputs: list[fx.Node], outputs: list[Any], what: str
 ) -> fx.Graph:
@@ -68,6 +74,8 @@ def _extract_graph_with_inputs_outputs(
         if any(env.get(a) is _INVALID for a in node.all_input_nodes):
             env[node] = _INVALID
             continue
+        if what == "backward" and _is_input_mutation(node):
+            continue  # Note [Input mutations kept in the graph] (graph_capture): the forward's job
         env[node] = graph.node_copy(node, lambda n: env[n])
 
     def out_arg(x: Any) -> Any:
