@@ -42,6 +42,9 @@ SYSTEMS = ("ours", "torch")
 WORKLOADS = ("mlp", "transformer_block", "mutation_views", "pointwise_chain", "inputs200")
 REAL_MODELS = ("gpt2_tiny", "resnet10t_train")  # minidynamo/zoo.py, issue 13
 WORKLOADS = WORKLOADS + REAL_MODELS
+CNNS = ("resnet18_train", "mobilenetv3_small_train")  # issue 12: compiled fw+bw within 5% of eager
+REAL_MODELS = REAL_MODELS + CNNS
+WORKLOADS = WORKLOADS + CNNS
 SCALING_SIZES = (25, 50, 100, 200, 400)
 
 
@@ -175,7 +178,29 @@ def _resnet10t_train(quick: bool) -> Workload:
     return Workload(resnet10t_train, lambda: args, backward=True)
 
 
+def _timm_cnn(name: str, quick: bool) -> Workload:
+    """A timm CNN built from its config (pretrained=False) in train mode: forward, sum, backward."""
+    import torch
+
+    from minidynamo import zoo
+
+    zoo._without_broken_torchvision()
+    import timm
+
+    torch.manual_seed(0)
+    model = timm.create_model(name, pretrained=False, num_classes=10).train()
+    shape = (2, 3, 32, 32) if quick else (2, 3, 64, 64)  # batch 2: train-mode BatchNorm needs 2 values
+
+    def cnn(x):
+        return model(x).sum()
+
+    cnn.__name__ = cnn.__qualname__ = name.replace("_100", "")
+    return Workload(cnn, lambda: (torch.randn(*shape),), backward=True)
+
+
 _BUILDERS = {
+    "resnet18_train": lambda quick: _timm_cnn("resnet18", quick),
+    "mobilenetv3_small_train": lambda quick: _timm_cnn("mobilenetv3_small_100", quick),
     "mlp": _mlp,
     "transformer_block": _transformer_block,
     "mutation_views": _mutation_views,
