@@ -70,7 +70,7 @@ def tour() -> int:
     from minidynamo.notebook import normalize_graph
     from minidynamo.symbolic import counters
 
-    from minidynamo.symbolic import tensor_match
+    from minidynamo.symbolic import frame_hook, tensor_match
 
     _heading("0. one-time set-up (not part of any pass below)")
     print("  building or loading the C++ TENSOR_MATCH guard (minidynamo/symbolic/tensor_match.cpp):")
@@ -78,6 +78,7 @@ def tour() -> int:
     sys.stdout.flush()
     start = time.perf_counter()
     tensor_match.get()
+    frame_hook.build()  # the PEP 523 frame hook (C): built on the first run (~1 s)
     print(f"  C++ guard ready in {time.perf_counter() - start:.1f} s" if tensor_match.get() is not None else f"  no C++ guard: {tensor_match.reason()}")
     start = time.perf_counter()
     import torch._dynamo  # noqa: F401  (minidynamo uses a few of its helpers; importing it costs seconds)
@@ -130,6 +131,7 @@ def tour() -> int:
         print("  (each tensor's TENSOR_MATCH lines run as one C++ call: minidynamo/symbolic/tensor_match.cpp)")
     else:
         print(f"  (TENSOR_MATCH runs as the Python lines above: {tensor_match.reason()})")
+    print(f"  (entry point: {explained.frame_hook})")
 
     _heading("4. the three FakeTensor passes (set-up costs were paid in section 0)")
     print(f"  {'pass':<14}{'fake ops':>10}{'ms':>10}")

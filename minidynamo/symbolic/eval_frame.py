@@ -147,12 +147,20 @@ _PACKAGE = __file__.rsplit("/symbolic/", 1)[0] + "/"
 _WORKLOADS = tuple(_PACKAGE + name for name in ("bench", "exercises/", "__main__.py"))  # our workloads
 
 
+# tools around the user's code, never compiled (torch's trace_rules keeps a list like this, THIRDPARTY_SKIPLIST)
+_SKIPPED_PACKAGES = frozenset({
+    "_pytest", "pytest", "pluggy", "xdist", "execnet", "nbval", "hypothesis", "IPython", "ipykernel", "ipywidgets",
+    "jupyter_client", "traitlets", "tornado", "zmq", "comm", "debugpy", "numpy", "matplotlib", "tqdm",
+    "typing_extensions", "coverage", "_distutils_hack", "setuptools", "pkg_resources",
+})
+
+
 def _not_user_code(func: types.FunctionType) -> bool:
-    """Frames the hook lets CPython run unasked: torch, the stdlib, minidynamo itself, generated code."""
+    """Frames the hook lets CPython run unasked: torch, the stdlib, tools, minidynamo itself, generated code."""
     code, module = func.__code__, str(getattr(func, "__module__", None))
     filename = code.co_filename
-    if code.co_name.startswith("___") or filename.startswith(("<minidynamo", "<eval_with_key>")) \
-            or _is_skipped_file(filename) or module.startswith("torch."):
+    if code.co_name.startswith("___") or filename.startswith(("<minidynamo", "<eval_with_key>", "<frozen ")) \
+            or _is_skipped_file(filename) or module.split(".")[0] in _SKIPPED_PACKAGES or module.startswith("torch."):
         return True
     if module.startswith("minidynamo.") and not module.startswith(("minidynamo.bench", "minidynamo.exercises")):
         return True  # code minidynamo made at run time (a dataclass's __init__ is exec'd)
