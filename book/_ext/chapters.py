@@ -63,15 +63,15 @@ def chapter_role(name, rawtext, text, lineno, inliner, options=None, content=Non
     return [nodes.reference(rawtext, label, refuri=uri, internal=True)], []
 
 
-# A chapter's closing line links the table of contents as ``../book/intro.md``: the
-# path from notebooks/ in JupyterLab. In the book the chapters are read from
-# book/notebooks/ (a symlink), where the same page is ``../intro.md``.
-_TOC_FROM_NOTEBOOKS = "](../book/intro.md)"
+# A chapter links book pages (the table of contents, the solutions) as ``../book/NAME.md``:
+# the path from notebooks/ in JupyterLab. In the book the chapters are read from
+# book/notebooks/ (a symlink), where the same page is ``../NAME.md``.
+_BOOK_FROM_NOTEBOOKS = "](../book/"
 
 
 def _toc_link_in_the_book(app, docname, source):
-    if docname.startswith("notebooks/") and source and _TOC_FROM_NOTEBOOKS in source[0]:
-        source[0] = source[0].replace(_TOC_FROM_NOTEBOOKS, "](../intro.md)")
+    if docname.startswith("notebooks/") and source and _BOOK_FROM_NOTEBOOKS in source[0]:
+        source[0] = source[0].replace(_BOOK_FROM_NOTEBOOKS, "](../")
 
 
 def setup(app):

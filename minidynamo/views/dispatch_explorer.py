@@ -21,7 +21,7 @@ import ipywidgets as widgets
 import torch
 
 from minidynamo import dispatch
-from minidynamo.views.stepper import Stepper
+from minidynamo.views.stepper import KERNEL_ONLY, Stepper
 
 __all__ = ["DispatchKeyExplorer", "OPS", "FLAGS", "explore"]
 
@@ -117,6 +117,8 @@ class DispatchKeyExplorer(widgets.VBox):
     def __init__(self, op: str = "probe (every probe kernel)", **flags):
         self.boxes = {name: widgets.Checkbox(value=bool(flags.get(name, False)), description=name) for name in FLAGS}
         self.op_menu = widgets.Dropdown(options=list(OPS), value=op, description="op")
+        for control in [*self.boxes.values(), self.op_menu]:  # Note [Kernel-only controls] (stepper.py)
+            control.add_class(KERNEL_ONLY)
         self.stepper: Stepper | None = None
         self._holder = widgets.VBox()
         self.message = ""

@@ -35,6 +35,14 @@ import ipywidgets as widgets
 
 __all__ = ["Stepper", "html_to_text", "pre"]
 
+# Note [Kernel-only controls]
+#     A control whose effect runs in Python (a button's on_click, a checkbox that
+#     re-runs a trace) cannot do anything in the static book. Such controls carry
+#     this CSS class; the book's stylesheet (book/_static/static-widgets.css) shows
+#     them disabled there, while in a live notebook they work as usual. The slider
+#     is not one of them: its link to the page runs in the browser.
+KERNEL_ONLY = "minidynamo-kernel-only"
+
 _TAG = re.compile(r"<[^>]+>")
 _BLOCK_END = re.compile(r"</(p|div|li|tr|h\d|pre)>|<br\s*/?>", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
@@ -90,8 +98,12 @@ class Stepper(widgets.VBox):
         )
         # Note [Stepping without a kernel]: the link runs in the browser.
         self._link = widgets.jslink((self.slider, "value"), (self.stack, "selected_index"))
-        self.prev_button = widgets.Button(description="Prev", icon="arrow-left", layout=widgets.Layout(width="80px"))
-        self.next_button = widgets.Button(description="Next", icon="arrow-right", layout=widgets.Layout(width="80px"))
+        # Text arrows, not Font Awesome icons: nothing to load in an offline page. The buttons
+        # run Python, so the book (no kernel) shows them disabled (Note [Kernel-only controls]).
+        self.prev_button = widgets.Button(description="\u25c0 Prev", layout=widgets.Layout(width="80px"))
+        self.next_button = widgets.Button(description="Next \u25b6", layout=widgets.Layout(width="80px"))
+        for button in (self.prev_button, self.next_button):
+            button.add_class(KERNEL_ONLY)
         self.prev_button.on_click(lambda _b: self.prev())
         self.next_button.on_click(lambda _b: self.next())
         controls = widgets.HBox([self.prev_button, self.slider, self.next_button])
