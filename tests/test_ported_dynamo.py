@@ -522,8 +522,6 @@ COUNT_DIFFERENCES = {
     "module:sequential_child_breaks": "a break inside a child of nn.Sequential: torch keeps tracing inside "
     "Sequential.forward (torch.nn code) and resumes there; ours calls the Sequential eagerly at the break, so only "
     "the graph after it is compiled",
-    "break_in_no_grad_block": "a break inside `with torch.no_grad()`: torch resumes inside the block; ours runs the "
-    "frame eagerly (0 graphs)",
     "user_raise_caught": "torch traces raise/except within the frame; ours runs a frame with a raise eagerly",
     "recursion_with_break": "torch marks the int n dynamic at the first recompile (automatic dynamic) and counts "
     "an identity graph; ours specializes n (one more recompile, one graph fewer)",

@@ -574,3 +574,68 @@ def test_closure_whose_cell_is_written_is_not_rebuilt():
         warnings.simplefilter("error")
         for _ in range(2):
             assert torch.equal(compiled(_input()), closure_written_after_break(_input()))
+
+
+# --- a graph break inside `with torch.no_grad()` ----------------------------------------
+
+
+def break_in_no_grad(x):
+    with torch.no_grad():
+        y = x * 2
+        print("inside")
+        z = y + 1
+    return z, z.requires_grad, (x * 3).requires_grad
+
+
+def break_in_nested_blocks(x):
+    y = x.sin()
+    with torch.enable_grad():
+        with torch.no_grad():
+            a = y * 2
+            print("deep")
+            b = a + 1
+        c = b * y
+    return c, c.requires_grad
+
+
+def break_in_set_grad_enabled(x):
+    with torch.set_grad_enabled(False):
+        a = x.exp()
+        print("inside")
+    return a, a.requires_grad, (a * x).requires_grad
+
+
+def raises_inside_no_grad_after_break(x):
+    with torch.no_grad():
+        y = x + 1
+        print("inside")
+        raise ValueError(f"inside the block {y.shape}")
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn", [break_in_no_grad, break_in_nested_blocks, break_in_set_grad_enabled],
+                         ids=lambda f: f.__name__)
+def test_break_inside_a_grad_mode_block_resumes_inside_it(fn, backend):
+    def x():
+        torch.manual_seed(0)
+        return torch.randn(3, requires_grad=True)
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        expected = fn(x())
+        compiled = md.compile(fn, backend=backend)
+        for _ in range(2):
+            got = compiled(x())
+            assert torch.is_grad_enabled(), "grad mode leaked out of the compiled call"
+            assert _same(expected, got), (got, expected)
+        theirs = dynamo_explain(fn, x())
+        md.reset()
+        ours = md.explain(fn, x())
+    assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
+
+
+def test_exception_inside_the_block_after_a_break_restores_grad_mode():
+    compiled = md.compile(raises_inside_no_grad_after_break, backend="eager")
+    for _ in range(2):
+        with contextlib.redirect_stdout(io.StringIO()), pytest.raises(ValueError, match="inside the block"):
+            compiled(torch.randn(3, requires_grad=True))
+        assert torch.is_grad_enabled()

@@ -30,6 +30,7 @@ from .output_graph import OutputGraph
 from .resume_execution import NULL, ResumeFunction, live_locals
 from .source import LocalSource
 from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
+from .variables.ctx_manager import GradModeExit, GradModeVariable, WithExitVariable
 from .variables.functions import NestedUserFunctionVariable, UserFunctionVariable
 from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
@@ -124,6 +125,16 @@ def _setup_resume(tx, frame, L: dict) -> None:
                                  "a NULL slot of a call", f"L['___stack{i}']")
             tx.output.guards.scope["___NULL"] = NULL
             tx.stack.append(NullVariable())
+        elif type(value) is GradModeExit:  # the resume function starts inside a grad-mode block
+            name = f"L['___stack{i}']"
+            tx.output.guards.add(LocalSource(f"___stack{i}"), "TYPE_MATCH",
+                                 f"type({name}) is ___GradModeExit and {name}.target_mode is {value.target_mode} "
+                                 f"and {name}.initial_mode is {value.initial_mode}",
+                                 "the with-block this resume function starts in", name)
+            tx.output.guards.scope["___GradModeExit"] = GradModeExit
+            ctx = GradModeVariable(value.target_mode)
+            ctx.initial_mode = value.initial_mode
+            tx.stack.append(WithExitVariable(ctx))
         else:
             tx.stack.append(LazyVariableTracker(value, LocalSource(f"___stack{i}")))
     if frame.offset:
@@ -219,6 +230,13 @@ def finish(tx, frame, config) -> CacheEntry:
         tail.append(f"    return {taken}")
         tail.append(f"return {fall}")
     side_effects = tx.output.side_effects.codegen(cg)
+    if kind == "call" and tx.grad_blocks():  # the graph leaves grad mode as it found it
+        tx.output.create_proxy("call_function", torch.set_grad_enabled, (tx.grad_blocks()[0].initial_mode,), {})
+    elif torch.is_grad_enabled() != tx.entry_grad_mode:
+        # the trace left a grad-mode block that the frame entered before it started (a
+        # resume function inside `with torch.no_grad()`): a graph's own set_grad_enabled
+        # need not reach the caller (AOTAutograd keeps it inside), so the code switches
+        side_effects.append(f"torch.set_grad_enabled({torch.is_grad_enabled()})   # the with-block's exit")
     graph_call = ""
     name = f"___compiled_fn_{next(_graph_ids)}"
     compiled = tx.output.compile_graph(cg.graph_outputs, config.backend, name, code=frame.code)
@@ -269,7 +287,15 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
         fn_expr = f"___compiled({fn_expr})"
     line = f"___r = {fn_expr}({', '.join(arg_exprs)})   # graph break: run eagerly"
     stack_exprs = [cg.expr(v) for v in below] + ["___r"]
-    return [line, f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"]
+    resume = f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"
+    blocks = [v.ctx for v in below if isinstance(v, WithExitVariable)]
+    if not blocks:
+        return [line, resume]
+    # Note [A break inside a with block]: the call and the resume function run in the
+    # block's grad mode; an exception leaves the block (the mode from before it)
+    return [f"torch.set_grad_enabled({blocks[-1].target_mode})   # still inside the `with` block",
+            "try:", f"    {line}", f"    {resume}", "except BaseException:",
+            f"    torch.set_grad_enabled({blocks[0].initial_mode})   # the block's __exit__", "    raise"]
 
 
 __all__ = ["compile_frame", "CacheEntry", "types"]

@@ -32,6 +32,8 @@ import operator
 import types
 from typing import Any, Optional
 
+import torch
+
 from minidynamo import events
 from minidynamo.bytecode import (FOR_ITER_EXIT_SKIP, LOAD_ATTR_METHOD_BIT, NULL_AFTER_CALLABLE, PYTHON_VERSION,
                                  call_target, callable_slots, exception_table, find_exception_handler,
@@ -62,7 +64,7 @@ MAX_INLINE_DEPTH = 40
 # may step through at most this many instructions. A trace that does not end (a
 # `while True` generator drained by list()) then breaks with a named reason instead of
 # hanging; eager would hang too only if the loop never ends at run time either.
-MAX_INSTRUCTIONS = 200_000
+MAX_INSTRUCTIONS = 500_000
 _CONTROL_FLOW = (Unsupported, RestartAnalysis, EagerFallback, TracedUserError)
 
 
@@ -647,6 +649,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.ip = self.indexof[start_offset]
         self.result = None  # ("return", value) / ("call", inst, why) / ("jump", ...) / ("stop", inst, why)
         self.exn_table = _exception_table(self.code)
+        self.entry_grad_mode = torch.is_grad_enabled()
         self.visits: dict[int, int] = {}
         self.checkpoint = None  # (offset, visit) of the last instruction met with an empty stack
 
@@ -683,8 +686,26 @@ class InstructionTranslator(InstructionTranslatorBase):
                 return True
         return False
 
-    def check_can_break(self, explanation) -> None:
+    def grad_blocks(self) -> list:
+        """The grad-mode ``with`` blocks open at this point (their exits on the stack), outermost first."""
+        return [v.ctx for v in self.stack if isinstance(v, WithExitVariable)]
+
+    def only_with_blocks(self) -> bool:
+        """No try/except/finally in the frame: every handler is a with-statement's (Note [A break inside a with block])."""
+        insts = self.instructions
+        for entry in self.exn_table:
+            i = self.indexof[entry.target]
+            if insts[i].opname == "PUSH_EXC_INFO" and insts[i + 1].opname != "WITH_EXCEPT_START":
+                return False
+        return True
+
+    def check_can_break(self, explanation, at_call: bool = False) -> None:
         """Where real Dynamo refuses to split a frame, the whole frame runs eagerly."""
+        if at_call and self.in_try_block(self.current_inst) and self.grad_blocks() and self.only_with_blocks():
+            if self.maybe_has_backedge():
+                explanation.reason += " (graph break in a for/while loop: the whole frame runs eagerly, as in Dynamo)"
+                raise EagerFallback(explanation)
+            return  # inside `with torch.no_grad()` (or enable_grad, set_grad_enabled): resumed inside the block
         if self.in_try_block(self.current_inst):
             explanation.reason += " (inside a try/with block: the whole frame runs eagerly)"
             raise EagerFallback(explanation)
@@ -716,7 +737,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             explanation = explain_unsupported(self, e)
             if self.output.fullgraph:
                 raise
-            self.check_can_break(explanation)
+            self.check_can_break(explanation, at_call=True)
             raise RestartAnalysis(inst.offset, explanation) from e
 
     def break_graph_at_jump(self, inst, value, jump_if, pop, e: Unsupported) -> None:

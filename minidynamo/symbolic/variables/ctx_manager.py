@@ -48,6 +48,35 @@ class WithExitVariable(VariableTracker):
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         return self.ctx.exit(tx)
 
+    def reconstruct(self, codegen) -> str:
+        cls = codegen.install(GradModeExit, "GradModeExit")
+        return f"{cls}({self.ctx.target_mode!r}, {self.ctx.initial_mode!r})"
+
+
+class GradModeExit:
+    """The ``__exit__`` of a grad-mode block, handed to a resume function that starts inside it.
+
+    Note [A break inside a with block]
+        At a graph break inside ``with torch.no_grad():`` the transformed function runs
+        the unsupported call with the block's grad mode and calls the resume function
+        still in that mode, with this object in the stack slot where the block's
+        ``__exit__`` was. The resume function (traced or run eagerly) leaves the block
+        by calling it, which restores the mode from before the block, as the real
+        ``__exit__`` would. Real Dynamo does the same with its resume prologue, which
+        re-enters the context (``ContinueExecutionCache`` with ``setup_fn_target_values``).
+        Only grad-mode blocks, only at a call, only in a frame without try/except.
+    """
+
+    def __init__(self, target_mode: bool, initial_mode: bool):
+        self.target_mode = target_mode
+        self.initial_mode = initial_mode
+
+    def __call__(self, *exc_info) -> None:
+        torch.set_grad_enabled(self.initial_mode)
+
+    def __repr__(self) -> str:
+        return f"GradModeExit(target={self.target_mode}, initial={self.initial_mode})"
+
 
 class GradModeClassVariable(VariableTracker):
     """The classes themselves: calling one makes a GradModeVariable."""
