@@ -129,7 +129,9 @@ def test_module_parameters_are_guarded_inputs():
     out = md.explain(model, torch.randn(5, 4))
     exprs = [g.expr for g in out.guards]
     assert "L['self'][0].weight.shape == (3, 4)" in exprs
-    assert any(e.startswith("L['self'] is ") for e in exprs)
+    # the module by type and layout, not identity (Note [Modules are guarded by type and structure])
+    assert any(e.startswith("type(L['self']) is ") for e in exprs)
+    assert "[(k, v is None) for k, v in L['self']._modules.items()] == [('0', False), ('1', False), ('2', False)]" in exprs
     placeholders = [n.name for n in out.graphs[0].graph.nodes if n.op == "placeholder"]
     assert "l_self_0_weight" in placeholders and len(placeholders) == 5
 

@@ -87,7 +87,19 @@ class VariableBuilder:
             items = [VariableBuilder(tx, GetItemSource(items_src, i))(v) for i, v in enumerate(value.items)]
             return ListIteratorVariable(items, value.index)
         if isinstance(value, torch.nn.Module):
-            guards.ID_MATCH(source, value, "the trace inlined this module's forward and read its attributes")
+            # Note [Modules are guarded by type and structure]: not by identity, so one entry
+            # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
+            # the trace reads is guarded through its own source, parameters are graph inputs.
+            guards.TYPE_MATCH(source, value, "the trace inlined this module's forward")
+            n = source.name()
+            for table in ("_modules", "_parameters", "_buffers"):
+                layout = [(k, v is None) for k, v in getattr(value, table).items()]
+                guards.add(source, "NN_MODULE_LAYOUT", f"[(k, v is None) for k, v in {n}.{table}.items()] == {layout!r}",
+                           "the trace read this module's children, parameters and buffers", f"{n}.{table}")
+            if not (value._forward_hooks or value._forward_pre_hooks or value._backward_hooks):  # noqa: SLF001
+                guards.add(source, "NN_MODULE_HOOKS",
+                           f"not ({n}._forward_hooks or {n}._forward_pre_hooks or {n}._backward_hooks)",
+                           "the trace inlined forward: no hooks ran", f"{n}._forward_hooks")
             return NNModuleVariable(value, source=source)
         if isinstance(value, types.ModuleType):
             guards.ID_MATCH(source, value, "the trace read attributes of this module")
