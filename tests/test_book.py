@@ -284,3 +284,26 @@ def test_stepper_rejects_bad_input(steps, labels, error):
 
     with pytest.raises(error, match="Stepper"):
         Stepper(steps, "bad", labels=labels)
+
+
+def test_kernel_only_controls_are_marked_and_no_icon_fonts_are_needed():
+    """Note [Kernel-only controls]: buttons and checkboxes that run Python carry the class the book greys out."""
+    from minidynamo.views.dispatch_explorer import DispatchKeyExplorer
+    from minidynamo.views.stepper import KERNEL_ONLY, Stepper
+
+    s = Stepper(["<p>a</p>", "<p>b</p>"])
+    for button in (s.prev_button, s.next_button):
+        assert KERNEL_ONLY in button._dom_classes and not button.icon
+    assert KERNEL_ONLY not in s.slider._dom_classes  # the slider works without a kernel (jslink)
+    explorer = DispatchKeyExplorer()
+    assert all(KERNEL_ONLY in c._dom_classes for c in [*explorer.boxes.values(), explorer.op_menu])
+    css = (BOOK / "_static" / "static-widgets.css").read_text()
+    assert f".{KERNEL_ONLY}" in css and "overflow-x: auto" in css
+
+
+def test_book_pages_load_the_static_widget_css_and_chapters_link_next_and_toc(built):
+    _rc, _log, html_dir = built
+    page = (html_dir / "notebooks" / "07_the_dispatcher.html").read_text(encoding="utf-8")
+    assert "static-widgets.css" in page
+    assert 'href="08_decompositions.html"' in page and 'href="../intro.html"' in page
+    assert (html_dir / "solutions.html").exists()
