@@ -168,3 +168,121 @@ def test_aliasing_that_changes_between_calls_compiles_its_own_variant():
     out_e = f(base_e[:4], base_e[2:])
     torch.testing.assert_close(out_c, out_e)
     torch.testing.assert_close(base_c, base_e)
+
+
+class _MulSavedInBackward(torch.autograd.Function):
+    """Its backward doubles the input it saved, in place (eager leaves the input changed)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x.mul_(2)
+        return g * x
+
+
+def _custom_bw_mutation(a, x):
+    return _MulSavedInBackward.apply(a) * x
+
+
+@pytest.mark.parametrize("how", ["aot_function", "aot_eager", "aot_eager_default_partitioner"])
+def test_backward_mutation_of_a_saved_input_is_copied_back(how):
+    md.reset()
+    fn = aot_function(_custom_bw_mutation) if how == "aot_function" else md.compile(_custom_bw_mutation, backend=how)
+    for _ in range(2):
+        a_e, a_c = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+        _custom_bw_mutation(a_e, torch.full((3,), 3.0)).sum().backward()
+        fn(a_c, torch.full((3,), 3.0)).sum().backward()
+        torch.testing.assert_close(a_c.detach(), a_e.detach())
+        torch.testing.assert_close(a_c.grad, a_e.grad)
+
+
+def _linear_then_mutate(x, w, b):
+    y = torch.nn.functional.linear(x, w, b).relu()
+    x.add_(1)
+    return y.sum(-1), y.view(-1)
+
+
+def test_input_mutated_after_autograd_saved_it():
+    """Eager: the forward works, the backward raises the version-counter error. Ours: the same."""
+    md.reset()
+    cf = md.compile(_linear_then_mutate)
+    for _ in range(2):
+        got = {}
+        for name, fn in (("eager", _linear_then_mutate), ("md", cf)):
+            g = torch.Generator().manual_seed(0)
+            x, w, b = torch.randn(2, 3, generator=g), torch.randn(4, 3, generator=g).requires_grad_(), torch.randn(4, generator=g)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", AOTFallbackWarning)
+                outs = fn(x, w, b)
+            got[name] = ([o.detach() for o in outs], x.clone(), _outcome(lambda: outs[0].sum().backward()))
+        torch.testing.assert_close(got["md"][0], got["eager"][0])
+        torch.testing.assert_close(got["md"][1], got["eager"][1])
+        assert got["md"][2] == got["eager"][2] and got["eager"][2][0] == "raised"
+
+
+def _mutate_under(mode):
+    def f(a, w):
+        with mode():
+            a.mul_(2)
+        return (a * w).sum()
+    return f
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.enable_grad], ids=["no_grad", "grad"])
+def test_mutation_of_a_plain_input_then_training(mode):
+    f = _mutate_under(mode)
+    md.reset()
+    cf = md.compile(f)
+    for _ in range(2):
+        a_e, a_c = torch.arange(3.0), torch.arange(3.0)
+        w_e, w_c = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+        torch.testing.assert_close(cf(a_c, w_c), f(a_e, w_e))
+        torch.testing.assert_close(a_c, a_e)
+        (g_c,) = torch.autograd.grad(cf(a_c, w_c), w_c)
+        (g_e,) = torch.autograd.grad(f(a_e, w_e), w_e)
+        torch.testing.assert_close(g_c, g_e)
+
+
+def _bn_on_inputs(x, rm, rv, w, b):
+    out = torch.ops.aten._native_batch_norm_legit.default(x, w, b, rm, rv, True, 0.1, 1e-5)
+    return out[0].sum()
+
+
+def _set_nop(x, y):
+    x.set_(x)
+    return x + y
+
+
+def _resize_smaller(x):
+    x.resize_(2)
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_bn_on_inputs, _set_nop, _resize_smaller], ids=lambda f: f.__name__)
+def test_other_input_mutations_match_eager(fn):
+    """Ops that mutate arguments other than the first, set_, resize_: never wrong, never an AOT error."""
+    def make():
+        g = torch.Generator().manual_seed(0)
+        if fn is _bn_on_inputs:
+            return [torch.randn(4, 3, generator=g), torch.zeros(3), torch.ones(3),
+                    torch.ones(3, requires_grad=True), torch.zeros(3, requires_grad=True)]
+        if fn is _set_nop:
+            return [torch.randn(3, generator=g), torch.randn(3, generator=g)]
+        return [torch.randn(4, generator=g)]
+
+    md.reset()
+    cf = md.compile(fn)
+    for _ in range(2):
+        args_e, args_c = make(), make()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AOTFallbackWarning)
+            out_c = cf(*args_c)
+        out_e = fn(*args_e)
+        torch.testing.assert_close(out_c, out_e)
+        for a_c, a_e in zip(args_c, args_e):
+            torch.testing.assert_close(a_c, a_e)

@@ -11,7 +11,17 @@ The traced function is built in three layers, each a wrapper of the one before:
 1. ``fn_prepped_for_autograd(fn, meta)``: clones the inputs it will mutate (so
    ``autograd.grad`` sees them before the mutation), calls ``fn`` and returns
    ``(mutated inputs, user outputs, intermediate bases)`` plus a mask of which of
-   them get a tangent (Note [Which outputs get tangents]).
+   them get a tangent (Note [Input mutations in the backward]
+    A custom ``autograd.Function`` may mutate a tensor it saved in its backward
+    (``x.mul_(2)``); eager then leaves the input changed. Functionalization
+    turns that into a new value during the joint trace; comparing each input's
+    mutation count before and after ``autograd.grad`` finds them, and their new
+    values become the joint graph's last outputs (in the backward graph, after
+    the gradients). ``CompiledFunction.backward`` copies them into the inputs
+    it kept (torch: the same inputs get a ``copy_`` at the end of its backward
+    graph).
+
+Note [Which outputs get tangents]).
 2. ``create_joint(prepped)``: ``(primals, tangents) -> (forward outputs, input grads)``
    by calling ``torch.autograd.grad`` on the outputs in the mask.
 3. ``make_fx`` traces it on fake tensors, with functionalization above the tracer
@@ -227,6 +237,11 @@ def _from_fun(mode: Any, values: list[Any]) -> list[Any]:
     return out
 
 
+def _mutation_counts(fun: list[Any]) -> list[int | None]:
+    """How many data mutations each functional input's storage has seen so far (None: not a tensor)."""
+    return [getattr(getattr(t, "storage_", None), "mutation_counter", None) for t in fun]
+
+
 def _copy_into_inputs(func_mode: Any, raw: tuple, fun: list, indices: list[int]) -> None:
     """Trace ``aten.copy_(input, its latest value)`` for each input in ``indices``, below functionalization."""
     for i in indices:
@@ -254,6 +269,7 @@ def aot_dispatch_autograd_graph(
         info["fw_values"] = _from_fun(func_mode, outs)
         if kept and func_mode is not None:  # Note [Input mutations kept in the graph]: end of the forward
             _copy_into_inputs(func_mode, info["raw"], info["fun"], kept)
+        info["fw_mutations"] = _mutation_counts(info["fun"])
         # torch: create_joint tags every node traced so far "is_forward".
         for node in info["tracer"].graph.nodes:
             node.meta["partitioner_tag"] = "is_backward" if node.name.startswith("tangents") else "is_forward"
@@ -266,7 +282,12 @@ def aot_dispatch_autograd_graph(
         outs, grads = create_joint(prepped, on_forward_done=forward_done)(ps, ts)
         info["num_fwd_outputs"] = len(outs)
         info["fw_out_requires_grad"] = [isinstance(o, torch.Tensor) and o.requires_grad for o in outs]
-        return (*info["fw_values"], *_from_fun(func_mode, grads))
+        # Note [Input mutations in the backward]
+        after = _mutation_counts(args[:num_primals])
+        bw_mutated = tuple(i for i, (b, a) in enumerate(zip(info["fw_mutations"], after)) if a is not None and a > b)
+        info["bw_mutated"] = bw_mutated
+        new_values = _from_fun(func_mode, [args[i] for i in bw_mutated])
+        return (*info["fw_values"], *_from_fun(func_mode, grads), *new_values)
 
     names = [f"primals_{i + 1}" for i in range(num_primals)] + [f"tangents_{i + 1}" for i in range(num_tangents)]
     tracer = make_fx(
@@ -291,6 +312,7 @@ def aot_dispatch_autograd_graph(
         primals_requiring_grad=[
             i for i, p in enumerate(primals) if isinstance(p, torch.Tensor) and p.requires_grad
         ],
+        bw_mutated_inputs=info.get("bw_mutated", ()),
     )
 
 
