@@ -277,3 +277,37 @@ def test_a_module_of_another_structure_recompiles():
     torch.testing.assert_close(compiled(plain, x), plain(x))
     torch.testing.assert_close(compiled(normed, x), normed(x))
     torch.testing.assert_close(compiled(plain, x), plain(x))
+
+
+# -- super().get of a dict subclass (transformers' _CanRecordRegistry) -----------------------
+
+class ClassRegistry(dict):
+    def get(self, model):
+        return super().get(type(model).__name__) or {}
+
+
+CLASS_REGISTRY = ClassRegistry({"Named": {"scale": 3.0}})
+
+
+def test_super_get_of_a_dict_subclass():
+    def f(x, m):
+        x = x.sin()
+        flags = CLASS_REGISTRY.get(m)
+        return x * flags.get("scale", 1.0) + ("scale" in flags)
+
+    check(f, torch.randn(3), Named())
+    check(f, torch.randn(3), torch.nn.ReLU())  # a missing key: the default
+
+
+def test_super_get_of_a_dict_subclass_sees_a_new_entry():
+    def f(x, m):
+        return x * CLASS_REGISTRY.get(m).get("scale", 1.0)
+
+    compiled = md.compile(f, backend="eager")
+    x, m = torch.randn(3), torch.nn.Tanh()
+    torch.testing.assert_close(compiled(x, m), f(x, m))
+    CLASS_REGISTRY["Tanh"] = {"scale": 5.0}
+    try:
+        torch.testing.assert_close(compiled(x, m), x * 5.0)  # the presence guard failed: retraced
+    finally:
+        del CLASS_REGISTRY["Tanh"]

@@ -17,6 +17,7 @@ from ..exc import unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .user_defined import DictBaseVariable
 
 
 class NullVariable(VariableTracker):
@@ -146,6 +147,8 @@ class SuperVariable(VariableTracker):
                 attr = klass.__dict__[name]
                 if inspect.isfunction(attr):
                     return UserMethodVariable(attr, self.obj)
+                if klass is dict and name in ("get", "__getitem__", "__contains__"):
+                    return GetAttrVariable(DictBaseVariable(self.obj), name)  # super().get of a dict subclass
                 break
         unimplemented(f"super().{name}")
 

@@ -180,4 +180,46 @@ def _is_none(v: VariableTracker) -> bool:
     return v.is_python_constant() and v.as_python_constant() is None
 
 
-__all__ = ["mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable"]
+
+
+class DictBaseVariable(VariableTracker):
+    """``super().get(key)`` inside a dict subclass: the dict's own entries, read through the source.
+
+    Note [super() of a dict subclass]
+        A registry such as transformers' ``_CanRecordRegistry(dict)`` reads its entries
+        with ``super().get(key)``. With a constant key and an object we can name (a
+        source), the entry is read now and guarded like any input: the key's presence
+        (``key in obj``) and then the value through ``obj[key]``. Real Dynamo models the
+        subclass as a ``UserDefinedDictVariable`` over its dict.
+    """
+
+    def __init__(self, obj: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.obj = obj
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        from ..exc import unimplemented
+        from ..source import GetItemSource
+        from .builder import VariableBuilder
+
+        value, source = self.obj.value, self.obj.source
+        cls = type(value)
+        plain_reads = cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
+        if source is None or not plain_reads or kwargs or not args or not args[0].is_python_constant():
+            unimplemented(f"super().{name} of a {cls.__name__} we cannot name or read plainly")
+        key = args[0].as_python_constant()
+        if not isinstance(key, (str, int)):
+            unimplemented(f"super().{name} with a {type(key).__name__} key")
+        present = dict.__contains__(value, key)
+        tx.output.guards.add(source, "DICT_CONTAINS", f"({key!r} in {source.name()}) is {present}",
+                             "the trace read this entry of a dict subclass", f"{key!r} in {source.name()}")
+        if name == "__contains__":
+            return ConstantVariable(present)
+        if present:
+            return VariableBuilder(tx, GetItemSource(source, key))(dict.__getitem__(value, key))
+        if name == "get":
+            return args[1] if len(args) > 1 else ConstantVariable(None)
+        unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)")
+
+
+__all__ = ["mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable", "DictBaseVariable"]
