@@ -626,6 +626,33 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
             unimplemented("generator outside an inlined call")
         self.push(ConstantVariable(None))  # what the first next() sends in (popped by POP_TOP)
 
+    def GET_YIELD_FROM_ITER(self, inst) -> None:
+        if not isinstance(self.peek(), ListIteratorVariable):
+            self.push(ListIteratorVariable(self.pop().unpack_var_sequence(self)))
+
+    def SEND(self, inst) -> None:
+        """``yield from`` / ``await``: the next value of the inner iterator, or its return value and a jump."""
+        sent, it = self.peek(1), self.peek(2)
+        if not isinstance(it, ListIteratorVariable) or not (sent.is_python_constant() and sent.as_python_constant() is None):
+            unimplemented(f"send() of {sent} into {it}")
+        value = it.next_variable(self)
+        self.pop()  # the value sent in (None: only next(), never send())
+        if value is not None:
+            self.push(value)
+            return
+        result = getattr(getattr(it, "tracer", None), "return_value", None)
+        if result is None:
+            result = ConstantVariable(None)
+        if PYTHON_VERSION < (3, 12):
+            self.pop()  # 3.11 pops the iterator too; 3.12+ leaves it for END_SEND
+        self.push(result)
+        self.jump(inst)
+
+    def END_SEND(self, inst) -> None:
+        value = self.pop()
+        self.pop()
+        self.push(value)
+
     def YIELD_VALUE(self, inst) -> None:
         if not self.is_generator:
             unimplemented("yield outside an inlined generator")
