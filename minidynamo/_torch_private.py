@@ -406,3 +406,14 @@ def autograd_node_created_hook(on_node):
             fx_traceback.format_stack = original
 
     return hook()
+
+
+# --- chapter 12: compiled autograd, the backward captured by Dynamo at backward time ---
+
+
+def compiled_autograd_enabled(compiler_fn):
+    """torch._dynamo.compiled_autograd._enable(compiler_fn): a context manager; inside it,
+    ``.backward()`` turns the autograd graph into Python and Dynamo traces that."""
+    from torch._dynamo import compiled_autograd
+
+    return compiled_autograd._enable(compiler_fn)

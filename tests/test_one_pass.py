@@ -309,3 +309,24 @@ def test_merged_design_keeps_dynamos_graph_breaks_guards_and_side_effects():
     results, stats = _both_designs(f, lambda: [], run)
     assert _same(results["merged"], results["eager"]) and _same(results["three"], results["eager"])
     assert stats.merged >= 2
+
+
+def test_compiled_autograd_is_dynamo_tracing_the_backward_at_backward_time():
+    """Chapter 12's caveat to 'the backward never runs Python', checked against torch."""
+    from minidynamo._torch_private import compiled_autograd_enabled, dynamo_reset
+
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    dynamo_reset()
+    w = torch.randn(4, 5, requires_grad=True)
+    loss = (torch.randn(3, 4) @ w).relu().sum()
+    assert not graphs
+    with compiled_autograd_enabled(torch.compile(backend=keep)):
+        loss.backward()
+    dynamo_reset()
+    targets = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
+    assert len(graphs) == 1 and any("ReluBackward0" in t for t in targets) and w.grad is not None
