@@ -311,6 +311,7 @@ def test_merged_design_keeps_dynamos_graph_breaks_guards_and_side_effects():
     assert stats.merged >= 2
 
 
+@pytest.mark.slow  # ~15 s: real Dynamo compiles the backward graph
 def test_compiled_autograd_is_dynamo_tracing_the_backward_at_backward_time():
     """Chapter 12's caveat to 'the backward never runs Python', checked against torch."""
     from minidynamo._torch_private import compiled_autograd_enabled, dynamo_reset
