@@ -840,5 +840,72 @@ def strided_meta_mutate_noncontiguous(a):
     return a + 1
 
 
+# ------------------------------------------- ported (in our words) from PyTorch's tests
+# test/test_functionalization.py and test/dynamo/test_aot_autograd.py: the kinds of program
+# those files check, written afresh for this corpus.
+
+
+@case("data_mutation", "view_chain", inputs=lambda: [r(4, 4)])
+def port_diagonal_view_mutated(a):
+    a.diagonal().add_(1)  # a write through a non-contiguous view of the input
+    return a * 2
+
+
+@case("data_mutation", "view_chain", inputs=lambda: [r(2, 3)])
+def port_unsqueeze_view_mutated(a):
+    a.unsqueeze(0).mul_(3)
+    return a.sum(0)
+
+
+@case("data_mutation", inputs=lambda: [r(3, 4), r(4)])
+def port_copy_broadcast_into_input(a, b):
+    a.copy_(b)  # b broadcast over a's rows
+    return a + 1
+
+
+@case("data_mutation", "view_chain", inputs=lambda: [r(4, 4)])
+def port_two_views_of_input_mutated(a):
+    a[0].add_(1)
+    a[:, 1].mul_(2)
+    return a.clone()
+
+
+@case("data_mutation", inputs=lambda: [r(5), r(2)])
+def port_index_put_on_input(a, v):
+    a[torch.tensor([0, 3])] = v
+    return a * 1
+
+
+@case("data_mutation", "out_alias_input", inputs=lambda: [ng(3, 3)])
+def port_mutate_then_return_view(a):
+    a.mul_(2)
+    return a[1:]
+
+
+@case("data_mutation", inputs=lambda: [r(4), g(4)])
+def port_mutate_no_grad_input_used_by_grad(a, w):
+    a.add_(1)  # the mutated value is what the grad-requiring op sees
+    return (a * w).sum()
+
+
+@case("out_alias_intermediate", "view_chain", inputs=lambda: [g(2, 3)])
+def port_views_of_intermediate_chain(a):
+    y = a * 2
+    return y.t().unsqueeze(0), y.view(-1)[1:]
+
+
+@case("no_grad_mutation", inputs=lambda: [ng(3), g(3)])
+def port_no_grad_mutation_then_use(a, w):
+    with torch.no_grad():
+        a.mul_(0.5)
+    return a * w
+
+
+@case("data_mutation", "strided_input", inputs=lambda: [r(6)[::2]])
+def port_strided_input_fill(a):
+    a.fill_(1.0)
+    return a + 1
+
+
 CASES_BY_NAME: dict[str, AOTCase] = {c.name: c for c in CASES}
 assert len(CASES_BY_NAME) == len(CASES), "duplicate case names"
