@@ -286,3 +286,21 @@ def test_other_input_mutations_match_eager(fn):
         torch.testing.assert_close(out_c, out_e)
         for a_c, a_e in zip(args_c, args_e):
             torch.testing.assert_close(a_c, a_e)
+
+
+def test_native_batch_norm_legit_on_inputs_compiles():
+    """An op whose schema marks arguments 3 and 4 as written: no fallback, running stats written back."""
+    c = aot_function(_bn_on_inputs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AOTFallbackWarning)
+        for _ in range(2):
+            g = torch.Generator().manual_seed(0)
+            x = torch.randn(4, 3, generator=g)
+            stats_c, stats_e = [torch.zeros(3), torch.ones(3)], [torch.zeros(3), torch.ones(3)]
+            w_c, w_e = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+            b = torch.zeros(3, requires_grad=True)
+            out_c, out_e = c(x, *stats_c, w_c, b), _bn_on_inputs(x, *stats_e, w_e, b)
+            torch.testing.assert_close(out_c, out_e)
+            torch.testing.assert_close(stats_c, stats_e)
+            torch.testing.assert_close(torch.autograd.grad(out_c, w_c), torch.autograd.grad(out_e, w_e))
+    assert not c.artifacts.fallback

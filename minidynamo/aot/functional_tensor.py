@@ -410,7 +410,7 @@ class FunctionalTensorMode(TorchDispatchMode):
 
     def _data_mutation(self, func, args, kwargs, mutated: list[int]):
         if len(mutated) != 1 or mutated[0] != 0:
-            raise FunctionalizationError(f"{func}: only ops that mutate their first argument are supported")
+            return self._multi_mutation(func, args, kwargs, mutated)
         t = args[0]
         if not isinstance(t, FunctionalTensor):
             raise FunctionalizationError(
@@ -423,6 +423,45 @@ class FunctionalTensorMode(TorchDispatchMode):
         new = functional(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
         self._commit(t, new)
         return t
+
+    def _multi_mutation(self, func, args, kwargs, mutated: list[int]):
+        """Note [Ops that mutate several arguments]: read the schema, not the op's name.
+
+        ``_native_batch_norm_legit(input, w, b, running_mean!, running_var!, ...)`` writes
+        arguments 3 and 4. Torch's functional twin of such an op (``<name>_functional``,
+        or the name without its trailing ``_``) returns the op's own non-aliased
+        returns followed by the new value of every written argument, in order; each
+        new value is committed to its argument, and a return the schema aliases to a
+        written argument is that argument.
+        """
+        name = func._schema.name.split("::")[1]
+        packet = getattr(aten, f"{name}_functional", None) or getattr(aten, name.rstrip("_"), None)
+        twin = None
+        if packet is not None:
+            twin = getattr(packet, func._overloadname, None) if func._overloadname in packet.overloads() else None
+            twin = twin or next((getattr(packet, o) for o in packet.overloads()), None)
+        if twin is None:
+            raise FunctionalizationError(f"{func}: writes arguments {mutated} and has no functional twin")
+        for i in mutated:
+            if not isinstance(args[i], FunctionalTensor):
+                raise FunctionalizationError(f"{func}: argument {i} is written but was not wrapped (to_fun)")
+        self._report(func, twin, "mutation")
+        args, kwargs = _with_defaults(func, twin, args, kwargs)
+        result = twin(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        rets = func._schema.returns
+        plain = [r for r in rets if not _is_write(r)]
+        if len(results) != len(plain) + len(mutated):
+            raise FunctionalizationError(f"{func}: {twin} returned {len(results)} values, expected "
+                                         f"{len(plain)} + {len(mutated)} written arguments")
+        for i, new in zip(mutated, results[len(plain):]):
+            self._commit(args[i], new)
+        written = {frozenset(func._schema.arguments[i].alias_info.before_set): args[i] for i in mutated
+                   if func._schema.arguments[i].alias_info is not None}
+        plain_iter = iter(results[:len(plain)])
+        outs = [written.get(frozenset(r.alias_info.before_set)) if _is_write(r) else self._wrap_fresh(next(plain_iter))
+                for r in rets]
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _commit(self, t: FunctionalTensor, new: torch.Tensor) -> None:
         """``t``'s data is now ``new``: update the base, bump the generation, count the mutation."""
