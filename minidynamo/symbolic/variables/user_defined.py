@@ -189,7 +189,9 @@ class DictBaseVariable(VariableTracker):
         A registry such as transformers' ``_CanRecordRegistry(dict)`` reads its entries
         with ``super().get(key)``. With a constant key and an object we can name (a
         source), the entry is read now and guarded like any input: the key's presence
-        (``key in obj``) and then the value through ``obj[key]``. Real Dynamo models the
+        (``key in obj``) and then the value through ``obj[key]``. Reached through the
+        globals of a library function we cannot name, it is read as a constant, like
+        every other value of those globals. Real Dynamo models the
         subclass as a ``UserDefinedDictVariable`` over its dict.
     """
 
@@ -200,21 +202,24 @@ class DictBaseVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from ..exc import unimplemented
         from ..source import GetItemSource
-        from .builder import VariableBuilder
+        from .builder import VariableBuilder, wrap_sourceless
 
         value, source = self.obj.value, self.obj.source
         cls = type(value)
         plain_reads = cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
-        if source is None or not plain_reads or kwargs or not args or not args[0].is_python_constant():
-            unimplemented(f"super().{name} of a {cls.__name__} we cannot name or read plainly")
+        if not plain_reads or kwargs or not args or not args[0].is_python_constant():
+            unimplemented(f"super().{name} of a {cls.__name__} we cannot read plainly")
         key = args[0].as_python_constant()
         if not isinstance(key, (str, int)):
             unimplemented(f"super().{name} with a {type(key).__name__} key")
         present = dict.__contains__(value, key)
-        tx.output.guards.add(source, "DICT_CONTAINS", f"({key!r} in {source.name()}) is {present}",
-                             "the trace read this entry of a dict subclass", f"{key!r} in {source.name()}")
+        if source is not None:
+            tx.output.guards.add(source, "DICT_CONTAINS", f"({key!r} in {source.name()}) is {present}",
+                                 "the trace read this entry of a dict subclass", f"{key!r} in {source.name()}")
         if name == "__contains__":
             return ConstantVariable(present)
+        if present and source is None:  # read through globals we cannot name: a constant, as those globals are
+            return wrap_sourceless(tx, dict.__getitem__(value, key))
         if present:
             return VariableBuilder(tx, GetItemSource(source, key))(dict.__getitem__(value, key))
         if name == "get":
