@@ -260,3 +260,24 @@ def test_stored_listing_of_this_python_is_what_its_dis_gives():
     for version in bytecode_versions.LISTINGS:
         assert f"Python {version[0]}.{version[1]}" in text
     assert "CALL_KW" in text and "PRECALL" in text and "LOAD_FAST_AND_CLEAR" in text
+
+
+def test_symbolic_interpreter_names_opcode_line_and_version_outside_the_subset():
+    """Outside the subset the symbolic interpreter falls back to eager, and says which opcode, line, Python."""
+    import warnings
+
+    import torch
+
+    import minidynamo as md
+
+    src = "def f(x):\n    match x.shape:\n        case [a]:\n            return x * a\n    return x\n"
+    ns: dict = {}
+    exec(compile(src, "<match>", "exec"), ns)
+    md.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = md.explain(ns["f"], torch.ones(3))
+    reason = result.break_reasons[0]
+    first_match = next(i for i in dis.get_instructions(ns["f"]) if i.opname.startswith("MATCH_"))
+    assert reason.instruction == first_match.opname and reason.lineno == first_match.positions.lineno
+    assert f"Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}" in reason.reason

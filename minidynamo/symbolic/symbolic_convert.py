@@ -148,7 +148,8 @@ class InstructionTranslatorBase(DataOpcodes):
                     unimplemented(f"instruction budget exceeded: the trace ran {MAX_INSTRUCTIONS} instructions "
                                   "without finishing the frame (a loop or generator that does not end?)")
                 if handler is None:
-                    unimplemented(f"opcode {inst.opname} is not supported by the symbolic interpreter")
+                    unimplemented(f"opcode {inst.opname} is not supported by the symbolic interpreter "
+                                  f"(Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]})")
                 handler(inst)
             except Unsupported as e:
                 explain_unsupported(self, e)
