@@ -107,7 +107,7 @@ def test_new_batch_size_recompiles_once_naming_the_guard(name):
     torch.testing.assert_close(tensors_of(out), tensors_of(model(*bigger_args, **bigger_kwargs)))
     assert counters["recompiles"] - recompiles >= 1
     record = compiled.cache.recompiles[-1]
-    assert record.guard is not None and ".shape" in record.guard.expr or "size" in record.guard.expr, record
+    assert record.guard is not None and (".shape" in record.guard.expr or "size" in record.guard.expr), str(record)
     before = counters["recompiles"]
     compiled(*bigger_args, **bigger_kwargs)
     assert counters["recompiles"] == before  # once: the new size is now cached
