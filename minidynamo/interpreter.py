@@ -20,9 +20,10 @@ Note [Calls into user code stay in the VM]
     called directly, and so is library code (Note [Which calls run in the VM]).
 
 Note [Which calls run in the VM]
-    Only user code is interpreted: a function whose file lies in the standard
-    library or in site-packages (torch, numpy, ...) is called natively. Real
-    Dynamo decides the same question with its trace rules
+    Only user code is interpreted: a function of library code (the standard
+    library, torch, numpy, ...: ``minidynamo.trace_rules.is_library_file``, the
+    one definition the compiler uses too) is called natively. Real Dynamo
+    decides the same question with its trace rules
     (``torch/_dynamo/trace_rules.py``: skipfiles, ``is_callable_allowed``), with
     a much finer list. ``VirtualMachine.should_interpret`` is the one place to
     change the rule; a test or a chapter can pass ``interpret_all=True``. Coroutines and async generators, and
@@ -59,13 +60,12 @@ from __future__ import annotations
 import dis
 import functools
 import operator
-import os
-import sysconfig
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from minidynamo import events
+from minidynamo.trace_rules import is_library_file
 from minidynamo.bytecode import (
     COMPARE_BOOL_BIT,
     FOR_ITER_EXIT_SKIP,
@@ -165,9 +165,6 @@ UNARY_OPERATORS: dict[str, Callable[[Any], Any]] = {
 _CO_GENERATOR = 0x20
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
 _NATIVE_FLAGS = _GENERATOR_FLAGS & ~_CO_GENERATOR  # coroutines and async generators run natively
-_LIBRARY_DIRS = tuple(
-    sorted({os.path.join(sysconfig.get_paths()[key], "") for key in ("stdlib", "platstdlib", "purelib", "platlib")})
-)  # Note [Which calls run in the VM]
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
@@ -223,7 +220,7 @@ class VirtualMachine:
         """Run ``fn`` in a new Frame of this VM? (Note [Which calls run in the VM])"""
         if fn.__code__.co_flags & _NATIVE_FLAGS:
             return False
-        return fn is self.entry or self.interpret_all or not fn.__code__.co_filename.startswith(_LIBRARY_DIRS)
+        return fn is self.entry or self.interpret_all or not is_library_file(fn.__code__.co_filename)
 
     def make_generator(self, frame: Frame, fn: types.FunctionType) -> types.GeneratorType:
         """A real generator that drives ``frame`` (Note [Generators suspend the frame loop])."""

@@ -24,6 +24,7 @@ A transformed function looks like::
 from __future__ import annotations
 
 import math
+import sys
 import types
 from typing import Any
 
@@ -43,9 +44,9 @@ def replace_dict(target: dict, new: dict) -> None:
 
 
 def _is_literal(value: Any) -> bool:
-    if value is None or isinstance(value, (bool, int, str, bytes)):
+    if value is None or type(value) in (bool, int, str, bytes):  # not an IntEnum, whose repr is no literal
         return True
-    if isinstance(value, float):
+    if type(value) is float:
         return math.isfinite(value)
     if type(value) is tuple:
         return all(_is_literal(v) for v in value)
@@ -57,7 +58,7 @@ class PyCodegen:
 
     def __init__(self, output):
         self.output = output
-        self.scope: dict[str, Any] = {"torch": torch, "___NULL": NULL, "___replace_dict": replace_dict,
+        self.scope: dict[str, Any] = {"torch": torch, "sys": sys, "___NULL": NULL, "___replace_dict": replace_dict,
                                       "___ResumeIterator": ResumeIterator,
                                       "___new_object": new_object, "___CellType": types.CellType,
                                       "___make_function": make_function}

@@ -255,6 +255,7 @@ def finish(tx, frame, config) -> CacheEntry:
     source = assemble(fn_name, graph_call, cg.temps, side_effects, tail)
     exec(compile(source, f"<minidynamo transformed {frame.__name__}>", "exec"), cg.scope)  # noqa: S102
     tx.output.guards.mutated_sources = tx.output.mutated_input_sources()
+    tx.output.side_effects.aliasing_guards(tx.output.guards)
     entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)
     if config.on_entry is not None:
         config.on_entry(entry)

@@ -51,6 +51,7 @@ import torch
 
 from minidynamo import events
 from minidynamo.backends import lookup_backend
+from minidynamo.trace_rules import is_library_file
 
 from . import counters, frame_hook
 from .convert_frame import CacheEntry, compile_frame
@@ -58,7 +59,8 @@ from .exc import EagerFallback, FullGraphError, GraphBreak, tidy_user_exception,
 from .fake_values import TracedUserError
 from .guards import Guard
 from .resume_execution import unhooked, vm_can_run
-from .variables.functions import _is_skipped_file, is_user_function
+from .variables.functions import is_user_function
+from .variables.nn_module import is_plain_call
 
 CACHE_SIZE_LIMIT = 8
 SUPPRESS_ERRORS = True  # an internal error while tracing: warn and run eagerly (False: raise)
@@ -132,7 +134,7 @@ class CompileConfig:
         """Route a call made eagerly at a graph break through the cache (Note [No PEP 523 ...])."""
         if isinstance(fn, torch.nn.Module):
             forward = getattr(type(fn), "forward", None)
-            if fn._forward_hooks or fn._forward_pre_hooks or not is_user_function(forward):  # noqa: SLF001
+            if not is_plain_call(fn) or not is_user_function(forward):  # hooks run eagerly, with forward
                 return fn
             return functools.partial(self.optimized(forward), fn)
         if isinstance(fn, types.MethodType) and is_user_function(fn.__func__):
@@ -160,7 +162,7 @@ def _not_user_code(func: types.FunctionType) -> bool:
     code, module = func.__code__, str(getattr(func, "__module__", None))
     filename = code.co_filename
     if code.co_name.startswith("___") or filename.startswith(("<minidynamo", "<eval_with_key>", "<frozen ")) \
-            or _is_skipped_file(filename) or module.split(".")[0] in _SKIPPED_PACKAGES or module.startswith("torch."):
+            or is_library_file(filename) or module.split(".")[0] in _SKIPPED_PACKAGES or module.startswith("torch."):
         return True
     if module.startswith("minidynamo.") and not module.startswith(("minidynamo.bench", "minidynamo.exercises")):
         return True  # code minidynamo made at run time (a dataclass's __init__ is exec'd)
@@ -204,7 +206,20 @@ def _make_binder(fn: Callable) -> Callable:
     src = f"def ___bind({', '.join(params)}):\n    L = locals()\n{renames}    return L\n"
     scope = dict(defaults)
     exec(src, scope)  # noqa: S102
-    return scope["___bind"]
+    binder = scope["___bind"]
+    _share_defaults(binder, fn)
+    return binder
+
+
+def _share_defaults(binder: Callable, fn: Callable) -> None:
+    """The binder fills in ``fn``'s own defaults, as they are now (``fn.__defaults__ = ...`` after compile).
+
+    The parameters are ``fn``'s, so ``fn.__defaults__`` and ``__kwdefaults__`` fit the
+    binder as they are; ``__kwdefaults__`` is the same dict, so a change made in place
+    shows too, and a reassigned tuple is picked up on the next call (``__call__``).
+    """
+    if isinstance(fn, types.FunctionType):
+        binder.__defaults__, binder.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
 
 
 class OptimizedFunction:
@@ -240,7 +255,10 @@ class OptimizedFunction:
                 raise tidy_user_exception(exc)  # noqa: B904 - the same object, without our frames
             finally:
                 hook.set_callback(previous)
-        L = self._binder(*args, **kwargs)
+        binder, fn = self._binder, self.fn
+        if binder.__defaults__ is not fn.__defaults__ or binder.__kwdefaults__ is not fn.__kwdefaults__:
+            _share_defaults(binder, fn)  # reassigned after compile: a default is read as eager reads it
+        L = binder(*args, **kwargs)
         if self._freevars:
             for name, cell in zip(self._freevars, self.fn.__closure__):
                 try:
@@ -281,10 +299,14 @@ class OptimizedModule:
     def __init__(self, module: torch.nn.Module, config: CompileConfig):
         self._orig_mod = module
         self._forward = config.optimized(type(module).forward)
+        self._call_impl = config.optimized(_call_module)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        m = self._orig_mod
         try:
-            return self._forward(self._orig_mod, *args, **kwargs)
+            if is_plain_call(m):  # Note [A module call is guarded like torch's _call_impl]
+                return self._forward(m, *args, **kwargs)
+            return self._call_impl(m, *args, **kwargs)  # hooks or an instance forward: trace nn.Module.__call__
         except Exception as exc:
             raise tidy_user_exception(exc)  # noqa: B904
 
@@ -295,6 +317,11 @@ class OptimizedModule:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_orig_mod"], name)
+
+
+def _call_module(self, /, *args, **kwargs):
+    """``self(*args, **kwargs)``: the frame ``md.compile(m)`` traces when ``m`` has hooks or its own forward."""
+    return self(*args, **kwargs)
 
 
 def _frame_key(frame) -> Any:

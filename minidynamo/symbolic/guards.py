@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import builtins
 import enum
-import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -52,6 +52,23 @@ class Guard:
 
     def __str__(self) -> str:
         return f"{self.expr:<48}  # {self.kind}: {self.why}"
+
+
+# Note [A constant guard is valid Python]
+#     ``repr()`` is not always Python that gives the value back: ``inf``, ``nan``,
+#     ``<Mode.NONE: 'none'>`` (an enum), ``torch.Size([2])`` or ``device(type='cpu')``
+#     without ``torch.`` in scope. A guard that cannot be evaluated fails on every
+#     call, so the frame would recompile each time. So a constant is written as a
+#     literal only when evaluating its repr gives an equal value of the same type;
+#     an enum member (a singleton) is compared with ``is``, nan with ``x != x``, and
+#     any other value is bound once in the guard's scope and compared with ``==``.
+#     tests/test_state_changes.py checks every kind holds for the value it was traced with.
+def _is_literal(value: Any) -> bool:
+    try:
+        again = eval(repr(value), {"__builtins__": {}})  # noqa: S307 - our own repr of a constant
+    except Exception:  # noqa: BLE001
+        return False
+    return type(again) is type(value) and again == value
 
 
 def check_not_aliased(mutated: tuple, tensors: tuple) -> bool:
@@ -97,7 +114,7 @@ _GLOBAL_STATE_WHY = {
 
 # Names a guard expression may use besides L and G; objects matched by identity are
 # added per guard set as ___obj<N>.
-_BASE_SCOPE = {"torch": torch, "___check_not_aliased": check_not_aliased, "___autocast_state": autocast_state,
+_BASE_SCOPE = {"torch": torch, "sys": sys, "___check_not_aliased": check_not_aliased, "___autocast_state": autocast_state,
                "___deterministic_algorithms": deterministic_algorithms}
 
 
@@ -181,16 +198,21 @@ class GuardSet:
         self.add(source, "ID_MATCH", f"{source.name()} is {self.name_for(value, hint)}", why, source.name())
 
     def CONSTANT_MATCH(self, source: Source, value: Any, why: str) -> None:
+        """``L['c'] == <value>``, written so that it holds for ``value`` (Note [A constant guard is valid Python])."""
         self.TYPE_MATCH(source, value, why)
-        if value is None or isinstance(value, bool):
-            self.add(source, "CONSTANT_MATCH", f"{source.name()} is {value!r}", why, source.name())
-        elif isinstance(value, float) and value != value:  # nan
-            self.add(source, "CONSTANT_MATCH", f"{source.name()} != {source.name()}", why, source.name())
-        elif isinstance(value, (torch.dtype, torch.device, enum.Enum)) or value in (math.inf, -math.inf):
-            # a str-enum's repr <Action.NONE: 'none'> and inf are not Python expressions: bind the value
-            self.add(source, "CONSTANT_MATCH", f"{source.name()} == {self.name_for(value, str(value))}", why, source.name())
-        else:
-            self.add(source, "CONSTANT_MATCH", f"{source.name()} == {value!r}", why, source.name())
+        n = source.name()
+        if value is None or isinstance(value, bool) or isinstance(value, enum.Enum):
+            test = f"{n} is {value!r}" if not isinstance(value, enum.Enum) else \
+                f"{n} is {self.name_for(value, f'{type(value).__name__}_{value.name}')}"
+        elif isinstance(value, float) and value != value:  # nan equals nothing, itself included
+            test = f"{n} != {n}"
+        elif isinstance(value, (torch.dtype, torch.device)):
+            test = f"{n} == {self.name_for(value, str(value))}"
+        elif _is_literal(value):
+            test = f"{n} == {value!r}"
+        else:  # inf, a torch.Size, a frozenset: compared with the value itself, bound in the scope
+            test = f"{n} == {self.name_for(value, type(value).__name__)}"
+        self.add(source, "CONSTANT_MATCH", test, why, n)
 
     def LENGTH_CHECK(self, source: Source, value: Any, why: str) -> None:
         self.TYPE_MATCH(source, value, why)

@@ -23,6 +23,11 @@ from .exc import unimplemented
 from .variables.base import VariableTracker
 
 
+def _may_alias(a: VariableTracker, b: VariableTracker) -> bool:
+    va, vb = getattr(a, "value", None), getattr(b, "value", None)
+    return type(a) is type(b) and (va is None or vb is None or type(va) is type(vb))
+
+
 def _key(obj: VariableTracker):
     return obj.source.name() if obj.source is not None else id(obj)
 
@@ -32,6 +37,7 @@ class SideEffects:
         self.mutated_containers: dict = {}  # key -> List/Dict tracker with a source
         self.attr_stores: dict = {}  # (key, name) -> (obj tracker, name, value tracker)
         self.global_stores: dict = {}  # name -> value tracker
+        self.objects: dict = {}  # id(obj) -> (tracker, obj): Note [One object, one tracker] (builder.py)
 
     def mutation(self, var: VariableTracker) -> None:
         """A list or dict tracker was changed in place."""
@@ -54,6 +60,24 @@ class SideEffects:
         if tx.globals_source is not None:
             return None
         return self.global_stores.get(name)
+
+    def aliasing_guards(self, guards) -> None:
+        """Objects the trace wrote to were distinct from every other object of their type it read.
+
+        Traced as two lists, ``f(a, b)`` may append to ``a`` and read ``len(b)``;
+        called as ``f(l, l)`` that trace is wrong. So each written object gets a
+        guard that it is none of the others (the converse of Note [One object, one tracker]).
+        """
+        written = {id(v) for v in self.mutated_containers.values()} | {id(o) for o, _, _ in self.attr_stores.values()}
+        trackers = [var for var, _ in self.objects.values() if var.source is not None]
+        for var in trackers:
+            if id(var) not in written:
+                continue
+            others = [o for o in trackers if o is not var and _may_alias(o, var)]
+            if others:
+                n = var.source.name()
+                guards.add(var.source, "NO_ALIASING", " and ".join(f"{n} is not {o.source.name()}" for o in others),
+                           "the trace wrote to this object, taking it to be distinct from these", n)
 
     def is_empty(self) -> bool:
         return not (self.mutated_containers or self.attr_stores or self.global_stores)

@@ -57,6 +57,26 @@ class GlobalSource(Source):
 
 
 @dataclass(frozen=True, repr=False)
+class ModuleSource(Source):
+    """A Python module by name: ``sys.modules['helpers']``.
+
+    The globals of a function inlined from another module are read through it
+    (``sys.modules['helpers'].__dict__['SCALE']``), so they are guarded as the
+    root frame's ``G[...]`` are. Guards and transformed functions have ``sys`` in scope.
+    """
+
+    module_name: str
+
+    def name(self) -> str:
+        return f"sys.modules[{self.module_name!r}]"
+
+    def get(self, L: dict, G: dict) -> Any:
+        import sys
+
+        return sys.modules[self.module_name]
+
+
+@dataclass(frozen=True, repr=False)
 class AttrSource(Source):
     base: Source
     member: str
@@ -85,3 +105,30 @@ class ClosureSource(Source):
 
     def name(self) -> str:
         return f"{self.base.name()}.__closure__[{self.index}].cell_contents"
+
+
+def globals_source_for(fn_globals: dict, code, fn_source: Any = None) -> Any:
+    """Where an inlined function's globals are read from, when they are not the root frame's ``G``.
+
+    Note [Every module's globals are guarded]
+        A method defined in ``helpers.py`` reads ``helpers.SCALE``; the trace folds
+        it, so it must be guarded like a global of the compiled function. Its
+        source is its module, ``sys.modules['helpers'].__dict__['SCALE']``, whatever
+        way the function was reached (a method, a property, a hook); a function with
+        a source and globals of no module gives ``<fn>.__globals__['SCALE']``.
+        Library code (``minidynamo.trace_rules``) returns False: its globals
+        (``F``, ``math``) are read as constants, without guards.
+    """
+    from minidynamo.trace_rules import is_library_file
+
+    if is_library_file(code.co_filename):
+        return False
+    import sys
+
+    name = fn_globals.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    if module is not None and getattr(module, "__dict__", None) is fn_globals:
+        return AttrSource(ModuleSource(name), "__dict__")
+    if fn_source is not None:
+        return AttrSource(fn_source, "__globals__")
+    return False  # no way to reach them again: read as constants

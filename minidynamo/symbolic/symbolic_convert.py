@@ -42,7 +42,7 @@ from minidynamo.bytecode import (FOR_ITER_EXIT_SKIP, LOAD_ATTR_METHOD_BIT, NULL_
 from . import counters
 from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
 from .fake_values import TracedUserError
-from .source import AttrSource, GetItemSource, GlobalSource, LocalSource
+from .source import AttrSource, GetItemSource, GlobalSource, LocalSource, globals_source_for
 from .opcodes_data import DataOpcodes
 from .resume_execution import vm_can_run
 from .variables.base import VariableTracker
@@ -473,9 +473,7 @@ class InstructionTranslatorBase(DataOpcodes):
             self.pop()  # annotations
         kwdefaults = self.pop().items if flags & 0x02 else None
         defaults = self.pop().items if flags & 0x01 else None
-        globals_source = self.globals_source
         self.push(NestedUserFunctionVariable(code, code.co_qualname, self.f_globals, defaults, kwdefaults, closure))
-        del globals_source
 
     def inline_user_function_return(self, fn_var, args: list, kwargs: dict) -> VariableTracker:
         """Trace a Python function's body on this graph (Note [Binding arguments ...])."""
@@ -487,12 +485,8 @@ class InstructionTranslatorBase(DataOpcodes):
             unimplemented("inlining too deep (recursion?)")
         bound = fn_var.bind_args(self, args, kwargs)
         fn_globals = fn_var.get_globals()
-        if fn_globals is self.output.root_globals:
-            globals_source = None
-        elif getattr(fn_var, "source", None) is not None and isinstance(fn_var, UserFunctionVariable):
-            globals_source = AttrSource(fn_var.source, "__globals__")
-        else:
-            globals_source = False  # no way to guard: read globals as constants
+        globals_source = None if fn_globals is self.output.root_globals else \
+            globals_source_for(fn_globals, code, getattr(fn_var, "source", None))
         tracer = InliningInstructionTranslator(
             code, fn_globals, bound, self.output, closure_cells=fn_var.closure_cells(self),
             globals_source=globals_source, depth=self.depth + 1,

@@ -51,17 +51,38 @@ class VariableBuilder:
         key = self.source.name()
         if key in cache:
             return cache[key]
+        same = self._same_object(value)
+        if same is not None:
+            cache[key] = same
+            return same
         var = self._wrap(value)
         cache[key] = var
+        if _tracked_by_identity(value):
+            self.tx.output.side_effects.objects[id(value)] = (var, value)
         return var
+
+    def _same_object(self, value: Any):
+        """The tracker of an object already reached through another source (Note [One object, one tracker])."""
+        if not _tracked_by_identity(value):
+            return None
+        entry = self.tx.output.side_effects.objects.get(id(value))
+        if entry is None or entry[1] is not value:
+            return None
+        first = entry[0]
+        n = self.source.name()
+        self.tx.output.guards.add(self.source, "ID_MATCH", f"{n} is {first.source.name()}",
+                                  "the trace saw these two as one object (a write through one shows in the other)", n)
+        return first
 
     def _wrap(self, value: Any) -> VariableTracker:
         tx, source = self.tx, self.source
         guards = tx.output.guards
         if isinstance(value, torch.Tensor):
             guards.TENSOR_MATCH(source, value, "tensor input: the graph was traced for its metadata")
-            return tx.output.add_graph_input(source, value)
-        if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, (tuple, frozenset))):
+            var = tx.output.add_graph_input(source, value)
+            var.class_type = type(value)  # what type(x) and isinstance see: Tensor, Parameter, a subclass
+            return var
+        if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, tuple)):
             guards.CONSTANT_MATCH(source, value, "Python value folded into the trace")
             return ConstantVariable(value, source=source)
         if isinstance(value, (list, tuple)):
@@ -105,8 +126,10 @@ class VariableBuilder:
             guards.ID_MATCH(source, value, "the trace read attributes of this module")
             return PythonModuleVariable(value, source=source)
         if is_builtin(value):
+            guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
         if is_torch_callable(value):
+            guards.ID_MATCH(source, value, "the trace recorded this torch function")
             return TorchInGraphFunctionVariable(value, source=source)
         from ..eval_frame import OptimizedFunction
 
@@ -134,9 +157,28 @@ class VariableBuilder:
             guards.ID_MATCH(source, value, "the trace used this class")
             return UserDefinedClassVariable(value, source=source)
         if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+            guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
         guards.TYPE_MATCH(source, value, "the trace read attributes of this object")
         return UserDefinedObjectVariable(value, source=source)
+
+
+def _tracked_by_identity(value: Any) -> bool:
+    """Mutable objects whose writes the trace replays: one tracker per object, however reached.
+
+    Note [One object, one tracker]
+        ``f(l, l)`` or a global list also passed as an argument: two sources, one
+        list. A write through one name must be seen through the other, and written
+        back once. So, as torch's ``SideEffects`` keys its entries by the object,
+        the builder hands out the tracker made for the first source, with a guard
+        that the second source is the same object (``L['b'] is L['a']``). The
+        opposite case, traced with two objects and called with one, is guarded at
+        the end of the trace for the objects it wrote to (``SideEffects.aliasing_guards``).
+    """
+    return isinstance(value, (list, dict, torch.nn.Module)) or (
+        type(value).__module__ not in ("builtins", "torch") and not isinstance(value, (type, types.ModuleType,
+                                                                                       types.FunctionType, tuple))
+        and hasattr(value, "__dict__") and not callable(value))
 
 
 def _attr(source, name):

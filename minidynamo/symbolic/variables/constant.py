@@ -12,6 +12,7 @@ Note [Constants fold]
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import torch
@@ -23,7 +24,7 @@ from .base import VariableTracker
 CONSTANT_TYPES = (
     int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
     torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format, slice, range,
-    type((lambda: 0).__code__),
+    type((lambda: 0).__code__), enum.Enum,
 )
 
 

@@ -61,12 +61,8 @@ class ConstDictVariable(VariableTracker):
             return ConstantVariable(len(items))
         if name == "__contains__":
             return ConstantVariable(_key(args[0]) in items)
-        if name == "keys":
-            return ListVariable([wrap_constant_result(k) for k in items])
-        if name == "values":
-            return ListVariable(list(items.values()))
-        if name == "items":
-            return ListVariable([TupleVariable([wrap_constant_result(k), v]) for k, v in items.items()])
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            return DictViewVariable(self, name)  # Note [Dict views are live]
         if name == "copy":
             return ConstDictVariable(items, self.user_cls)
         # mutations
@@ -115,3 +111,62 @@ class ConstDictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ConstDictVariable({list(self.items)})"
+
+
+class DictViewVariable(VariableTracker):
+    """``d.keys()`` / ``d.values()`` / ``d.items()``: a live view of the dict tracker.
+
+    Note [Dict views are live]
+        ``k = d.keys(); d["c"] = 1; list(k)`` gives three keys in Python: a view
+        reads the dict each time it is used. So the view keeps the dict's tracker,
+        not a copy of its items, and takes them when it is iterated, measured or
+        rebuilt (``d.keys()`` again after a graph break). Mirrors torch's
+        ``DictKeysVariable`` / ``DictValuesVariable`` / ``DictItemsVariable``.
+    """
+
+    def __init__(self, dict_var: ConstDictVariable, kind: str, **kwargs):
+        super().__init__(**kwargs)
+        self.dict_var = dict_var
+        self.kind = kind
+
+    def view_items(self) -> list[VariableTracker]:
+        from .builder import wrap_constant_result
+
+        items = self.dict_var.items
+        if self.kind == "keys":
+            return [wrap_constant_result(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([wrap_constant_result(k), v]) for k, v in items.items()]
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return self.view_items()
+
+    def is_python_constant(self) -> bool:
+        return all(v.is_python_constant() for v in self.view_items())
+
+    def as_python_constant(self) -> Any:
+        return getattr(self.dict_var.as_python_constant(), self.kind)()
+
+    def truth(self, tx) -> bool:
+        return bool(self.dict_var.items)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_var.items))
+        if name == "__contains__" and self.kind == "keys":
+            return self.dict_var.call_method(tx, "__contains__", args, kwargs)
+        if name == "__iter__":
+            from .lists import ListIteratorVariable
+
+            return ListIteratorVariable(self.view_items())
+        return ListVariable(self.view_items()).call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.dict_var)}.{self.kind}()"
+
+    def __repr__(self) -> str:
+        return f"DictViewVariable({self.kind}, {list(self.dict_var.items)})"

@@ -55,6 +55,17 @@ class BaseUserFunctionVariable(VariableTracker):
         return tx.inline_user_function_return(self, list(args), dict(kwargs))
 
 
+def _default(tx, source, table: str, key, value) -> VariableTracker:
+    """A default value: read (and guarded) through ``fn.__defaults__[i]`` when the function has a source."""
+    from ..source import GetItemSource
+    from ..symbolic_convert import LazyVariableTracker
+    from .builder import wrap_sourceless
+
+    if source is None:
+        return wrap_sourceless(tx, value)
+    return LazyVariableTracker(value, GetItemSource(AttrSource(source, table), key))  # guarded only if read
+
+
 class UserFunctionVariable(BaseUserFunctionVariable):
     """A Python function that exists before the trace (a global, an attribute)."""
 
@@ -80,8 +91,9 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def bind_args(self, tx, args, kwargs) -> dict:
         from .builder import wrap_sourceless
 
-        defaults = [wrap_sourceless(tx, d) for d in (self.fn.__defaults__ or ())]
-        kwdefaults = {k: wrap_sourceless(tx, v) for k, v in (self.fn.__kwdefaults__ or {}).items()}
+        defaults = [_default(tx, self.source, "__defaults__", i, d) for i, d in enumerate(self.fn.__defaults__ or ())]
+        kwdefaults = {k: _default(tx, self.source, "__kwdefaults__", k, v)
+                      for k, v in (self.fn.__kwdefaults__ or {}).items()}
         return bind_args(tx, self.fn.__code__, self.fn.__name__, defaults, kwdefaults, args, kwargs)
 
     def closure_cells(self, tx) -> dict:
@@ -223,18 +235,10 @@ def make_function(code, f_globals, qualname, defaults, closure, kwdefaults):
 
 
 def is_user_function(fn: Any) -> bool:
-    """A Python function whose frames we would trace (not torch's, not the stdlib's)."""
-    return isinstance(fn, types.FunctionType) and not _is_skipped_file(fn.__code__.co_filename)
+    """A Python function whose frames we would trace (not library code, ``minidynamo.trace_rules``)."""
+    from minidynamo.trace_rules import is_library_file
 
-
-def _is_skipped_file(filename: str) -> bool:
-    import os
-
-    import torch
-
-    torch_dir = os.path.dirname(torch.__file__)
-    stdlib_dir = os.path.dirname(inspect.__file__)
-    return filename.startswith(torch_dir) or (filename.startswith(stdlib_dir) and "site-packages" not in filename)
+    return isinstance(fn, types.FunctionType) and not is_library_file(fn.__code__.co_filename)
 
 
 __all__ = ["UserFunctionVariable", "NestedUserFunctionVariable", "UserMethodVariable", "is_user_function",

@@ -64,7 +64,15 @@ def _pending_attr(tx, obj_var, name):
 
 
 def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
-    """Attribute of a real Python object (user object, module): instance dict, then class."""
+    """Attribute of a real Python object (user object, module): instance dict, then class.
+
+    Note [A method is guarded through its instance]
+        ``obj.step(x)`` with ``step`` defined on the class inlines ``type(obj).step``.
+        Its guard reads it again as Python would, ``L['obj'].step.__func__ is ___step``:
+        an ``obj.step = f`` set later (the instance dict wins) or ``Cls.step = g``
+        fails it and recompiles. The method keeps that source, so its defaults,
+        closure cells and globals are guarded through it too.
+    """
     from .builder import VariableBuilder, wrap_sourceless
     from .functions import UserFunctionVariable, UserMethodVariable
 
@@ -84,7 +92,11 @@ def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> V
     if isinstance(cls_attr, classmethod):
         return UserMethodVariable(cls_attr.__func__, UserDefinedClassVariable(type(value)))
     if inspect.isfunction(cls_attr):
-        return UserMethodVariable(cls_attr, obj_var)
+        if source is not None:  # Note [A method is guarded through its instance]
+            n = source.name()
+            tx.output.guards.add(source, "ID_MATCH", f"{n}.__func__ is {tx.output.guards.name_for(cls_attr, name)}",
+                                 "the trace inlined this method, looked up on the instance as Python does", n)
+        return UserMethodVariable(cls_attr, obj_var, source=source)
     if cls_attr is not None and not callable(cls_attr):
         # a class-level constant; guard it through the instance
         attr = getattr(value, name)

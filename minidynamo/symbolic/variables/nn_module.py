@@ -26,8 +26,50 @@ from .constant import ConstantVariable
 from .lists import BaseListVariable, ListVariable, TupleVariable
 
 
-def _has_hooks(m: torch.nn.Module) -> bool:
-    return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)  # noqa: SLF001
+def _global_hooks() -> bool:
+    """Hooks registered for every module (``register_module_forward_hook`` and friends)."""
+    mm = torch.nn.modules.module
+    return bool(mm._global_forward_pre_hooks or mm._global_forward_hooks or mm._global_backward_pre_hooks
+                or mm._global_backward_hooks)  # noqa: SLF001
+
+
+def is_plain_call(m: torch.nn.Module) -> bool:
+    """``m(...)`` would only run ``type(m).forward``: no hooks, no ``forward`` set on the instance.
+
+    Note [A module call is guarded like torch's _call_impl]
+        ``m(x)`` is ``nn.Module.__call__``: the forward pre-hooks, then ``m.forward``
+        looked up on the instance first (``m.forward = f`` wins over the class), then
+        the forward hooks; global hooks (``register_module_forward_hook``) run for every
+        module. Torch traces ``_call_impl`` itself and so guards the hook dicts it reads.
+        We trace the same steps: each module called gets one NN_MODULE_CALL guard
+        that its hooks and its ``forward`` are what the trace saw (no hooks and no
+        instance ``forward``, in the common case, one cheap expression); hooks it has
+        are inlined in ``_call_impl``'s order, each guarded by its source. A hook or
+        a ``forward`` added after compile fails that guard and recompiles. Backward
+        hooks and global hooks are not traced: a graph break (guarded absent).
+        ``md.compile(m)`` (``OptimizedModule``) runs the compiled ``type(m).forward``
+        directly only while ``is_plain_call(m)``; otherwise it compiles the call.
+        Not guarded: the class's own ``forward`` reassigned (``M.forward = g``).
+    """
+    return not (m._forward_pre_hooks or m._forward_hooks or m._backward_pre_hooks or m._backward_hooks  # noqa: SLF001
+                or "forward" in m.__dict__ or _global_hooks())
+
+
+def _is_none(var: VariableTracker) -> bool:
+    return isinstance(var, ConstantVariable) and var.value is None
+
+
+def _guard_no_global_hooks(tx) -> None:
+    """One guard per trace that calls a module: no global module hooks (they are not traced)."""
+    from ..source import ModuleSource
+
+    src = ModuleSource("torch.nn.modules.module")
+    n = src.name()
+    tx.output.guards.add(src, "GLOBAL_HOOKS", f"not ({n}._global_forward_pre_hooks or {n}._global_forward_hooks or "
+                         f"{n}._global_backward_pre_hooks or {n}._global_backward_hooks)",
+                         "the trace called modules with no global module hooks registered")
+    if _global_hooks():
+        unimplemented("global module hooks (register_module_forward_hook, ...) are not traced")
 
 
 _SPECIAL_METHODS = {"parameters", "named_parameters", "buffers", "named_buffers", "children", "modules"}
@@ -78,17 +120,77 @@ class NNModuleVariable(VariableTracker):
         return lookup_python_attr(tx, self, m, name)  # instance dict, then class (as for any object)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        if _has_hooks(self.value):
-            unimplemented(f"{type(self.value).__name__} has hooks")
-        forward = inspect.getattr_static(type(self.value), "forward", None)
-        if not inspect.isfunction(forward):
-            unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
+        """``nn.Module.__call__`` traced (Note [A module call is guarded like torch's _call_impl])."""
+        from .builder import VariableBuilder
         from .functions import UserMethodVariable
 
-        return UserMethodVariable(forward, self).call_function(tx, args, kwargs)
+        m, src, name = self.value, self.source, type(self.value).__name__
+        if src is None:
+            unimplemented(f"calling a {name} module reached without a source")
+        _guard_no_global_hooks(tx)
+        if m._backward_pre_hooks or m._backward_hooks:  # noqa: SLF001
+            unimplemented(f"{name} has backward hooks (not traced)")
+        pre, post = dict(m._forward_pre_hooks), dict(m._forward_hooks)  # noqa: SLF001
+        pre_kw, post_kw = list(m._forward_pre_hooks_with_kwargs), list(m._forward_hooks_with_kwargs)  # noqa: SLF001
+        n = src.name()
+        own_forward = "forward" in m.__dict__
+        if not (pre or post or own_forward):
+            tx.output.guards.add(src, "NN_MODULE_CALL", f"not ({n}._forward_pre_hooks or {n}._forward_hooks or "
+                                 f"{n}._backward_pre_hooks or {n}._backward_hooks or 'forward' in {n}.__dict__)",
+                                 "the trace called this module: no hooks, forward from its class")
+        else:
+            tx.output.guards.add(src, "NN_MODULE_CALL", f"(list({n}._forward_pre_hooks), list({n}._forward_hooks), "
+                                 f"list({n}._forward_pre_hooks_with_kwargs), list({n}._forward_hooks_with_kwargs), "
+                                 f"'forward' in {n}.__dict__) == {(list(pre), list(post), pre_kw, post_kw, own_forward)!r}"
+                                 f" and not ({n}._backward_pre_hooks or {n}._backward_hooks)",
+                                 "the trace called this module and ran these hooks", f"list({n}._forward_hooks)")
+        hook_var = lambda table, key: VariableBuilder(tx, GetItemSource(AttrSource(src, table), key))  # noqa: E731
+        args_var = TupleVariable(list(args))
+        for key, hook in pre.items():
+            fn = hook_var("_forward_pre_hooks", key)(hook)
+            if key in pre_kw:
+                from .dicts import ConstDictVariable
+
+                out = fn.call_function(tx, [self, args_var, ConstDictVariable(dict(kwargs))], {})
+                if not _is_none(out):
+                    args_var, kw_var = out.unpack_var_sequence(tx)
+                    kwargs = dict(kw_var.items)
+            else:
+                out = fn.call_function(tx, [self, args_var], {})
+                if not _is_none(out):
+                    args_var = out if isinstance(out, TupleVariable) else TupleVariable([out])
+        args = args_var.unpack_var_sequence(tx)
+        if own_forward:
+            result = VariableBuilder(tx, AttrSource(src, "forward"))(m.__dict__["forward"]).call_function(
+                tx, list(args), dict(kwargs))
+        else:
+            forward = inspect.getattr_static(type(m), "forward", None)
+            if not inspect.isfunction(forward):
+                unimplemented(f"{name}.forward is not a Python function")
+            result = UserMethodVariable(forward, self).call_function(tx, list(args), dict(kwargs))
+        for key, hook in post.items():
+            fn = hook_var("_forward_hooks", key)(hook)
+            if key in post_kw:
+                from .dicts import ConstDictVariable
+
+                out = fn.call_function(tx, [self, args_var, ConstDictVariable(dict(kwargs)), result], {})
+            else:
+                out = fn.call_function(tx, [self, args_var, result], {})
+            if not _is_none(out):
+                result = out
+        return result
+
+    def _guard_children(self, tx) -> None:
+        """The trace unrolled this container's children: guard their names (an append recompiles)."""
+        if self.source is not None:
+            n = self.source.name()
+            table = "_parameters" if isinstance(self.value, torch.nn.ParameterList) else "_modules"
+            tx.output.guards.add(self.source, "DICT_KEYS", f"list({n}.{table}) == {list(getattr(self.value, table))!r}",
+                                 "the trace unrolled this container's children", f"list({n}.{table})")
 
     def _children(self, tx) -> list:
         m = self.value
+        self._guard_children(tx)
         if isinstance(m, (torch.nn.Sequential, torch.nn.ModuleList)):
             return [self._child(tx, i, c) for i, c in enumerate(m)]
         if isinstance(m, torch.nn.ModuleDict):
@@ -105,8 +207,10 @@ class NNModuleVariable(VariableTracker):
         if name == "forward":
             return self.call_function(tx, args, kwargs)
         if name == "__len__":
+            self._guard_children(tx)
             return ConstantVariable(len(m))
         if name == "__getitem__":
+            self._guard_children(tx)
             key = args[0].as_python_constant()
             if isinstance(m, torch.nn.ModuleDict):
                 return self._child(tx, key, m[key])
@@ -120,6 +224,8 @@ class NNModuleVariable(VariableTracker):
             return self._child(tx, key, m[key])
         if name in ("__contains__",) and isinstance(m, torch.nn.ModuleDict):
             return ConstantVariable(args[0].as_python_constant() in m)
+        if name in ("children", "modules", "keys", "values", "items", "__contains__"):
+            self._guard_children(tx)
         if name in ("children", "modules"):
             items = [self._child(tx, k, c) for k, c in m.named_children()]
             if name == "modules":

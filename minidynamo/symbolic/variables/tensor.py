@@ -52,12 +52,14 @@ class TensorVariable(VariableTracker):
         super().__init__(**kwargs)
         self.proxy = proxy
         self.example_value = example_value
+        self.class_type = torch.Tensor  # an input's is its real class (builder.py), never the FakeTensor's
 
     def as_proxy(self) -> torch.fx.Proxy:
         return self.proxy
 
     def python_type(self) -> type:
-        return type(self.example_value) if self.source is not None else torch.Tensor
+        """``type(x)`` as eager sees it: Tensor, Parameter or a subclass (guarded by TYPE_MATCH)."""
+        return self.class_type
 
     def as_python_constant(self) -> Any:
         unimplemented("a tensor is not a Python constant")
@@ -72,6 +74,10 @@ class TensorVariable(VariableTracker):
         from .builder import wrap_fx_proxy
 
         fake = self.example_value
+        if name == "__class__":
+            from .builder import wrap_sourceless
+
+            return wrap_sourceless(tx, self.python_type())
         if name in CONSTANT_ATTRS:
             value = getattr(fake, name)
             return ConstantVariable(value)

@@ -20,20 +20,60 @@ from typing import Any
 
 import torch
 
+from minidynamo.trace_rules import is_library_module
+
 from ..exc import unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
 
 # Torch callables that only look at their (constant) arguments: fold them.
 CONSTANT_FOLD = {
-    torch.device, torch.Size, torch.finfo, torch.iinfo, torch.is_grad_enabled, torch.get_default_dtype,
-    torch.is_floating_point, torch.is_complex, torch.is_tensor, torch.promote_types, torch.result_type,
-    torch.is_inference_mode_enabled,
+    torch.device, torch.Size, torch.finfo, torch.iinfo, torch.is_floating_point, torch.is_complex, torch.is_tensor,
+    torch.promote_types, torch.result_type, torch.can_cast,
 }
 # Asked while tracing, these answer "yes, compiling" (Dynamo folds them the same way), so
 # library code takes its compile-friendly path (transformers: is_torchdynamo_compiling()).
 COMPILING = {torch.compiler.is_compiling: True, torch.compiler.is_dynamo_compiling: True,
              torch.compiler.is_exporting: False}
+
+
+def _fns(*names: str) -> set:
+    """The torch callables of these dotted names that this torch has."""
+    import operator
+
+    out = set()
+    for name in names:
+        try:
+            out.add(operator.attrgetter(name)(torch))
+        except AttributeError:
+            pass
+    return out
+
+
+# Note [A folded torch result is guarded or breaks]
+#     ``torch.is_grad_enabled()`` has no tensor argument and returns a bool: the trace
+#     folds it into a constant, so the entry is only valid while it would return the
+#     same. These read the global state that every entry guards (Note [Global state
+#     is one guard], guards.py), so they fold safely. The next ones are fixed for the
+#     life of the process (torch folds them unguarded too, ``constant_fold_functions``
+#     in torch/_dynamo/variables/torch.py). Any other torch callable that returns a
+#     non-tensor without reading a tensor (``torch.get_num_threads()``,
+#     ``torch.initial_seed()``) depends on state no guard covers: a graph break, so
+#     it runs eagerly on every call, never baked in.
+FOLD_UNDER_GLOBAL_STATE = _fns(
+    "is_grad_enabled", "is_inference_mode_enabled", "get_default_dtype", "is_autocast_enabled", "get_autocast_dtype",
+    "is_autocast_cpu_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "_C._is_any_autocast_enabled",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+)
+PROCESS_CONSTANTS = _fns(
+    "cuda.is_available", "cuda.device_count", "accelerator.is_available", "xpu.is_available",
+    "distributed.is_available", "backends.mps.is_available", "_C._get_privateuse1_backend_name",
+    "nn.functional._Reduction.get_enum", "_utils._get_device_index",
+)
+CONSTANT_FOLD |= FOLD_UNDER_GLOBAL_STATE | PROCESS_CONSTANTS
+# Names of torch callables that change global state (torch.set_num_threads): a graph break before they run.
+_STATE_SETTER_PREFIXES = ("set_", "use_", "manual_seed", "seed", "_set_")
+
 # Torch callables with global side effects: a graph break, as in Dynamo.
 BREAK = {
     torch.manual_seed: "torch.manual_seed changes the global RNG state",
@@ -78,6 +118,9 @@ class TorchInGraphFunctionVariable(VariableTracker):
             unimplemented(BREAK[fn])
         if fn in COMPILING:
             return wrap_constant_result(COMPILING[fn])
+        name = getattr(fn, "__name__", "") or ""
+        if name.startswith(_STATE_SETTER_PREFIXES) and not _reads_tensor(args, kwargs):
+            unimplemented(f"torch.{name} changes global state", "call it outside the compiled function")
         const_args = all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values())
         if fn in CONSTANT_FOLD or (const_args and fn in (torch.is_tensor,)):
             if not const_args and fn in (torch.is_tensor,):
@@ -92,7 +135,23 @@ class TorchInGraphFunctionVariable(VariableTracker):
             unimplemented(f"constructing {fn.__name__} inside the compiled function")
         pargs = tuple(a.as_proxy() for a in args)
         pkw = {k: v.as_proxy() for k, v in kwargs.items()}
-        return wrap_fx_proxy(tx, "call_function", fn, pargs, pkw)
+        result = wrap_fx_proxy(tx, "call_function", fn, pargs, pkw)
+        if not _has_tensor(result) and not _reads_tensor(args, kwargs):  # Note [A folded torch result is ...]
+            unimplemented(f"torch.{name or fn}() returned a non-tensor ({result!r:.60}) that depends on state no "
+                          "guard covers", "call it outside the compiled function and pass the value in")
+        return result
+
+
+def _has_tensor(var: VariableTracker) -> bool:
+    from .tensor import TensorVariable
+
+    if isinstance(var, TensorVariable):
+        return True
+    return any(_has_tensor(v) for v in getattr(var, "items", ()) if isinstance(v, VariableTracker))
+
+
+def _reads_tensor(args: list, kwargs: dict) -> bool:
+    return any(_has_tensor(a) for a in [*args, *kwargs.values()])
 
 
 class PythonModuleVariable(VariableTracker):
@@ -126,15 +185,6 @@ class PythonModuleVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.value.__name__})"
-
-
-def is_library_module(module: types.ModuleType) -> bool:
-    """torch, the stdlib and third-party packages: their attributes are not guarded."""
-    import sys
-
-    name = module.__name__.split(".")[0]
-    return name in ("torch", "math", "operator", "functools", "itertools", "collections", "numpy", "builtins",
-                    "typing", "dataclasses", "enum") or name in sys.stdlib_module_names
 
 
 _OP_TYPES = (type(torch.ops.aten.add), type(torch.ops.aten.add.Tensor))
