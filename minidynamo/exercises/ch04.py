@@ -17,6 +17,8 @@ import torch
 from minidynamo.exercises import NotYet, correct
 
 __all__ = [
+    "FACTOR",
+    "Scaler",
     "scale",
     "check_failing_guard",
     "solution_failing_guard",
@@ -29,6 +31,16 @@ __all__ = [
 
 def scale(x, k=2):
     return x * k + 1
+
+
+FACTOR = 2  # a global of this module, read by Scaler.apply (the chapter changes it)
+
+
+class Scaler:
+    """A class of another module than the notebook's: its method reads this module's ``FACTOR``."""
+
+    def apply(self, x):
+        return x * FACTOR
 
 
 def _first_input():
