@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -299,4 +298,4 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
             f"    torch.set_grad_enabled({blocks[0].initial_mode})   # the block's __exit__", "    raise"]
 
 
-__all__ = ["compile_frame", "CacheEntry", "types"]
+__all__ = ["compile_frame", "CacheEntry"]

@@ -149,7 +149,7 @@ class VariableBuilder:
                 guards.ID_MATCH(source, value, "the trace inlined this function")
             return UserFunctionVariable(value, source=source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-            obj = VariableBuilder(tx, _attr(source, "__self__"))(value.__self__)
+            obj = VariableBuilder(tx, AttrSource(source, "__self__"))(value.__self__)
             return UserMethodVariable(value.__func__, obj, source=source)
         if any(value is c for c in GRAD_MODE_CLASSES):
             return GradModeClassVariable(value, source=source)
@@ -179,12 +179,6 @@ def _tracked_by_identity(value: Any) -> bool:
         type(value).__module__ not in ("builtins", "torch") and not isinstance(value, (type, types.ModuleType,
                                                                                        types.FunctionType, tuple))
         and hasattr(value, "__dict__") and not callable(value))
-
-
-def _attr(source, name):
-    from ..source import AttrSource
-
-    return AttrSource(source, name)
 
 
 def wrap_constant_result(value: Any) -> VariableTracker:

@@ -59,24 +59,11 @@ class GetAttrVariable(VariableTracker):
         return f"GetAttrVariable({self.obj!r}, {self.name!r})"
 
 
-def _pending_attr(tx, obj_var, name):
-    return tx.output.side_effects.load_attr(obj_var, name)
-
-
 def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
-    """Attribute of a real Python object (user object, module): instance dict, then class.
-
-    Note [A method is guarded through its instance]
-        ``obj.step(x)`` with ``step`` defined on the class inlines ``type(obj).step``.
-        Its guard reads it again as Python would, ``L['obj'].step.__func__ is ___step``:
-        an ``obj.step = f`` set later (the instance dict wins) or ``Cls.step = g``
-        fails it and recompiles. The method keeps that source, so its defaults,
-        closure cells and globals are guarded through it too.
-    """
+    """Attribute of a real Python object (user object, module): instance dict, then class."""
     from .builder import VariableBuilder, wrap_sourceless
-    from .functions import UserFunctionVariable, UserMethodVariable
 
-    pending = _pending_attr(tx, obj_var, name)
+    pending = tx.output.side_effects.load_attr(obj_var, name)
     if pending is not None:
         return pending
     source = AttrSource(obj_var.source, name) if obj_var.source is not None else None
@@ -85,23 +72,48 @@ def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> V
         attr = inst_dict[name]
         return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
     cls_attr = inspect.getattr_static(type(value), name, None)
+    found = class_attribute(tx, obj_var, cls_attr, name, source)
+    if found is not None:
+        return found
+    if cls_attr is not None and not callable(cls_attr):
+        # a class-level constant; guard it through the instance
+        attr = getattr(value, name)
+        return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
+    unimplemented(f"attribute {name!r} of {type(value).__name__} object")
+
+
+def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, source=None) -> Optional[VariableTracker]:
+    """``obj.name`` when ``name`` was found on the class as ``cls_attr``: the one attribute-lookup helper.
+
+    A property runs its getter on ``obj``, a staticmethod is its function, a
+    classmethod and a plain function become methods bound to the class or to ``obj``.
+    None for anything else (a class constant, a C descriptor): the caller decides.
+    ``lookup_python_attr`` (objects from outside), ``NewObjectVariable`` (objects made
+    while tracing) and ``SuperVariable`` (the MRO after a class) all resolve through it.
+
+    Note [A method is guarded through its instance]
+        ``obj.step(x)`` with ``step`` defined on the class inlines ``type(obj).step``.
+        Its guard reads it again as Python would, ``L['obj'].step.__func__ is ___step``:
+        an ``obj.step = f`` set later (the instance dict wins) or ``Cls.step = g``
+        fails it and recompiles. The method keeps that source, so its defaults,
+        closure cells and globals are guarded through it too.
+    """
+    from .builder import wrap_sourceless
+    from .functions import UserFunctionVariable, UserMethodVariable
+
     if isinstance(cls_attr, property) and cls_attr.fget is not None:
         return UserFunctionVariable(cls_attr.fget).call_function(tx, [obj_var], {})
     if isinstance(cls_attr, staticmethod):
         return wrap_sourceless(tx, cls_attr.__func__)
     if isinstance(cls_attr, classmethod):
-        return UserMethodVariable(cls_attr.__func__, UserDefinedClassVariable(type(value)))
+        return UserMethodVariable(cls_attr.__func__, UserDefinedClassVariable(obj_var.python_type()))
     if inspect.isfunction(cls_attr):
         if source is not None:  # Note [A method is guarded through its instance]
             n = source.name()
             tx.output.guards.add(source, "ID_MATCH", f"{n}.__func__ is {tx.output.guards.name_for(cls_attr, name)}",
                                  "the trace inlined this method, looked up on the instance as Python does", n)
         return UserMethodVariable(cls_attr, obj_var, source=source)
-    if cls_attr is not None and not callable(cls_attr):
-        # a class-level constant; guard it through the instance
-        attr = getattr(value, name)
-        return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
-    unimplemented(f"attribute {name!r} of {type(value).__name__} object")
+    return None
 
 
 class UserDefinedObjectVariable(VariableTracker):
@@ -150,15 +162,14 @@ class SuperVariable(VariableTracker):
         self.obj = obj
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .functions import UserMethodVariable
-
         obj_type = self.obj.python_type()
         mro = obj_type.__mro__
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in klass.__dict__:
                 attr = klass.__dict__[name]
-                if inspect.isfunction(attr):
-                    return UserMethodVariable(attr, self.obj)
+                found = class_attribute(tx, self.obj, attr, name)
+                if found is not None:
+                    return found
                 if klass is dict and name in ("get", "__getitem__", "__contains__"):
                     return GetAttrVariable(DictBaseVariable(self.obj), name)  # super().get of a dict subclass
                 break
@@ -186,17 +197,13 @@ class NewObjectVariable(VariableTracker):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap_sourceless
-        from .functions import UserFunctionVariable, UserMethodVariable
 
         if name in self.attrs:
             return self.attrs[name]
         cls_attr = inspect.getattr_static(self.cls, name, None)
-        if isinstance(cls_attr, property) and cls_attr.fget is not None:
-            return UserFunctionVariable(cls_attr.fget).call_function(tx, [self], {})
-        if isinstance(cls_attr, staticmethod):
-            return wrap_sourceless(tx, cls_attr.__func__)
-        if inspect.isfunction(cls_attr):
-            return UserMethodVariable(cls_attr, self)
+        found = class_attribute(tx, self, cls_attr, name)
+        if found is not None:
+            return found
         if cls_attr is not None:
             return wrap_sourceless(tx, cls_attr)
         unimplemented(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
@@ -280,5 +287,5 @@ class UserDefinedClassVariable(VariableTracker):
 
 __all__ = [
     "NullVariable", "CellVariable", "GetAttrVariable", "UserDefinedObjectVariable",
-    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr", "NewObjectVariable", "new_object",
+    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr", "class_attribute", "NewObjectVariable", "new_object",
 ]

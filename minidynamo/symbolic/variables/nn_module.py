@@ -268,7 +268,7 @@ class NNModuleVariable(VariableTracker):
         unimplemented("a module is not a constant")
 
 
-__all__ = ["NNModuleVariable", "Any"]
+__all__ = ["NNModuleVariable", "ModuleListSliceVariable", "is_plain_call"]
 
 
 class ModuleListSliceVariable(BaseListVariable):

@@ -68,7 +68,8 @@ FOLD_UNDER_GLOBAL_STATE = _fns(
 PROCESS_CONSTANTS = _fns(
     "cuda.is_available", "cuda.device_count", "accelerator.is_available", "xpu.is_available",
     "distributed.is_available", "backends.mps.is_available", "_C._get_privateuse1_backend_name",
-    "nn.functional._Reduction.get_enum", "_utils._get_device_index",
+    "nn.functional._Reduction.get_enum", "_utils._get_device_index", "_assert",
+    "jit.is_tracing", "jit.is_scripting", "_C._get_tracing_state",  # never under torch.jit while compiled
 )
 CONSTANT_FOLD |= FOLD_UNDER_GLOBAL_STATE | PROCESS_CONSTANTS
 # Names of torch callables that change global state (torch.set_num_threads): a graph break before they run.
