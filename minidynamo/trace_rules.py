@@ -25,9 +25,15 @@ import sys
 import sysconfig
 import types
 
-# torch/_dynamo/trace_rules.py THIRDPARTY_SKIPLIST, the packages of it that are commonly installed
-THIRDPARTY_SKIPLIST = ("numpy", "hypothesis", "networkx", "onnx", "onnxruntime", "pandas", "sklearn", "tabulate",
-                       "tqdm", "tree", "sympy", "pytest", "_pytest", "IPython", "ipykernel", "typing_extensions")
+# torch/_dynamo/trace_rules.py THIRDPARTY_SKIPLIST (the packages of it that are commonly installed), and the
+# tools around the user's code (test runners, notebook kernels), never traced or compiled
+THIRDPARTY_SKIPLIST = (
+    "numpy", "hypothesis", "networkx", "onnx", "onnxruntime", "pandas", "sklearn", "tabulate", "tqdm", "tree",
+    "sympy", "matplotlib", "typing_extensions",
+    "_pytest", "pytest", "pluggy", "xdist", "execnet", "nbval", "coverage", "IPython", "ipykernel", "ipywidgets",
+    "jupyter_client", "traitlets", "tornado", "zmq", "comm", "debugpy", "_distutils_hack", "setuptools",
+    "pkg_resources",
+)
 
 
 @functools.lru_cache(None)

@@ -51,7 +51,7 @@ import torch
 
 from minidynamo import events
 from minidynamo.backends import lookup_backend
-from minidynamo.trace_rules import is_library_file
+from minidynamo.trace_rules import THIRDPARTY_SKIPLIST, is_library_file
 
 from . import counters, frame_hook
 from .convert_frame import CacheEntry, compile_frame
@@ -149,12 +149,8 @@ _PACKAGE = __file__.rsplit("/symbolic/", 1)[0] + "/"
 _WORKLOADS = tuple(_PACKAGE + name for name in ("bench", "exercises/", "__main__.py"))  # our workloads
 
 
-# tools around the user's code, never compiled (torch's trace_rules keeps a list like this, THIRDPARTY_SKIPLIST)
-_SKIPPED_PACKAGES = frozenset({
-    "_pytest", "pytest", "pluggy", "xdist", "execnet", "nbval", "hypothesis", "IPython", "ipykernel", "ipywidgets",
-    "jupyter_client", "traitlets", "tornado", "zmq", "comm", "debugpy", "numpy", "matplotlib", "tqdm",
-    "typing_extensions", "coverage", "_distutils_hack", "setuptools", "pkg_resources",
-})
+# tools around the user's code, never compiled: the one list of minidynamo/trace_rules.py
+_SKIPPED_PACKAGES = frozenset(THIRDPARTY_SKIPLIST)
 
 
 def _not_user_code(func: types.FunctionType) -> bool:

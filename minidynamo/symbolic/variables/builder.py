@@ -117,10 +117,7 @@ class VariableBuilder:
                 layout = [(k, v is None) for k, v in getattr(value, table).items()]
                 guards.add(source, "NN_MODULE_LAYOUT", f"[(k, v is None) for k, v in {n}.{table}.items()] == {layout!r}",
                            "the trace read this module's children, parameters and buffers", f"{n}.{table}")
-            if not (value._forward_hooks or value._forward_pre_hooks or value._backward_hooks):  # noqa: SLF001
-                guards.add(source, "NN_MODULE_HOOKS",
-                           f"not ({n}._forward_hooks or {n}._forward_pre_hooks or {n}._backward_hooks)",
-                           "the trace inlined forward: no hooks ran", f"{n}._forward_hooks")
+            # hooks and forward: the NN_MODULE_CALL guard of each module the trace calls (nn_module.py)
             return NNModuleVariable(value, source=source)
         if isinstance(value, types.ModuleType):
             guards.ID_MATCH(source, value, "the trace read attributes of this module")

@@ -180,17 +180,8 @@ class NNModuleVariable(VariableTracker):
                 result = out
         return result
 
-    def _guard_children(self, tx) -> None:
-        """The trace unrolled this container's children: guard their names (an append recompiles)."""
-        if self.source is not None:
-            n = self.source.name()
-            table = "_parameters" if isinstance(self.value, torch.nn.ParameterList) else "_modules"
-            tx.output.guards.add(self.source, "DICT_KEYS", f"list({n}.{table}) == {list(getattr(self.value, table))!r}",
-                                 "the trace unrolled this container's children", f"list({n}.{table})")
-
     def _children(self, tx) -> list:
-        m = self.value
-        self._guard_children(tx)
+        m = self.value  # its children's names are guarded where it was wrapped (NN_MODULE_LAYOUT, builder.py)
         if isinstance(m, (torch.nn.Sequential, torch.nn.ModuleList)):
             return [self._child(tx, i, c) for i, c in enumerate(m)]
         if isinstance(m, torch.nn.ModuleDict):
@@ -207,10 +198,8 @@ class NNModuleVariable(VariableTracker):
         if name == "forward":
             return self.call_function(tx, args, kwargs)
         if name == "__len__":
-            self._guard_children(tx)
             return ConstantVariable(len(m))
         if name == "__getitem__":
-            self._guard_children(tx)
             key = args[0].as_python_constant()
             if isinstance(m, torch.nn.ModuleDict):
                 return self._child(tx, key, m[key])
@@ -224,8 +213,6 @@ class NNModuleVariable(VariableTracker):
             return self._child(tx, key, m[key])
         if name in ("__contains__",) and isinstance(m, torch.nn.ModuleDict):
             return ConstantVariable(args[0].as_python_constant() in m)
-        if name in ("children", "modules", "keys", "values", "items", "__contains__"):
-            self._guard_children(tx)
         if name in ("children", "modules"):
             items = [self._child(tx, k, c) for k, c in m.named_children()]
             if name == "modules":
