@@ -32,7 +32,9 @@ THIRDPARTY_SKIPLIST = (
     "sympy", "matplotlib", "typing_extensions",
     "_pytest", "pytest", "pluggy", "xdist", "execnet", "nbval", "coverage", "IPython", "ipykernel", "ipywidgets",
     "jupyter_client", "traitlets", "tornado", "zmq", "comm", "debugpy", "_distutils_hack", "setuptools",
-    "pkg_resources",
+    "pkg_resources", "jupyter_core", "jupyter_server", "nbformat", "nbclient", "dateutil", "psutil", "platformdirs",
+    "prompt_toolkit", "pygments", "decorator", "executing", "stack_data", "asttokens", "pexpect", "parso", "jedi",
+    "wcwidth", "packaging",
 )
 
 
