@@ -101,16 +101,17 @@ class CompileConfig:
     on_break: Optional[Callable] = None
     on_entry: Optional[Callable] = None
     hook: Any = field(default_factory=frame_hook.get)  # the C frame hook, or None (Note [The frame hook])
+    by_id: dict = field(default_factory=dict)  # id(code) -> OptimizedFunction, for the hook's callback
 
     def frame_callback(self, func: types.FunctionType, args: tuple) -> Any:
         """Called by ``frame_hook.c`` for a fresh frame: a cache entry's result, or DEFAULT / SKIP."""
         code = func.__code__
-        frame = self.wrappers.get(code)
-        if frame is None:
+        frame = self.by_id.get(id(code))  # hashing a code object hashes its bytecode and constants: slow
+        if frame is None or frame.code is not code:
             if _not_user_code(func):
                 return self.hook.SKIP
-            frame = self.optimized(func)
-        elif frame.fn is not func and frame.f_globals is not func.__globals__:
+            frame = self.by_id[id(code)] = self.optimized(func)
+        if frame.fn is not func and frame.f_globals is not func.__globals__:
             frame = OptimizedFunction(func, self)
         L = dict(zip(code.co_varnames, args))
         for name, cell in zip(code.co_freevars, func.__closure__ or ()):
@@ -118,7 +119,7 @@ class CompileConfig:
                 L[name] = cell.cell_contents
             except ValueError:
                 pass
-        return call_frame(frame, L, self, eager=self._in_cpython, run_skipped=self._in_cpython)
+        return _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here
 
     def _in_cpython(self, *_: Any) -> Any:
         return self.hook.DEFAULT
@@ -236,14 +237,15 @@ class OptimizedFunction:
         # at the call; as in Dynamo, calling it runs eagerly and returns the generator
         self._generator = bool(fn.__code__.co_flags & (0x20 | 0x80 | 0x100 | 0x200))
         functools.update_wrapper(self, fn)
+        if config.hook is not None:
+            config.hook.unskip(self.code)  # asked to compile it: the hook must not pass it by
+            config.by_id.setdefault(id(self.code), self)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         if self._generator:
             return self.fn(*args, **kwargs)
         hook = self.config.hook
         if hook is not None:  # the frame of self.fn passes the hook like any other (Note [The frame hook])
-            if hook.is_skipped(self.code):
-                hook.unskip(self.code)
             previous = hook.set_callback(self.config.frame_callback)
             try:
                 return self.fn(*args, **kwargs)
