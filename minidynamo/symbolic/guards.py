@@ -103,7 +103,8 @@ def deterministic_algorithms() -> tuple:
 #     ``first_failure`` evaluates to name what changed. On the hot path they are
 #     one C++ call, ``___global_state()``, a ``GlobalState`` made at compile time
 #     that compares the same fields (tensor_match.cpp); where the extension is
-#     missing the five Python expressions run instead (about 1 us).
+#     missing the five Python expressions run instead (about 8 us against 0.1 us:
+#     autocast alone asks eight device types).
 _GLOBAL_STATE_WHY = {
     "grad": "grad mode when traced (the graph records autograd or not)",
     "inference": "inference mode when traced",
