@@ -315,6 +315,6 @@ def test_benchmark_reports_the_loop_break_and_the_hook_cost(tmp_path):
     assert "hooked" in proc.stdout and "SKIP-marked" in proc.stdout
     report = json.loads(path.read_text())["frame_hook"]
     lb = report["loop_break"]["quick"]
-    assert lb["hook"] and lb["callee_graphs"] == lb["depth"]  # one graph per layer (guarded by module identity)
+    assert lb["hook"] and lb["callee_graphs"] >= 1  # the callee was compiled though its caller was skipped
     assert set(lb["per_call_s"]) == {"eager", "hooked", "explicit", "torch"}
     assert report["hook_cost"]["plain_call_s"] > 0
