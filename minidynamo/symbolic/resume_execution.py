@@ -93,17 +93,20 @@ class ResumeIterator:
     """
 
     def __init__(self, items: list, index: int = 0):
-        self.items = items
-        self.index = index
+        # Note [ResumeIterator's attribute names]: not ``items`` / ``keys``: a mapping
+        # constructor (``OrderedDict(it)``, ``dict.update``) calls ``.items()`` or
+        # ``.keys()`` on anything that has them, so an iterator must not look like a mapping.
+        self.resume_items = items
+        self.resume_index = index
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        if self.index >= len(self.items):
+        if self.resume_index >= len(self.resume_items):
             raise StopIteration
-        self.index += 1
-        return self.items[self.index - 1]
+        self.resume_index += 1
+        return self.resume_items[self.resume_index - 1]
 
 
 def _vm_class():

@@ -102,11 +102,11 @@ class VariableBuilder:
             return ConstDictVariable(items, source=source)
         if isinstance(value, ResumeIterator):  # a for-loop iterator passed to a resume function
             guards.TYPE_MATCH(source, value, "a loop iterator carried over a graph break")
-            items_src = AttrSource(source, "items")
-            guards.add(source, "LENGTH_CHECK", f"len({items_src.name()}) - {source.name()}.index == "
-                       f"{len(value.items) - value.index}", "the trace unrolled the rest of this loop")
-            items = [VariableBuilder(tx, GetItemSource(items_src, i))(v) for i, v in enumerate(value.items)]
-            return ListIteratorVariable(items, value.index)
+            items_src = AttrSource(source, "resume_items")
+            guards.add(source, "LENGTH_CHECK", f"len({items_src.name()}) - {source.name()}.resume_index == "
+                       f"{len(value.resume_items) - value.resume_index}", "the trace unrolled the rest of this loop")
+            items = [VariableBuilder(tx, GetItemSource(items_src, i))(v) for i, v in enumerate(value.resume_items)]
+            return ListIteratorVariable(items, value.resume_index)
         if isinstance(value, torch.nn.Module):
             # Note [Modules are guarded by type and structure]: not by identity, so one entry
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute

@@ -258,6 +258,8 @@ class UserDefinedClassVariable(VariableTracker):
         from .user_defined import DataclassDictVariable, is_dataclass_dict
 
         cls = self.value
+        if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
+            return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
         if is_dataclass_dict(cls):
             return DataclassDictVariable.create(tx, cls, args, kwargs)  # Note [ModelOutput]
         init = inspect.getattr_static(cls, "__init__", None)

@@ -113,6 +113,15 @@ class TensorVariable(VariableTracker):
             return tx.store_subscr(self, args[0], args[1])
         if not hasattr(torch.Tensor, name):
             unimplemented(f"Tensor has no method {name!r}")
+        if name == "new" and len(args) == 1 and isinstance(args[0], ConstantVariable) \
+                and isinstance(args[0].value, torch.Size):
+            # Note [Tensor.new with a Size]: ``x.new(torch.Size([5, 8]))`` means a shape, but
+            # fx stores a torch.Size argument as a plain tuple, and ``x.new((5, 8))`` means
+            # data; pass the sizes as separate ints, which mean a shape either way.
+            # an empty Size is a 0-d shape, but ``x.new()`` is shape (0,): break on that one
+            if len(args[0].value) == 0:
+                unimplemented("Tensor.new with an empty torch.Size")
+            args = [ConstantVariable(int(d)) for d in args[0].value]
         pargs = tuple(a.as_proxy() for a in args)
         pkw = {k: v.as_proxy() for k, v in kwargs.items()}
         return wrap_fx_proxy(tx, "call_method", name, (self.proxy,) + pargs, pkw)

@@ -1,0 +1,113 @@
+"""Constructs from code nobody here wrote (issue 11): each compared with eager and with
+``torch._dynamo.explain``'s graph and break counts.
+
+``x.new(size)``, a mapping built from an iterator, torch's legacy tensor-type classes.
+"""
+
+from __future__ import annotations
+
+import collections
+import typing
+
+import pytest
+import torch
+
+import minidynamo as md
+from minidynamo._torch_private import dynamo_explain
+
+pytestmark = [pytest.mark.filterwarnings("error:minidynamo. tracing"), pytest.mark.usefixtures("real_dynamo")]
+
+
+def counts(fn, *args):
+    """Ours and torch's (graph_count, number of breaks) on the same call."""
+    ours, theirs = md.explain(fn, *args), dynamo_explain(fn, *args)
+    return ours, theirs
+
+
+# -- Tensor.new: a torch.Size means a shape, a list means data ----------------------------
+
+def new_from_size_of(x, y):
+    return x.new(y.size())
+
+
+def new_from_shape_of(x, y):
+    return x.new(y.shape)
+
+
+def new_from_literal_size(x, y):
+    return x.new(torch.Size([y.shape[0], 3]))
+
+
+def new_from_ints(x, y):
+    return x.new(4, 2)
+
+
+def new_from_data(x, y):
+    return x.new([1.0, 2.0]) * 2
+
+
+@pytest.mark.parametrize("fn", [new_from_size_of, new_from_shape_of, new_from_literal_size, new_from_ints])
+def test_tensor_new_with_a_size_is_a_shape(fn):
+    # values are uninitialized: compare what is defined, shape / dtype / device
+    x, y = torch.randn(2, 3, dtype=torch.float64), torch.randn(5, 8)
+    expected = fn(x, y)
+    got = md.compile(fn, backend="eager")(x, y)
+    assert (got.shape, got.dtype, got.device) == (expected.shape, expected.dtype, expected.device)
+    ours, theirs = counts(fn, x, y)
+    assert ours.graph_count == theirs.graph_count
+    assert len(ours.break_reasons) == len(theirs.break_reasons)
+
+
+def test_tensor_new_with_data_is_data():
+    x, y = torch.randn(2, 3), torch.randn(5, 8)
+    torch.testing.assert_close(md.compile(new_from_data, backend="eager")(x, y), new_from_data(x, y))
+
+
+def test_tensor_new_with_an_empty_size_is_0d():
+    def fn(x):
+        return x.new(torch.Size([])).shape
+
+    x = torch.randn(3)
+    assert md.compile(fn, backend="eager")(x) == fn(x) == torch.Size([])
+
+
+# -- a mapping built from an iterator (our loop-iterator object must not look like a mapping)
+
+def ordered_from_iter(x):
+    return collections.OrderedDict(iter([("a", x), ("b", x + 1)]))
+
+
+def dict_from_iter(x):
+    return dict(iter([("a", x), ("b", x + 1)]))
+
+
+def update_from_iter(x):
+    d = {"z": x}
+    d.update(iter([("a", x * 2)]))
+    return d
+
+
+@pytest.mark.parametrize("fn", [ordered_from_iter, dict_from_iter, update_from_iter])
+def test_mapping_from_an_iterator(fn):
+    x = torch.randn(3)
+    expected = fn(x)
+    got = md.compile(fn, backend="eager")(x)
+    assert type(got) is type(expected) and list(got) == list(expected)
+    for k in expected:
+        torch.testing.assert_close(got[k], expected[k])
+
+
+def test_loop_iterator_across_a_break_into_a_mapping():
+    # the rest of a for-loop's iterator is carried over a graph break, then fed to OrderedDict
+    def fn(x):
+        it = iter([("a", x), ("b", x * 3)])
+        first = next(it)
+        print("break", end="")
+        return first[1] + 1, collections.OrderedDict(it)
+
+    x = torch.randn(3)
+    expected = fn(x)
+    got = md.compile(fn, backend="eager")(x)
+    torch.testing.assert_close(got[0], expected[0])
+    assert list(got[1]) == ["b"]
+    torch.testing.assert_close(got[1]["b"], expected[1]["b"])
