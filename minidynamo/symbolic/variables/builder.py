@@ -31,6 +31,7 @@ from .builtin import BuiltinVariable, is_builtin
 from .constant import ConstantVariable, is_constant_value
 from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
+from .functional import is_functional, is_lru_cache_of_user_function
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
 from .misc import UserDefinedClassVariable, UserDefinedObjectVariable
@@ -122,9 +123,12 @@ class VariableBuilder:
         if isinstance(value, types.ModuleType):
             guards.ID_MATCH(source, value, "the trace read attributes of this module")
             return PythonModuleVariable(value, source=source)
-        if is_builtin(value):
+        if is_builtin(value) or is_functional(value):
             guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
+        if is_lru_cache_of_user_function(value):  # traced through __wrapped__, as Dynamo does
+            guards.ID_MATCH(source, value, "the trace inlined this cached function's body")
+            return UserFunctionVariable(value.__wrapped__, source=AttrSource(source, "__wrapped__"))
         if is_torch_callable(value):
             guards.ID_MATCH(source, value, "the trace recorded this torch function")
             return TorchInGraphFunctionVariable(value, source=source)
@@ -201,8 +205,10 @@ def wrap_sourceless(tx, value: Any) -> VariableTracker:
         unimplemented("a module reached without a source")
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
-    if is_builtin(value):
+    if is_builtin(value) or is_functional(value):
         return BuiltinVariable(value)
+    if is_lru_cache_of_user_function(value):
+        return UserFunctionVariable(value.__wrapped__)
     if is_torch_callable(value):
         return TorchInGraphFunctionVariable(value)
     if isinstance(value, types.FunctionType):

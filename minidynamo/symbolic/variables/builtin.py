@@ -138,6 +138,9 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
             return a
         if fn in (operator.mul, operator.imul) and b.is_python_constant():
             return type(a)(a.items * b.as_python_constant())
+    if (fn is operator.mul and len(args) == 2 and isinstance(args[1], (ListVariable, TupleVariable))
+            and isinstance(a, ConstantVariable) and type(a.value) is int):
+        return type(args[1])(args[1].items * a.value)  # `n * [x]`: the same items, repeated
     if fn in (operator.eq, operator.ne) and len(args) == 2:
         a, b = args
         if not isinstance(a, TensorVariable) and not isinstance(b, TensorVariable):
@@ -174,6 +177,11 @@ class BuiltinVariable(VariableTracker):
             if kwargs:
                 unimplemented(f"operator.{fn.__name__} with keyword arguments")
             return call_operator(tx, fn, args)
+        from .functional import handler_for
+
+        functional = handler_for(fn)  # functools / itertools helpers, run at trace time
+        if functional is not None:
+            return functional(tx, *args, **kwargs)
         handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
         if handler is not None:
             result = handler(tx, *args, **kwargs)
@@ -187,6 +195,13 @@ class BuiltinVariable(VariableTracker):
             except Exception as e:  # noqa: BLE001
                 unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)")
         unimplemented(f"builtin {getattr(fn, '__name__', fn)} with arguments {args!r}")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .functional import CLASS_METHODS
+
+        if any(self.fn is owner and name == n for owner, n in CLASS_METHODS):  # itertools.chain.from_iterable
+            return BuiltinVariable(getattr(self.fn, name))
+        return super().var_getattr(tx, name)
 
     # --- builtins that look inside their arguments ----------------------------
     def _call_super(self, tx, *args):
@@ -318,7 +333,11 @@ class BuiltinVariable(VariableTracker):
     def _call_sum(self, tx, seq, start=None):
         items = self._seq(tx, seq)
         if all(i.is_python_constant() for i in items) and (start is None or start.is_python_constant()):
-            return None
+            consts = [i.as_python_constant() for i in items]  # the items of an iterator too
+            try:
+                return ConstantVariable(sum(consts, start.as_python_constant() if start is not None else 0))
+            except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
+                unimplemented(f"sum raised {type(e).__name__}: {e} (eager will raise it)")
         acc = start if start is not None else ConstantVariable(0)
         for item in items:
             acc = call_operator(tx, operator.add, [acc, item])

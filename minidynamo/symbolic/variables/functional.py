@@ -1,0 +1,174 @@
+"""functools and itertools while tracing: ``reduce``, ``partial``, ``lru_cache``, ``product``, ``chain``...
+
+Place in the pipeline: a call to one of these library helpers inside a traced frame
+would otherwise be an opaque C call (a graph break). They are simple enough to run
+at trace time on trackers: ``reduce`` calls its function once per item (so a tensor
+``fn`` adds graph nodes), ``partial`` becomes a tracker holding the function and the
+bound arguments, and the itertools that see finite, known inputs are materialized
+into lists of trackers. Mirrors ``torch/_dynamo/variables/functions.py``
+(``FunctoolsPartialVariable``, the ``lru_cache`` wrapper inlined through
+``__wrapped__``) and ``torch/_dynamo/variables/iter.py`` (``ItertoolsVariable``).
+
+Note [Lazy itertools over iterators are refused]
+    ``chain`` and ``islice`` pull from their arguments lazily: materializing
+    ``chain(it, ...)`` would advance ``it`` further than eager does if the caller stops
+    early and uses ``it`` again. So those two accept only sequences (list, tuple,
+    range, constants); an iterator argument is a graph break. ``product`` and
+    ``combinations`` read their whole inputs first in CPython too, so any finite
+    iterable is fine.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .lists import ListIteratorVariable, ListVariable, TupleVariable
+
+
+class FunctoolsPartialVariable(VariableTracker):
+    """``functools.partial(func, *args, **keywords)`` made inside the trace."""
+
+    def __init__(self, func: VariableTracker, args: list, keywords: dict, **kwargs):
+        super().__init__(**kwargs)
+        self.func = func
+        self.args = list(args)
+        self.keywords = dict(keywords)
+
+    def python_type(self) -> type:
+        return functools.partial
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.func.call_function(tx, self.args + list(args), {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .dicts import ConstDictVariable
+
+        if name == "func":
+            return self.func
+        if name == "args":
+            return TupleVariable(self.args)
+        if name == "keywords":
+            return ConstDictVariable(dict(self.keywords))
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen) -> str:
+        parts = [codegen.expr(self.func)] + [codegen.expr(a) for a in self.args]
+        if self.keywords:
+            parts.append("**{" + ", ".join(f"{k!r}: {codegen.expr(v)}" for k, v in self.keywords.items()) + "}")
+        return f"{codegen.constant_expr(functools.partial)}({', '.join(parts)})"
+
+    def __repr__(self) -> str:
+        return f"FunctoolsPartialVariable({self.func!r})"
+
+
+def _seq(tx, v: VariableTracker) -> list:
+    return v.unpack_var_sequence(tx)
+
+
+def _lazy_seq(tx, v: VariableTracker, what: str) -> list:
+    """Items of an argument that a lazy itertool reads (Note [Lazy itertools over iterators are refused])."""
+    if isinstance(v, ListIteratorVariable):
+        unimplemented(f"{what} over an iterator (materializing it would consume more than eager does)")
+    return _seq(tx, v)
+
+
+def _const(v: VariableTracker, what: str) -> Any:
+    if not v.is_python_constant():
+        unimplemented(f"{what} needs a constant")
+    return v.as_python_constant()
+
+
+def _reduce(tx, fn, seq, *initial):
+    items = _seq(tx, seq)
+    if initial:
+        acc = initial[0]
+    elif items:
+        acc, items = items[0], items[1:]
+    else:
+        unimplemented("functools.reduce of an empty sequence with no initial value (eager raises TypeError)")
+    for item in items:
+        acc = fn.call_function(tx, [acc, item], {})
+    return acc
+
+
+def _partial(tx, func, *args, **keywords):
+    if isinstance(func, FunctoolsPartialVariable):  # partial(partial(f, a), b) flattens, as functools does
+        return FunctoolsPartialVariable(func.func, func.args + list(args), {**func.keywords, **keywords})
+    return FunctoolsPartialVariable(func, list(args), keywords)
+
+
+def _product(tx, *seqs, repeat=None):
+    n = 1 if repeat is None else _const(repeat, "itertools.product's repeat")
+    cols = [_seq(tx, s) for s in seqs] * n
+    return ListIteratorVariable([TupleVariable(list(row)) for row in itertools.product(*cols)])
+
+
+def _chain(tx, *seqs):
+    return ListIteratorVariable([v for s in seqs for v in _lazy_seq(tx, s, "itertools.chain")])
+
+
+def _chain_from_iterable(tx, seqs):
+    return _chain(tx, *_lazy_seq(tx, seqs, "itertools.chain.from_iterable"))
+
+
+def _combinations(tx, seq, r):
+    rows = itertools.combinations(_seq(tx, seq), _const(r, "itertools.combinations' r"))
+    return ListIteratorVariable([TupleVariable(list(row)) for row in rows])
+
+
+def _islice(tx, seq, *bounds):
+    b = [_const(v, "itertools.islice's bounds") for v in bounds]
+    return ListIteratorVariable(list(itertools.islice(_lazy_seq(tx, seq, "itertools.islice"), *b)))
+
+
+HANDLERS = {
+    functools.reduce: _reduce,
+    functools.partial: _partial,
+    itertools.product: _product,
+    itertools.chain: _chain,
+    itertools.combinations: _combinations,
+    itertools.islice: _islice,
+}
+
+# ``itertools.chain.from_iterable`` is a new bound object at each lookup: keyed by (owner, name)
+CLASS_METHODS = {(itertools.chain, "from_iterable"): _chain_from_iterable}
+
+
+def is_functional(value: Any) -> bool:
+    """One of the helpers this module runs at trace time (wrapped as a BuiltinVariable)."""
+    try:
+        return value in HANDLERS and any(value is k for k in HANDLERS)
+    except TypeError:
+        return False
+
+
+def handler_for(fn: Any):
+    """The trace-time implementation of ``fn``, or None."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, type) and (owner, getattr(fn, "__name__", None)) in CLASS_METHODS:
+        return CLASS_METHODS[(owner, fn.__name__)]
+    if is_functional(fn):
+        return HANDLERS[fn]
+    return None
+
+
+def is_lru_cache_of_user_function(value: Any) -> bool:
+    """``@functools.lru_cache`` over a user function: traced through ``__wrapped__``, as Dynamo does.
+
+    Dynamo (``VariableBuilder``, ``functools._lru_cache_wrapper``) inlines the wrapped
+    function; the cache is neither read nor filled while tracing. The result is the
+    same as eager's for a pure function, which is what a cache assumes anyway.
+    """
+    from .functions import is_user_function
+
+    return isinstance(value, functools._lru_cache_wrapper) and is_user_function(  # noqa: SLF001
+        getattr(value, "__wrapped__", None))
+
+
+__all__ = ["FunctoolsPartialVariable", "HANDLERS", "handler_for", "is_functional", "is_lru_cache_of_user_function",
+           "ConstantVariable", "ListVariable"]
