@@ -111,3 +111,42 @@ def test_loop_iterator_across_a_break_into_a_mapping():
     torch.testing.assert_close(got[0], expected[0])
     assert list(got[1]) == ["b"]
     torch.testing.assert_close(got[1]["b"], expected[1]["b"])
+
+
+# -- legacy tensor-type classes and typing hints are plain constants ------------------------
+
+def to_half_tensor_type(x):
+    return x.type(torch.HalfTensor) * 2
+
+
+def to_double_tensor_type(x):
+    return x.type(torch.DoubleTensor) + 1
+
+
+def branch_on_float_tensor_class(x):
+    return x + 1 if isinstance(x, torch.FloatTensor) else x - 1
+
+
+def branch_on_double_tensor_class(x):
+    return x + 1 if isinstance(x, torch.DoubleTensor) else x - 1
+
+
+def annotate_any(x):
+    return torch.jit.annotate(typing.Any, x) + 1
+
+
+def annotate_tensor(x):
+    return torch.jit.annotate(torch.Tensor, x * 2)
+
+
+@pytest.mark.parametrize("fn", [to_half_tensor_type, to_double_tensor_type, branch_on_float_tensor_class,
+                                branch_on_double_tensor_class, annotate_any, annotate_tensor])
+def test_class_constants_compile(fn):
+    x = torch.randn(3)
+    expected = fn(x)
+    got = md.compile(fn, backend="eager")(x)
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected)
+    ours, theirs = counts(fn, x)
+    assert ours.graph_count == theirs.graph_count == 1
+    assert len(ours.break_reasons) == len(theirs.break_reasons) == 0

@@ -232,6 +232,18 @@ class BuiltinVariable(VariableTracker):
         classes = cls.as_python_constant()
         if isinstance(obj, TensorVariable):
             ptype = obj.python_type()
+            flat = classes if isinstance(classes, tuple) else (classes,)
+            legacy = [c for c in flat if type(c).__name__ == "tensortype"]
+            if legacy:
+                # ``isinstance(x, torch.FloatTensor)``: the legacy type's metaclass compares
+                # dtype, device and layout, which TENSOR_MATCH guards
+                if not all(isinstance(c, type) for c in flat):
+                    unimplemented("isinstance with a nested tuple of tensor types")
+                v = obj.example_value
+                hit = any(c.dtype == v.dtype and c.is_cuda == (v.device.type == "cuda")
+                          and c.layout == v.layout for c in legacy)
+                rest = tuple(c for c in flat if c not in legacy)
+                return ConstantVariable(hit or (bool(rest) and issubclass(ptype, rest)))
         elif obj.is_python_constant():
             return ConstantVariable(isinstance(obj.as_python_constant(), classes))
         else:

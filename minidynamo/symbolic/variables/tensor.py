@@ -122,6 +122,12 @@ class TensorVariable(VariableTracker):
             if len(args[0].value) == 0:
                 unimplemented("Tensor.new with an empty torch.Size")
             args = [ConstantVariable(int(d)) for d in args[0].value]
+        if name == "type" and len(args) == 1 and args[0].is_python_constant() \
+                and type(args[0].as_python_constant()).__name__ == "tensortype":
+            # ``x.type(torch.HalfTensor)``: a legacy tensor-type class, which fx cannot store
+            # as an argument; its dotted name means the same conversion to ``Tensor.type``
+            cls = args[0].as_python_constant()
+            args = [ConstantVariable(f"{cls.__module__}.{cls.__name__}")]
         pargs = tuple(a.as_proxy() for a in args)
         pkw = {k: v.as_proxy() for k, v in kwargs.items()}
         return wrap_fx_proxy(tx, "call_method", name, (self.proxy,) + pargs, pkw)

@@ -130,6 +130,8 @@ class TorchInGraphFunctionVariable(VariableTracker):
                 return wrap_constant_result(
                     fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
                 )
+        if fn is torch.jit.annotate and len(args) == 2 and not kwargs:
+            return args[1]  # a type hint for TorchScript; in Python it returns its value
         if fn is torch.is_tensor:
             return wrap_constant_result(isinstance(args[0], TensorVariable))
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
