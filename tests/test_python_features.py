@@ -142,3 +142,38 @@ def test_chain_over_an_iterator_breaks_and_stays_right():
 
     expected = f(X, Y)
     torch.testing.assert_close(md.compile(f, backend="eager")(X, Y), expected)
+
+
+# -- min / max with numbers (torch records clamp) ----------------------------------------------
+
+MINMAX_CASES = {
+    "max_number": lambda x, y: max(x, 2.0) + y,
+    "min_number_first": lambda x, y: min(1, x) * y,
+    "max_three": lambda x, y: max(x, y, 1.5),
+    "min_list": lambda x, y: min([x, 3.0, y]),
+    "max_two_tensors": lambda x, y: max(x, y),
+}
+
+
+@pytest.mark.parametrize("name", list(MINMAX_CASES))
+def test_min_max_with_numbers(name):
+    """Eager min/max compare with bool(), defined only for one element: several elements are
+    compared with what torch.compile returns (and its counts), one element with eager too."""
+    fn = MINMAX_CASES[name]
+    ours = md.explain(fn, X, Y)
+    theirs = dynamo_explain(fn, X, Y)
+    torch.testing.assert_close(ours.out, torch.compile(fn, backend="eager")(X, Y))
+    assert (ours.graph_count, len(ours.break_reasons)) == (theirs.graph_count, len(theirs.break_reasons))
+    x, y = torch.tensor(3.0), torch.tensor(0.25)  # here eager's answer is one of the tensors
+    if name != "min_list":
+        torch.testing.assert_close(md.compile(fn, backend="eager")(x, y), fn(x, y))
+
+
+def test_max_of_a_tensor_and_a_string_raises_as_eager():
+    def f(x):
+        return max(x, "a")
+
+    with pytest.raises(TypeError):
+        f(torch.tensor(1.0))
+    with pytest.raises(TypeError):
+        md.compile(f, backend="eager")(torch.tensor(1.0))

@@ -356,16 +356,45 @@ class BuiltinVariable(VariableTracker):
         return acc
 
     def _minmax(self, tx, args, pick):
+        """min/max with tensors: pairwise, as torch's ``_call_min_max_binary``.
+
+        Note [min/max of a tensor and a number]
+            Two tensors become ``torch.maximum`` / ``torch.minimum``; a tensor and a
+            number become ``torch.clamp(t, min=n)`` for max and ``clamp(t, max=n)`` for
+            min, as Dynamo records them. Eager Python would compare with ``>`` and
+            call ``bool()`` on the result (an error for a tensor of several elements,
+            and for one element it returns one of the two objects, maybe the number);
+            we follow torch.compile, the reference here.
+        """
+        from .torch import TorchInGraphFunctionVariable
+
         items = self._seq(tx, args[0]) if len(args) == 1 else list(args)
         if all(i.is_python_constant() for i in items):
             return None
-        if all(isinstance(i, TensorVariable) for i in items) and len(items) == 2:
-            from .torch import TorchInGraphFunctionVariable
+        if not items or not all(isinstance(i, TensorVariable) or (
+                isinstance(i, ConstantVariable) and type(i.value) in (int, float)) for i in items):
+            unimplemented(f"{pick.__name__}() over tensors and other values")
+        acc = items[0]
+        for b in items[1:]:
+            a = acc
+            if isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
+                acc = ConstantVariable(pick(a.value, b.value))
+                continue
+            if not isinstance(a, TensorVariable):
+                a, b = b, a
+            if isinstance(b, TensorVariable):
+                fn = torch.maximum if pick is max else torch.minimum
+                acc = TorchInGraphFunctionVariable(fn).call_function(tx, [a, b], {})
+            else:
+                acc = TorchInGraphFunctionVariable(torch.clamp).call_function(
+                    tx, [a], {"min" if pick is max else "max": b})
+        return acc
 
-            return TorchInGraphFunctionVariable(torch.maximum if pick is max else torch.minimum).call_function(
-                tx, items, {}
-            )
-        unimplemented(f"{pick.__name__}() over tensors and numbers")
+    def _call_max(self, tx, *args, **kwargs):
+        return None if kwargs else self._minmax(tx, args, max)
+
+    def _call_min(self, tx, *args, **kwargs):
+        return None if kwargs else self._minmax(tx, args, min)
 
     def _call_sorted(self, tx, seq, key=None, reverse=None):
         """sorted(): the key function is traced once per item (as CPython calls it); keys must be constants."""
@@ -376,12 +405,6 @@ class BuiltinVariable(VariableTracker):
         rev = bool(reverse.as_python_constant()) if reverse is not None else False
         order = sorted(range(len(items)), key=lambda i: keys[i].as_python_constant(), reverse=rev)
         return ListVariable([items[i] for i in order])
-
-    def _call_max(self, tx, *args):
-        return self._minmax(tx, args, max)
-
-    def _call_min(self, tx, *args):
-        return self._minmax(tx, args, min)
 
     def _call_abs(self, tx, x):
         if isinstance(x, TensorVariable):
