@@ -177,3 +177,35 @@ def test_max_of_a_tensor_and_a_string_raises_as_eager():
         f(torch.tensor(1.0))
     with pytest.raises(TypeError):
         md.compile(f, backend="eager")(torch.tensor(1.0))
+
+
+# -- sets of constants, dict.fromkeys -------------------------------------------------------
+
+SET_CASES = {
+    "set_call": lambda x, y: x * len(set([1, 2, 2, 3])),
+    "union": lambda x, y: x * len({1, 2}.union({3}, [4])),
+    "intersection": lambda x, y: x * sorted({1, 2, 3}.intersection([2, 3]))[0],
+    "difference": lambda x, y: y * len({1, 2, 3}.difference({1})),
+    "operators": lambda x, y: x * len(({1, 2} | {5}) - ({1} & {1, 9})),
+    "in_set_call": lambda x, y: x + (1 if "b" in set("abc") else 2),
+    "add_then_len": lambda x, y: (lambda s: (s.add(7), s.add(7), x * len(s))[2])(set()),
+    "iterate": lambda x, y: sum(x * i for i in sorted(set([3, 1, 2]))),
+    "fromkeys": lambda x, y: x * len(dict.fromkeys([1, 2, 2])),
+    "fromkeys_value": lambda x, y: dict.fromkeys(["a", "b"], x)["b"] + y,
+}
+
+
+@pytest.mark.parametrize("name", list(SET_CASES))
+def test_sets_and_fromkeys(name):
+    same_counts(SET_CASES[name], X, Y)
+
+
+def test_a_returned_set_is_new_at_each_call():
+    def f(x):
+        return x + 1, set([1, 2])
+
+    compiled = md.compile(f, backend="eager")
+    _, first = compiled(X)
+    first.add(99)
+    _, second = compiled(X)
+    assert second == {1, 2}

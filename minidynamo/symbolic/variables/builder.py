@@ -192,6 +192,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return ConstDictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     if is_constant_value(value) or isinstance(value, (torch.finfo, torch.iinfo)):
         return ConstantVariable(value)
+    if type(value) is set and all(is_constant_value(v) for v in value):  # made in the trace: a constant
+        return ConstantVariable(value)
     if isinstance(value, type):
         return BuiltinVariable(value) if is_builtin(value) else UserDefinedClassVariable(value)
     unimplemented(f"a {type(value).__name__} value produced while tracing")

@@ -91,11 +91,13 @@ class ConstantVariable(VariableTracker):
         return super().call_method(tx, name, args, kwargs)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        if isinstance(self.value, (tuple, list, str, torch.Size, range, bytes, frozenset)):
+        if isinstance(self.value, (tuple, list, str, torch.Size, range, bytes, frozenset, set)):
             return [ConstantVariable(v) for v in self.value]
         unimplemented(f"iterating over {type(self.value).__name__}")
 
     def reconstruct(self, codegen) -> str:
+        if type(self.value) is set:  # a new set at each call, never one object shared by all calls
+            return f"set({codegen.constant_expr(tuple(self.value))})"
         return codegen.constant_expr(self.value)
 
     def __repr__(self) -> str:

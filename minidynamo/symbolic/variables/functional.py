@@ -135,8 +135,15 @@ HANDLERS = {
     itertools.islice: _islice,
 }
 
+def _dict_fromkeys(tx, keys, value=None):
+    from .dicts import ConstDictVariable
+
+    value = value if value is not None else ConstantVariable(None)
+    return ConstDictVariable({_const(k, "dict.fromkeys' keys"): value for k in _seq(tx, keys)})
+
+
 # ``itertools.chain.from_iterable`` is a new bound object at each lookup: keyed by (owner, name)
-CLASS_METHODS = {(itertools.chain, "from_iterable"): _chain_from_iterable}
+CLASS_METHODS = {(itertools.chain, "from_iterable"): _chain_from_iterable, (dict, "fromkeys"): _dict_fromkeys}
 
 
 def is_functional(value: Any) -> bool:
