@@ -150,3 +150,101 @@ def test_class_constants_compile(fn):
     ours, theirs = counts(fn, x)
     assert ours.graph_count == theirs.graph_count == 1
     assert len(ours.break_reasons) == len(theirs.break_reasons) == 0
+
+
+# -- objects made inside the trace: plain classes, named tuples ----------------------------
+
+class Box:
+    def __init__(self, value, scale=2):
+        self.value = value
+        self.scale = scale
+
+    def scaled(self):
+        return self.value * self.scale
+
+
+class LabeledBox(Box):
+    def __init__(self, value, label):
+        super().__init__(value, scale=3)
+        self.label = label
+
+
+Pair = collections.namedtuple("Pair", "left right")
+Triple = collections.namedtuple("Triple", "a b c", defaults=[10])
+
+
+class SummedPair(Pair):
+    def total(self):
+        return self.left + self.right
+
+
+def boxes_compared(x):
+    p, q = Box(x), Box(x)
+    return p.scaled() + 1, p is q, p == q, p != q, p == p
+
+
+def subclass_with_super_init(x):
+    b = LabeledBox(x, "z")
+    return b.scaled() + len(b.label)
+
+
+def box_escapes(x):
+    return Box(x + 1, scale=4)
+
+
+def pair_fields(x):
+    p = Pair(x, right=x * 2)
+    return p.left + p.right, p[1]
+
+
+def triple_default(x):
+    t = Triple(x, 2)
+    return t.a * t.b + t.c
+
+
+def pair_escapes(x):
+    return Pair(x + 1, 3)
+
+
+def namedtuple_subclass_method(x):
+    return SummedPair(x, x * 3).total()
+
+
+@pytest.mark.parametrize("fn", [boxes_compared, subclass_with_super_init, pair_fields, triple_default,
+                                namedtuple_subclass_method])
+def test_objects_made_in_the_trace(fn):
+    x = torch.randn(3)
+    expected = fn(x)
+    got = md.compile(fn, backend="eager")(x)
+    torch.testing.assert_close(got, expected)
+    ours, theirs = counts(fn, x)
+    assert ours.graph_count == theirs.graph_count == 1
+    assert len(ours.break_reasons) == len(theirs.break_reasons) == 0
+
+
+def test_a_new_object_escaping_the_graph_keeps_its_attributes():
+    x = torch.randn(3)
+    got, expected = md.compile(box_escapes, backend="eager")(x), box_escapes(x)
+    assert type(got) is Box and got.scale == expected.scale == 4
+    torch.testing.assert_close(got.value, expected.value)
+    pair, expected_pair = md.compile(pair_escapes, backend="eager")(x), pair_escapes(x)
+    assert type(pair) is Pair and pair.right == 3
+    torch.testing.assert_close(pair.left, expected_pair.left)
+
+
+def test_class_with_its_own_eq_still_falls_back_cleanly():
+    class Loud:
+        def __init__(self, v):
+            self.v = v
+
+        def __eq__(self, other):
+            return True
+
+    def fn(x):
+        return x + 1, Loud(x) == Loud(x)
+
+    x = torch.randn(3)
+    got = md.compile(fn, backend="eager")(x)  # a user __eq__ is not inlined: a graph break
+    assert got[1] is True
+    torch.testing.assert_close(got[0], fn(x)[0])
+

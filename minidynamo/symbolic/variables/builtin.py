@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import operator
 from typing import Any
 
@@ -148,6 +149,16 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
                 same = identity_of(a) is identity_of(b)
                 if a.is_python_constant() != b.is_python_constant() or same:
                     return ConstantVariable(same if fn is operator.eq else not same)
+    if fn in (operator.eq, operator.ne) and len(args) == 2:
+        from .misc import NewObjectVariable
+
+        a, b = args
+        if isinstance(a, NewObjectVariable) and isinstance(b, NewObjectVariable):
+            eqs = [inspect.getattr_static(v.cls, name) for v in (a, b) for name in ("__eq__", "__ne__")]
+            if all(e in (object.__eq__, object.__ne__) for e in eqs):
+                # neither class defines == or !=: object's, which is identity
+                same = a is b
+                return ConstantVariable(same if fn is operator.eq else not same)
     unimplemented(f"operator {fn.__name__} on {', '.join(type(a).__name__ for a in args)}")
 
 

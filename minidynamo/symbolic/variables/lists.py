@@ -98,6 +98,15 @@ class TupleVariable(BaseListVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in self.fields():
             return self.items[self.fields().index(name)]
+        if self.tuple_cls is not tuple and not hasattr(tuple, name):
+            import inspect
+            import types
+
+            attr = inspect.getattr_static(self.tuple_cls, name, None)
+            if isinstance(attr, types.FunctionType):  # a method of a namedtuple subclass: inline it
+                from .functions import UserMethodVariable
+
+                return UserMethodVariable(attr, self)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen) -> str:

@@ -16,7 +16,7 @@ import torch
 from ..exc import unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_constant_value
 from .user_defined import DictBaseVariable
 
 
@@ -227,6 +227,39 @@ def new_object(cls: type, attrs: dict):
     return obj
 
 
+def _plain_namedtuple(cls) -> bool:
+    """A ``collections.namedtuple`` class, or a subclass adding only methods (no own __new__/__init__)."""
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and type(cls) is type):
+        return False
+    for klass in cls.__mro__:
+        if "_fields" in klass.__dict__ and "_make" in klass.__dict__:
+            return True  # the class namedtuple() made; everything above it checked below
+        if "__new__" in klass.__dict__ or "__init__" in klass.__dict__:
+            return False
+    return False
+
+
+def _new_namedtuple(tx, cls, args: list, kwargs: dict) -> VariableTracker:
+    """``NT(a, b=...)`` in the trace: a TupleVariable that keeps its class (Note [Named tuples])."""
+    from .builder import wrap_constant_result
+    from .lists import TupleVariable
+
+    fields = cls._fields
+    if len(args) > len(fields) or any(k not in fields for k in kwargs):
+        unimplemented(f"constructing a {cls.__name__} with these arguments")
+    values = dict(zip(fields, args))
+    for k, v in kwargs.items():
+        if k in values:
+            unimplemented(f"constructing a {cls.__name__}: {k!r} given twice")
+        values[k] = v
+    for k in fields:
+        if k not in values:
+            if k not in cls._field_defaults or not is_constant_value(cls._field_defaults[k]):
+                unimplemented(f"constructing a {cls.__name__} without a constant value for {k!r}")
+            values[k] = wrap_constant_result(cls._field_defaults[k])
+    return TupleVariable([values[k] for k in fields], tuple_cls=cls)
+
+
 class UserDefinedClassVariable(VariableTracker):
     """A class (user or library) used as a value: isinstance targets, class attributes."""
 
@@ -260,6 +293,8 @@ class UserDefinedClassVariable(VariableTracker):
         cls = self.value
         if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
             return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
+        if _plain_namedtuple(cls):
+            return _new_namedtuple(tx, cls, args, kwargs)
         if is_dataclass_dict(cls):
             return DataclassDictVariable.create(tx, cls, args, kwargs)  # Note [ModelOutput]
         init = inspect.getattr_static(cls, "__init__", None)
