@@ -248,3 +248,37 @@ def test_class_with_its_own_eq_still_falls_back_cleanly():
     assert got[1] is True
     torch.testing.assert_close(got[0], fn(x)[0])
 
+
+
+# -- small reads: a tensor's class name, a backend flag --------------------------------------
+
+def class_name_of_tensor(x):
+    return x.__class__.__name__, type(x).__name__, x + 1
+
+
+def branch_on_tf32(x):
+    return x + 1 if torch.backends.cuda.matmul.allow_tf32 else x - 1
+
+
+def test_tensor_class_name():
+    x = torch.randn(3)
+    got, expected = md.compile(class_name_of_tensor, backend="eager")(x), class_name_of_tensor(x)
+    assert got[:2] == expected[:2] == ("Tensor", "Tensor")
+    torch.testing.assert_close(got[2], expected[2])
+    ours, theirs = counts(class_name_of_tensor, x)
+    assert ours.graph_count == theirs.graph_count == 1
+
+
+def test_allow_tf32_is_read_as_a_guarded_constant():
+    x = torch.randn(3)
+    ours, theirs = counts(branch_on_tf32, x)
+    assert ours.graph_count == theirs.graph_count == 1
+    assert len(ours.break_reasons) == len(theirs.break_reasons) == 0
+    compiled = md.compile(branch_on_tf32, backend="eager")
+    before = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for flag in (before, not before, before):
+            torch.backends.cuda.matmul.allow_tf32 = flag
+            torch.testing.assert_close(compiled(x), branch_on_tf32(x))  # the flag's guard recompiles
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before

@@ -79,6 +79,14 @@ def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> V
         # a class-level constant; guard it through the instance
         attr = getattr(value, name)
         return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
+    if type(value) is torch.backends.cuda.cuBLASModule and name.startswith("allow_") \
+            and type(getattr(value, name, None)) is bool:
+        # ``torch.backends.cuda.matmul.allow_tf32``: a global flag behind __getattr__, the one
+        # object of its class; read as a constant under a guard on the flag, so a change recompiles
+        flag = getattr(value, name)
+        expr = f"torch.backends.cuda.matmul.{name}"
+        tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} is {flag}", "the trace read this backend flag", expr)
+        return ConstantVariable(flag)
     unimplemented(f"attribute {name!r} of {type(value).__name__} object")
 
 
