@@ -131,14 +131,24 @@ def test_itertools(name):
     same_counts(ITERTOOLS_CASES[name], X, Y)
 
 
-@pytest.mark.xfail(strict=True, reason="found here, not from itertools: a list iterator live at a graph break is "
-                   "rebuilt once per use, so `it` and the break's copy advance separately (also on main with any "
-                   "break between the two next() calls)")
 def test_chain_over_an_iterator_breaks_and_stays_right():
     def f(x, y):
         it = iter([x, y, x])
         first = next(itertools.chain(it))
         return first + next(it)
+
+    expected = f(X, Y)
+    torch.testing.assert_close(md.compile(f, backend="eager")(X, Y), expected)
+
+
+def test_one_iterator_under_two_names_across_a_graph_break():
+    """A list iterator live at a break is rebuilt once: both names advance together."""
+    def f(x, y):
+        it = iter([x, y, x * 3])
+        alias = it
+        a = next(it)
+        print("break")
+        return a + next(alias) + next(it)
 
     expected = f(X, Y)
     torch.testing.assert_close(md.compile(f, backend="eager")(X, Y), expected)

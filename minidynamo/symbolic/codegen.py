@@ -34,7 +34,7 @@ from .resume_execution import NULL, ResumeIterator
 from .variables.base import VariableTracker
 from .variables.dicts import ConstDictVariable
 from .variables.functions import make_function
-from .variables.lists import ListVariable
+from .variables.lists import ListIteratorVariable, ListVariable
 from .variables.misc import NewObjectVariable, new_object
 
 
@@ -72,7 +72,9 @@ class PyCodegen:
         if key in self._memo:
             return self._memo[key]
         text = var.reconstruct(self)
-        if isinstance(var, (ListVariable, ConstDictVariable, NewObjectVariable)) and var.source is None:
+        # mutable objects (an iterator too: two names, one position) are built once, shared by every use
+        if isinstance(var, ListIteratorVariable) or (
+                isinstance(var, (ListVariable, ConstDictVariable, NewObjectVariable)) and var.source is None):
             name = f"___tmp_{len(self.temps)}"
             self.temps.append(f"{name} = {text}")
             text = name

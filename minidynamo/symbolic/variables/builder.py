@@ -107,7 +107,7 @@ class VariableBuilder:
             guards.add(source, "LENGTH_CHECK", f"len({items_src.name()}) - {source.name()}.resume_index == "
                        f"{len(value.resume_items) - value.resume_index}", "the trace unrolled the rest of this loop")
             items = [VariableBuilder(tx, GetItemSource(items_src, i))(v) for i, v in enumerate(value.resume_items)]
-            return ListIteratorVariable(items, value.resume_index)
+            return ListIteratorVariable(items, value.resume_index, source=source)
         if isinstance(value, torch.nn.Module):
             # Note [Modules are guarded by type and structure]: not by identity, so one entry
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
