@@ -282,3 +282,31 @@ def test_allow_tf32_is_read_as_a_guarded_constant():
             torch.testing.assert_close(compiled(x), branch_on_tf32(x))  # the flag's guard recompiles
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
+
+
+class Namespace:
+    pass
+
+
+def attrs_on_an_empty_object(x):
+    ns = Namespace()
+    ns.h = x * 2
+    ns.k = 3
+    return ns.h + ns.k
+
+
+def empty_object_escapes(x):
+    ns = Namespace()
+    ns.h = x + 1
+    return ns
+
+
+def test_object_of_a_class_without_init():
+    x = torch.randn(3)
+    torch.testing.assert_close(md.compile(attrs_on_an_empty_object, backend="eager")(x), attrs_on_an_empty_object(x))
+    ours, theirs = counts(attrs_on_an_empty_object, x)
+    assert ours.graph_count == theirs.graph_count == 1
+    assert len(ours.break_reasons) == len(theirs.break_reasons) == 0
+    got = md.compile(empty_object_escapes, backend="eager")(x)
+    assert type(got) is Namespace
+    torch.testing.assert_close(got.h, x + 1)

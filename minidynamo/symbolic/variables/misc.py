@@ -306,10 +306,11 @@ class UserDefinedClassVariable(VariableTracker):
         if is_dataclass_dict(cls):
             return DataclassDictVariable.create(tx, cls, args, kwargs)  # Note [ModelOutput]
         init = inspect.getattr_static(cls, "__init__", None)
+        no_init = init is object.__init__ and not args and not kwargs  # `class Empty: pass`, then Empty()
         plain = (
             type(cls) is type
             and cls.__new__ is object.__new__
-            and inspect.isfunction(init)
+            and (inspect.isfunction(init) or no_init)
             and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor))
             and "__slots__" not in cls.__dict__
         )
@@ -318,7 +319,8 @@ class UserDefinedClassVariable(VariableTracker):
         from .functions import UserMethodVariable
 
         obj = NewObjectVariable(cls)
-        UserMethodVariable(init, obj).call_function(tx, args, kwargs)
+        if not no_init:
+            UserMethodVariable(init, obj).call_function(tx, args, kwargs)
         return obj
 
     def reconstruct(self, codegen) -> str:
