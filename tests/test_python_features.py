@@ -219,3 +219,19 @@ def test_a_returned_set_is_new_at_each_call():
     first.add(99)
     _, second = compiled(X)
     assert second == {1, 2}
+
+
+def test_ordered_dict_fromkeys_stays_an_ordered_dict():
+    import collections
+
+    def f(x):
+        d = collections.OrderedDict.fromkeys("cab", 0)
+        d["a"] = x
+        return d, list(d)
+
+    expected = f(X)
+    got = md.compile(f, backend="eager")(X)
+    assert type(got[0]) is collections.OrderedDict and list(got[0]) == list(expected[0])
+    torch.testing.assert_close(got[0]["a"], expected[0]["a"])
+    assert got[1] == expected[1]
+    same_counts(lambda x: x * len(collections.OrderedDict.fromkeys("abca")), X)

@@ -32,7 +32,7 @@ class ConstDictVariable(VariableTracker):
         return self.user_cls
 
     def as_python_constant(self) -> Any:
-        return {k: v.as_python_constant() for k, v in self.items.items()}
+        return self.user_cls({k: v.as_python_constant() for k, v in self.items.items()})  # an OrderedDict stays one
 
     def as_proxy(self) -> Any:
         return {k: v.as_proxy() for k, v in self.items.items()}
@@ -107,6 +107,8 @@ class ConstDictVariable(VariableTracker):
         if self.source is not None:
             return codegen.source_expr(self.source)
         body = ", ".join(f"{codegen.constant_expr(k)}: {codegen.expr(v)}" for k, v in self.items.items())
+        if self.user_cls is not dict:  # OrderedDict (the only other class made here): cls({...}) keeps the order
+            return f"{codegen.constant_expr(self.user_cls)}({{{body}}})"
         return "{" + body + "}"
 
     def __repr__(self) -> str:

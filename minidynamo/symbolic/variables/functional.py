@@ -20,6 +20,7 @@ Note [Lazy itertools over iterators are refused]
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 from typing import Any
@@ -135,15 +136,20 @@ HANDLERS = {
     itertools.islice: _islice,
 }
 
-def _dict_fromkeys(tx, keys, value=None):
+def _dict_fromkeys(tx, keys, value=None, *, cls=dict):
     from .dicts import ConstDictVariable
 
     value = value if value is not None else ConstantVariable(None)
-    return ConstDictVariable({_const(k, "dict.fromkeys' keys"): value for k in _seq(tx, keys)})
+    return ConstDictVariable({_const(k, f"{cls.__name__}.fromkeys' keys"): value for k in _seq(tx, keys)}, cls)
+
+
+def _ordered_dict_fromkeys(tx, keys, value=None):
+    return _dict_fromkeys(tx, keys, value, cls=collections.OrderedDict)
 
 
 # ``itertools.chain.from_iterable`` is a new bound object at each lookup: keyed by (owner, name)
-CLASS_METHODS = {(itertools.chain, "from_iterable"): _chain_from_iterable, (dict, "fromkeys"): _dict_fromkeys}
+CLASS_METHODS = {(itertools.chain, "from_iterable"): _chain_from_iterable, (dict, "fromkeys"): _dict_fromkeys,
+                 (collections.OrderedDict, "fromkeys"): _ordered_dict_fromkeys}
 
 
 def is_functional(value: Any) -> bool:

@@ -283,7 +283,11 @@ class UserDefinedClassVariable(VariableTracker):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import VariableBuilder, wrap_sourceless
+        from .builtin import BuiltinVariable
+        from .functional import CLASS_METHODS
 
+        if any(self.value is owner and name == n for owner, n in CLASS_METHODS):  # OrderedDict.fromkeys
+            return BuiltinVariable(getattr(self.value, name))
         attr = inspect.getattr_static(self.value, name, None)
         metaclass_slot = isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)) and isinstance(
             self.value, attr.__objclass__)  # cls.__name__: type's own descriptor, not the class's value
