@@ -48,6 +48,23 @@ def test_first_call_without_grad_does_not_freeze_an_inference_graph(first):
         torch.testing.assert_close(g, g_eager)
 
 
+def test_a_trace_under_inference_mode_compiles():
+    """Under inference_mode a fresh tensor has no version counter; the fake converter made
+    its meta tensors there and failed, so the frame ran eagerly with a warning."""
+    md.reset()
+    cf = md.compile(_mm_relu)
+    x, w = _fresh()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: the frame really compiles
+        with torch.inference_mode():
+            out = cf(x, w)
+            expected = _mm_relu(x, w)
+            explained = md.explain(_mm_relu, x, w)
+    torch.testing.assert_close(out, expected)
+    assert out.is_inference() == expected.is_inference()
+    assert explained.graph_count == 1
+
+
 def test_alternating_grad_modes():
     md.reset()
     cf = md.compile(_mm_relu)

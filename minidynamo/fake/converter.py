@@ -130,7 +130,9 @@ class FakeTensorConverter:
 
     @staticmethod
     def _meta_like(t: torch.Tensor, storage: torch.UntypedStorage) -> torch.Tensor:
-        with DisableTorchDispatch(), torch.no_grad():
+        # Under inference_mode a fresh tensor would be an inference tensor, which has no
+        # version counter to reset (nor to bump when the trace writes to it): make it a normal one.
+        with DisableTorchDispatch(), torch.no_grad(), torch.inference_mode(False):
             elem = torch.empty(0, dtype=t.dtype, device="meta")
             elem.set_(storage, t.storage_offset(), t.size(), t.stride())
         # set_ is an in-place op and bumped the version; a fresh fake starts at 0 (torch's too).
