@@ -522,7 +522,6 @@ COUNT_DIFFERENCES = {
     "user_raise_caught": "torch traces raise/except within the frame; ours runs a frame with a raise eagerly",
     "recursion_with_break": "torch marks the int n dynamic at the first recompile (automatic dynamic) and counts "
     "an identity graph; ours specializes n (one more recompile, one graph fewer)",
-    "namedtuple_result": "ours breaks at collections.namedtuple(...) (class creation); torch traces it",
 }
 
 
