@@ -1,6 +1,6 @@
 """Lazy package exports: a name's module is imported the first time the name is used.
 
-``minidynamo.aot`` and ``minidynamo.views`` use it so that importing the package
+``minidynamo.aot`` and ``minidynamo.widgets`` use it so that importing the package
 loads neither functionalization nor ipywidgets until a chapter asks for them.
 """
 

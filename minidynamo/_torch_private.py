@@ -6,15 +6,23 @@ releases, so a torch upgrade should touch this file and no other.
 
 Rule for contributors: a module of minidynamo that needs ``torch._something``
 imports it from here (``from minidynamo._torch_private import ...``). Tests that
-use the real torch as the oracle import it from here too. Add new names at the end,
-in a section named after the part of the project that needs them.
+use the real torch as the oracle import it from here too. The sections follow the
+pipeline, in chapter order (bytecode, interpreter, Dynamo, fake tensors, dispatcher,
+decompositions, functionalization, joint graph and partitioning, the three passes);
+add a name to the section of the stage that needs it. Each name says what it is in
+torch, and whether minidynamo uses it (a building block) or compares against it (oracle).
 """
 
 from __future__ import annotations
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._pytree import SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten
+from torch.utils._python_dispatch import TorchDispatchMode  # the base class of every dispatch mode of ours
 
-# --- shared -------------------------------------------------------------------
+
+
+# --- shared: the real Dynamo's state, and pytrees ------------------------------------
 
 
 def dynamo_reset() -> None:
@@ -33,108 +41,77 @@ def silence_dynamo_logs() -> None:
     torch._logging.set_logs(dynamo=logging.ERROR, aot=logging.ERROR, graph_breaks=False, recompiles=False)
 
 
-# --- aot metadata (H6) -------------------------------------------------------
+def import_torch_compile_modules() -> None:
+    """Import torch._dynamo and torch._functorch.aot_autograd (seconds, once; the tour times it apart)."""
+    import torch._dynamo  # noqa: F401
+    import torch._functorch.aot_autograd  # noqa: F401
 
 
-def _tdm():
-    from torch.utils._python_dispatch import TorchDispatchMode
+# torch.utils._pytree: flatten nested containers of tensors (the symbolic interpreter's
+# fake values, functionalization, make_fx and aot_function's flat calling convention).
+# Imported above: SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten.
 
-    return TorchDispatchMode
+
+# --- bytecode, chapter 01 (oracle) ----------------------------------------------------
 
 
-def torch_collect_metadata(fn, *args, keep_input_mutations: bool = False):
-    """Oracle: torch's run_functionalized_fw_and_collect_metadata on fake copies of ``args``.
+def dynamo_cleaned_instructions(code):
+    """torch._dynamo.bytecode_transformation.cleaned_instructions: the instruction list real Dynamo traces."""
+    from torch._dynamo.bytecode_transformation import cleaned_instructions
 
-    Called as torch 2.13's create_aot_state calls it: flat args, PlainAOTInput
-    descriptors, under the python dispatcher, inside a FakeTensorMode whose
-    from_tensor memo keeps the inputs' aliasing. ``fn`` must return a flat
-    tuple/list (or one value).
+    return cleaned_instructions(code)
+
+
+def dynamo_parse_exception_table(exntab: bytes):
+    """torch._dynamo.bytecode_transformation.parse_exception_table: real Dynamo's exception table parser."""
+    from torch._dynamo.bytecode_transformation import parse_exception_table
+
+    return parse_exception_table(exntab)
+
+
+# --- the interpreter, chapter 02 (oracle) ------------------------------------------------
+
+
+def dynamo_instruction_translator_base():
+    """torch._dynamo.symbolic_convert.InstructionTranslatorBase: real Dynamo's frame loop (one method per opname)."""
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    return InstructionTranslatorBase
+
+
+# --- the symbolic interpreter (our Dynamo), chapters 03-05 -----------------------------
+
+
+def dynamo_explain(fn, *args, **kwargs):
+    """Oracle: torch._dynamo.explain(fn)(*args, **kwargs) -> its ExplainOutput.
+
+    Its ``graph_break_count`` is ``graph_count - 1`` by construction (see
+    torch/_dynamo/eval_frame.py); ``break_reasons`` may be longer or shorter.
     """
-    from torch._dispatch.python import enable_python_dispatcher
-    from torch._functorch._aot_autograd.collect_metadata_analysis import (
-        run_functionalized_fw_and_collect_metadata,
-    )
-    from torch._functorch._aot_autograd.descriptors import PlainAOTInput
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    import torch._dynamo
 
-    fake_mode = FakeTensorMode()
-    fake_args = [fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
-
-    def flat_fn(*a):
-        out = fn(*a)
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-
-    with fake_mode, enable_python_dispatcher():
-        return run_functionalized_fw_and_collect_metadata(
-            flat_fn,
-            flat_args_descs=[PlainAOTInput(i) for i in range(len(fake_args))],
-            keep_input_mutations=keep_input_mutations,
-        )(*fake_args)
+    return torch._dynamo.explain(fn)(*args, **kwargs)
 
 
-def is_functional_tensor_mode_active() -> bool:
-    """Whether torch's own FunctionalTensorMode is on the mode stack (for error messages)."""
-    from torch._subclasses.functional_tensor import FunctionalTensorMode
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+def dynamo_graph_break_fn():
+    """torch._dynamo.graph_break: user code may call it; our interpreter breaks there too."""
+    import torch._dynamo
 
-    return any(isinstance(m, FunctionalTensorMode) for m in _get_current_dispatch_mode_stack())
-
-
-def TorchDispatchModeBase():
-    """torch.utils._python_dispatch.TorchDispatchMode (the base class of dispatch modes)."""
-    return _tdm()
+    return torch._dynamo.graph_break
 
 
-# --- aot joint, partitioning, runtime (H7) -------------------------------------
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402  (base class of our tracing mode)
-from torch.utils._pytree import SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten  # noqa: E402
-
-
-def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_input_indices=None):
-    """Oracle: torch's min_cut_rematerialization_partition on a joint graph (it edits the graph: pass a copy)."""
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-
-    return min_cut_rematerialization_partition(
-        joint_module, None, num_fwd_outputs=num_fwd_outputs,
-        static_lifetime_input_indices=static_lifetime_input_indices,
-    )
-
-
-def torch_aot_function(fn, fw_compiler, bw_compiler=None, **kwargs):
-    """Oracle: the real functorch.compile.aot_function."""
-    from functorch.compile import aot_function
-
-    return aot_function(fn, fw_compiler, bw_compiler, **kwargs)
-
-
-def torch_make_fx(fn, tracing_mode: str = "real"):
-    """Oracle: the real torch.fx.experimental.proxy_tensor.make_fx."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    return make_fx(fn, tracing_mode=tracing_mode)
-
-
-def torch_default_partition():
-    """Oracle: torch._functorch.partitioners.default_partition."""
-    from torch._functorch.partitioners import default_partition
-
-    return default_partition
-
-
-# --- fake tensors (H4) --------------------------------------------------------
+# --- fake tensors, chapter 06 ----------------------------------------------------------
 # minidynamo.fake runs ATen ops "inside the kernel": Python dispatch off, the Meta
 # key forced into the TLS include set, so a FakeTensor (whose backend keys claim
 # cpu or cuda) reaches the Meta kernels. These are dispatcher switches, not the
 # real FakeTensor; the real one uses the same switches (in_kernel_invocation_manager).
-
-from torch.multiprocessing.reductions import StorageWeakRef  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+# StorageWeakRef (imported above): a weak key for a storage, for the converter's memo.
 
 disabled_torch_function_impl = torch._C._disabled_torch_function_impl
 DisableTorchDispatch = torch._C._DisableTorchDispatch
 PreserveDispatchKeyGuard = torch._C._PreserveDispatchKeyGuard
 set_meta_in_tls_dispatch_include = torch._C._set_meta_in_tls_dispatch_include
-meta_in_tls_dispatch_include = torch._C._meta_in_tls_dispatch_include
+unsafe_set_version_counter = torch._C._autograd._unsafe_set_version_counter
 
 
 def real_fake_tensor_mode(**kwargs):
@@ -169,29 +146,17 @@ def op_db():
     return _op_db
 
 
-# --- dynamo differential tests and chapters 03-05 (H3) ---------------------------
-
-
-def dynamo_explain(fn, *args, **kwargs):
-    """Oracle: torch._dynamo.explain(fn)(*args, **kwargs) -> its ExplainOutput.
-
-    Its ``graph_break_count`` is ``graph_count - 1`` by construction (see
-    torch/_dynamo/eval_frame.py); ``break_reasons`` may be longer or shorter.
-    """
-    import torch._dynamo
-
-    return torch._dynamo.explain(fn)(*args, **kwargs)
-
-
-# --- dispatcher and decompositions, chapters 07-08 (H5) -------------------------
+# --- the dispatcher, chapter 07 ----------------------------------------------------------
 # The dispatcher's own objects and tables (torch._C), used by minidynamo.dispatch to
 # register probe kernels and redispatch, and by tests/notebooks as the oracle.
+# TorchDispatchMode (imported above): the Python key's modes.
 
 DispatchKey = torch._C.DispatchKey
 DispatchKeySet = torch._C.DispatchKeySet
 dispatch_keys = torch._C._dispatch_keys  # oracle: a tensor's own key set
 dispatch_tls_local_include_set = torch._C._dispatch_tls_local_include_set  # oracle: TLS
 dispatch_tls_local_exclude_set = torch._C._dispatch_tls_local_exclude_set  # oracle: TLS
+dispatch_tls_is_dispatch_key_included = torch._C._dispatch_tls_is_dispatch_key_included  # one TLS bit
 dispatch_keyset_full_after = torch._C._dispatch_keyset_full_after
 after_autograd_keyset = torch._C._after_autograd_keyset
 AutoDispatchBelowAutograd = torch._C._AutoDispatchBelowAutograd
@@ -201,9 +166,9 @@ dispatch_dump = torch._C._dispatch_dump
 dispatch_dump_table = torch._C._dispatch_dump_table
 dispatch_has_kernel_for_dispatch_key = torch._C._dispatch_has_kernel_for_dispatch_key
 dispatch_has_computed_kernel_for_dispatch_key = torch._C._dispatch_has_computed_kernel_for_dispatch_key
-dispatch_kernel_for_dispatch_key_is_fallthrough = torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough
 dispatch_has_backend_fallback = torch._C._dispatch_has_backend_fallback
 dispatch_get_all_op_names = torch._C._dispatch_get_all_op_names
+# torch's C++ functionalization (the Functionalize key), shown beside our Python one
 is_functional_tensor = torch._is_functional_tensor
 to_functional_tensor = torch._to_functional_tensor
 from_functional_tensor = torch._from_functional_tensor
@@ -216,6 +181,45 @@ def is_in_torch_dispatch_mode() -> bool:
     from torch.utils._python_dispatch import is_in_torch_dispatch_mode as _is_in
 
     return _is_in(include_infra_modes=True)
+
+
+def autograd_node_created_hook(on_node):
+    """A context manager: ``on_node()`` is called each time autograd creates a Node.
+
+    For dispatch.trace: seeing the autograd kernel of an aten op run. Anomaly mode
+    makes every autograd Node capture the Python stack in its constructor
+    (``PyAnomalyMetadata::store_stack`` calls ``torch.fx.traceback.format_stack``);
+    the generated autograd kernels create the op's Node *before* they redispatch
+    below autograd. Replacing that function for the duration is therefore a report
+    from inside the autograd kernel, in the order it ran. ``check_nan=False``:
+    nothing else about the call changes.
+    """
+    import contextlib
+    import warnings
+
+    import torch.fx.traceback as fx_traceback
+
+    @contextlib.contextmanager
+    def hook():
+        original = fx_traceback.format_stack
+
+        def format_stack():
+            on_node()
+            return []
+
+        fx_traceback.format_stack = format_stack
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
+                with torch.autograd.detect_anomaly(check_nan=False):
+                    yield
+        finally:
+            fx_traceback.format_stack = original
+
+    return hook()
+
+
+# --- decompositions and the Python dispatcher, chapter 08 -----------------------------
 
 
 def torch_decomposition_table():
@@ -246,6 +250,39 @@ def torch_inductor_decompositions():
     return select_decomp_table()
 
 
+def enable_python_dispatcher():
+    """torch._dispatch.python.enable_python_dispatcher(): dispatch through torch/_ops.py
+    (sees ``py_impl`` kernels), as make_fx / AOTAutograd do while tracing."""
+    from torch._dispatch.python import enable_python_dispatcher as _enable
+
+    return _enable()
+
+
+def python_dispatcher_kernels(op) -> dict:
+    """``op.py_kernels``: kernels only the Python dispatcher sees (key name -> function)."""
+    return {getattr(k, "name", str(k)): fn for k, fn in op.py_kernels.items()}
+
+
+def load_python_kernels() -> None:
+    """Import the modules that register torch's Python kernels (py_impl Meta kernels,
+    decompositions), so that what kernels_for reports does not depend on import order."""
+    import torch._decomp  # noqa: F401
+    import torch._meta_registrations  # noqa: F401
+
+
+def clear_python_dispatch_cache(op) -> None:
+    """Forget the Python dispatcher's cached kernel choices for ``op`` (an OpOverload).
+
+    torch/_ops.py caches, per OpOverload, which kernel each dispatch key resolved to
+    (``_dispatch_cache``). A torch.library registration made later does not clear it,
+    so code that adds or removes kernels (our simulated fused kernels) clears it.
+    """
+    op._dispatch_cache.clear()
+
+
+# --- functionalization and metadata (FakeTensor pass 2), chapter 09 ----------------------
+
+
 def mirror_autograd_meta(src, dst) -> None:
     """torch._mirror_autograd_meta_to: give ``dst`` the requires_grad and leaf-ness of ``src``."""
     torch._mirror_autograd_meta_to(src, dst)
@@ -269,25 +306,59 @@ def pop_current_dispatch_mode_if(mode):
     return contextlib.nullcontext()
 
 
-# --- bytecode (H1, chapter 01) ------------------------------------------------
+def torch_collect_metadata(fn, *args, keep_input_mutations: bool = False):
+    """Oracle: torch's run_functionalized_fw_and_collect_metadata on fake copies of ``args``.
+
+    Called as torch 2.13's create_aot_state calls it: flat args, PlainAOTInput
+    descriptors, under the python dispatcher, inside a FakeTensorMode whose
+    from_tensor memo keeps the inputs' aliasing. ``fn`` must return a flat
+    tuple/list (or one value).
+    """
+    from torch._dispatch.python import enable_python_dispatcher
+    from torch._functorch._aot_autograd.collect_metadata_analysis import (
+        run_functionalized_fw_and_collect_metadata,
+    )
+    from torch._functorch._aot_autograd.descriptors import PlainAOTInput
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake_mode = FakeTensorMode()
+    fake_args = [fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+
+    def flat_fn(*a):
+        out = fn(*a)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    with fake_mode, enable_python_dispatcher():
+        return run_functionalized_fw_and_collect_metadata(
+            flat_fn,
+            flat_args_descs=[PlainAOTInput(i) for i in range(len(fake_args))],
+            keep_input_mutations=keep_input_mutations,
+        )(*fake_args)
 
 
-def dynamo_cleaned_instructions(code):
-    """torch._dynamo.bytecode_transformation.cleaned_instructions: the instruction list real Dynamo traces."""
-    from torch._dynamo.bytecode_transformation import cleaned_instructions
+# --- the joint graph, partitioning and the runtime, chapters 10-11 ----------------------
 
-    return cleaned_instructions(code)
+OpOverload = torch._ops.OpOverload  # the type of torch.ops.aten.mm.default
 
 
-def dynamo_parse_exception_table(exntab: bytes):
-    """torch._dynamo.bytecode_transformation.parse_exception_table: real Dynamo's exception table parser."""
-    from torch._dynamo.bytecode_transformation import parse_exception_table
+def graph_target_to_str(graph, target) -> str:
+    """fx.Graph._target_to_str: the name torch.fx gives a node for ``target`` ("mm", "add"),
+    before it adds a suffix to keep names unique; make_fx names its nodes with it."""
+    return graph._target_to_str(target)
 
-    return parse_exception_table(exntab)
+
+def torch_make_fx(fn, tracing_mode: str = "real"):
+    """Oracle: the real torch.fx.experimental.proxy_tensor.make_fx."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    return make_fx(fn, tracing_mode=tracing_mode)
 
 
-# --- fake tensors (H4), continued ----------------------------------------------
-unsafe_set_version_counter = torch._C._autograd._unsafe_set_version_counter
+def torch_aot_function(fn, fw_compiler, bw_compiler=None, **kwargs):
+    """Oracle: the real functorch.compile.aot_function."""
+    from functorch.compile import aot_function
+
+    return aot_function(fn, fw_compiler, bw_compiler, **kwargs)
 
 
 def torch_make_boxed_func(fn):
@@ -297,58 +368,17 @@ def torch_make_boxed_func(fn):
     return make_boxed_func(fn)
 
 
-# --- symbolic interpreter (H2) ------------------------------------------------
+def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_input_indices=None):
+    """Oracle: torch's min_cut_rematerialization_partition on a joint graph (it edits the graph: pass a copy)."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    return min_cut_rematerialization_partition(
+        joint_module, None, num_fwd_outputs=num_fwd_outputs,
+        static_lifetime_input_indices=static_lifetime_input_indices,
+    )
 
 
-def dynamo_graph_break_fn():
-    """torch._dynamo.graph_break: user code may call it; our interpreter breaks there too."""
-    import torch._dynamo
-
-    return torch._dynamo.graph_break
-
-
-# --- interpreter (H1, chapter 02) ---------------------------------------------
-
-
-def dynamo_instruction_translator_base():
-    """torch._dynamo.symbolic_convert.InstructionTranslatorBase: real Dynamo's frame loop (one method per opname)."""
-    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
-
-    return InstructionTranslatorBase
-dispatch_tls_is_dispatch_key_included = torch._C._dispatch_tls_is_dispatch_key_included  # (H5) TLS bit
-
-
-def clear_python_dispatch_cache(op) -> None:
-    """(H5) Forget the Python dispatcher's cached kernel choices for ``op`` (an OpOverload).
-
-    torch/_ops.py caches, per OpOverload, which kernel each dispatch key resolved to
-    (``_dispatch_cache``). A torch.library registration made later does not clear it,
-    so code that adds or removes kernels (our simulated fused kernels) clears it.
-    """
-    op._dispatch_cache.clear()
-
-
-def enable_python_dispatcher():
-    """(H5) torch._dispatch.python.enable_python_dispatcher(): dispatch through torch/_ops.py
-    (sees ``py_impl`` kernels), as make_fx / AOTAutograd do while tracing."""
-    from torch._dispatch.python import enable_python_dispatcher as _enable
-
-    return _enable()
-
-
-def python_dispatcher_kernels(op) -> dict:
-    """(H5) ``op.py_kernels``: kernels only the Python dispatcher sees (key name -> function)."""
-    return {getattr(k, "name", str(k)): fn for k, fn in op.py_kernels.items()}
-
-
-def load_python_kernels() -> None:
-    """(H5) Import the modules that register torch's Python kernels (py_impl Meta kernels,
-    decompositions), so that what kernels_for reports does not depend on import order."""
-    import torch._decomp  # noqa: F401
-    import torch._meta_registrations  # noqa: F401
-
-
-# --- real pass attribution and the benchmark (lead: real_passes.py, bench.py) ---
+# --- the three FakeTensor passes and the backward, chapters 12-13 (real_passes.py, bench.py) ---
 
 
 def real_pass_hook_points():
@@ -364,51 +394,6 @@ def real_pass_hook_points():
     from torch._subclasses.fake_tensor import FakeTensorMode as RealFakeTensorMode
 
     return RealFakeTensorMode, aot_autograd, runtime_wrappers, registry.lookup_backend
-# torch.tensor / factory calls with device="cuda" initialise CUDA in the Python arg
-# parser unless this flag is on; torch's FakeTensorMode turns it on when no GPU exists.
-only_lift_cpu_tensors = torch._C._only_lift_cpu_tensors
-set_only_lift_cpu_tensors = torch._C._set_only_lift_cpu_tensors
-
-
-# --- dispatch.trace (chapter 07): seeing the autograd kernel of an aten op run -----
-
-
-def autograd_node_created_hook(on_node):
-    """A context manager: ``on_node()`` is called each time autograd creates a Node.
-
-    Anomaly mode makes every autograd Node capture the Python stack in its
-    constructor (``PyAnomalyMetadata::store_stack`` calls
-    ``torch.fx.traceback.format_stack``); the generated autograd kernels create the
-    op's Node *before* they redispatch below autograd. Replacing that function for
-    the duration is therefore a report from inside the autograd kernel, in the order
-    it ran. ``check_nan=False``: nothing else about the call changes.
-    """
-    import contextlib
-    import warnings
-
-    import torch.fx.traceback as fx_traceback
-
-    @contextlib.contextmanager
-    def hook():
-        original = fx_traceback.format_stack
-
-        def format_stack():
-            on_node()
-            return []
-
-        fx_traceback.format_stack = format_stack
-        try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
-                with torch.autograd.detect_anomaly(check_nan=False):
-                    yield
-        finally:
-            fx_traceback.format_stack = original
-
-    return hook()
-
-
-# --- chapter 12: compiled autograd, the backward captured by Dynamo at backward time ---
 
 
 def compiled_autograd_enabled(compiler_fn):

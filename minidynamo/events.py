@@ -2,7 +2,7 @@
 
 Place in the pipeline: beside it. The symbolic interpreter, the fake tensor mode,
 the AOT stages and the runtime wrappers all call :func:`emit`; widgets and plots
-(``minidynamo.views``) only ever read the recorded events.
+(``minidynamo.widgets``) only ever read the recorded events.
 
 PyTorch has no single counterpart. The closest are ``torch._dynamo.utils.counters``,
 the structured trace (``torch._logging.trace_structured``, read by tlparse) and

@@ -12,7 +12,6 @@ import functools
 
 import pytest
 import torch
-from aot_cases import CASES, CASES_BY_NAME
 
 from minidynamo import events
 from minidynamo._torch_private import torch_collect_metadata
@@ -24,38 +23,11 @@ from minidynamo.aot.functional_tensor import (
     functionalize,
 )
 from minidynamo.aot.schemas import ViewMeta, replay_views
+from minidynamo.corpus.aot_cases import CASES, CASES_BY_NAME
+from minidynamo.corpus.metadata_compare import KNOWN_DIFFERENCES, metadata_differences
 
 pytestmark = pytest.mark.ch09
 
-INPUT_FIELDS = (
-    "is_leaf",
-    "mutates_data",
-    "mutates_metadata",
-    "requires_grad",
-    "mutations_hidden_from_autograd",
-    "mutations_under_no_grad_or_inference_mode",
-    "keep_input_mutations",
-)
-OUTPUT_FIELDS = ("output_type", "base_idx", "requires_grad", "requires_grad_for_backward")
-# Precomputed by ViewAndMutationMeta.__post_init__ (Note [Precomputed index lists]).
-INDEX_FIELDS = (
-    "mutated_inp_runtime_indices",
-    "mutated_graph_handled_indices",
-    "aliased_out_indices",
-    "unsafe_view_out_indices",
-    "num_outputs",
-    "num_outputs_non_aliased",
-    "num_outputs_aliased_to_inputs",
-    "num_outputs_aliased_to_intermediates",
-    "num_forward_returns",
-)
-
-# Cases where ours differs from torch on purpose: name -> reason. (Shown in chapter 09.)
-# Fields that differ on purpose for every case are not compared:
-#   raw_type (torch records FunctionalTensor, the type it saw; we record torch.Tensor, what the user gets),
-#   view_meta_sequence (torch's C++ ViewMeta objects; ours are schemas.ViewMeta; compared by replay below),
-#   dynamic_dims (ours is static-shape).
-KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,36 +40,6 @@ def ours(name: str):
 def theirs(name: str):
     case = CASES_BY_NAME[name]
     return torch_collect_metadata(case.fn, *case.make_inputs())
-
-
-def metadata_differences(a, b) -> list[str]:
-    """Every field named in the issue, ours (a) vs torch's (b); [] when they agree."""
-    diffs = []
-    if len(a.input_info) != len(b.input_info):
-        diffs.append(f"{len(a.input_info)} vs {len(b.input_info)} inputs")
-    for i, (x, y) in enumerate(zip(a.input_info, b.input_info)):
-        diffs += [f"input {i} {f}: {getattr(x, f)} vs {getattr(y, f)}" for f in INPUT_FIELDS if getattr(x, f) != getattr(y, f)]
-    if len(a.output_info) != len(b.output_info):
-        diffs.append(f"{len(a.output_info)} vs {len(b.output_info)} outputs")
-    for i, (x, y) in enumerate(zip(a.output_info, b.output_info)):
-        for f in OUTPUT_FIELDS:
-            xv, yv = getattr(x, f), getattr(y, f)
-            if f == "output_type":
-                xv, yv = xv.name, yv.name
-            if xv != yv:
-                diffs.append(f"output {i} {f}: {xv} vs {yv}")
-        if (x.view_meta_sequence is None) != (y.view_meta_sequence is None):
-            diffs.append(f"output {i}: view chain recorded {x.view_meta_sequence is not None} vs {y.view_meta_sequence is not None}")
-        if issubclass(x.raw_type, torch.Tensor) != issubclass(y.raw_type, torch.Tensor):
-            diffs.append(f"output {i} raw_type: {x.raw_type.__name__} vs {y.raw_type.__name__}")
-    if a.num_intermediate_bases != b.num_intermediate_bases:
-        diffs.append(f"num_intermediate_bases: {a.num_intermediate_bases} vs {b.num_intermediate_bases}")
-    ta = [(tuple(t.shape), t.dtype) for t in a.traced_tangents]
-    tb = [(tuple(t.shape), t.dtype) for t in b.traced_tangents]
-    if ta != tb:
-        diffs.append(f"traced_tangents: {ta} vs {tb}")
-    diffs += [f"{f}: {getattr(a, f)} vs {getattr(b, f)}" for f in INDEX_FIELDS if getattr(a, f) != getattr(b, f)]
-    return diffs
 
 
 # ----------------------------------------------------------------------------- the corpus

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aot_cases import CASES, CASES_BY_NAME
+from minidynamo.corpus.aot_cases import CASES, CASES_BY_NAME
 from minidynamo import events
 from minidynamo.aot import aot_function
 from minidynamo.aot.runtime_wrappers import WRAPPER_WORK

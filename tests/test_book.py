@@ -7,7 +7,7 @@ so the checkout is not touched), then reads the HTML: every
 it; the widget JavaScript is served from ``_static/`` and not from a CDN. A build
 warning about a missing file or a broken reference fails the test.
 
-Also here: the kernel-side behaviour of ``minidynamo.views.Stepper``, the widget
+Also here: the kernel-side behaviour of ``minidynamo.widgets.Stepper``, the widget
 frame the book's widgets are built on (the browser side is in ``test_browser.py``).
 """
 
@@ -235,7 +235,7 @@ def test_widget_pages_load_the_widget_manager_locally(built):
 
 
 def test_stepper_repr_follows_the_step():
-    from minidynamo.views import Stepper, pre
+    from minidynamo.widgets import Stepper, pre
 
     s = Stepper(["<p>first &amp; one</p>", pre("a < b"), "<b>three</b>"], "demo", labels=["x", "y", "z"])
     assert repr(s) == "Stepper('demo', step 1/3: x: first & one)"
@@ -252,7 +252,7 @@ def test_stepper_repr_follows_the_step():
 def test_stepper_links_slider_to_stack_in_the_browser():
     import ipywidgets as widgets
 
-    from minidynamo.views import Stepper
+    from minidynamo.widgets import Stepper
 
     s = Stepper(["a", "b"], "t")
     from ipywidgets.widgets.widget_link import Link
@@ -265,7 +265,7 @@ def test_stepper_links_slider_to_stack_in_the_browser():
 
 
 def test_stepper_snapshot_has_every_step_in_order():
-    from minidynamo.views import Stepper
+    from minidynamo.widgets import Stepper
 
     s = Stepper([f"<i>s{i}</i>" for i in range(4)], "four")
     page = s.snapshot_html()
@@ -280,7 +280,7 @@ def test_stepper_snapshot_has_every_step_in_order():
     [([], None, ValueError), ([1], None, TypeError), (["a"], ["x", "y"], ValueError)],
 )
 def test_stepper_rejects_bad_input(steps, labels, error):
-    from minidynamo.views import Stepper
+    from minidynamo.widgets import Stepper
 
     with pytest.raises(error, match="Stepper"):
         Stepper(steps, "bad", labels=labels)
@@ -288,8 +288,8 @@ def test_stepper_rejects_bad_input(steps, labels, error):
 
 def test_kernel_only_controls_are_marked_and_no_icon_fonts_are_needed():
     """Note [Kernel-only controls]: buttons and checkboxes that run Python carry the class the book greys out."""
-    from minidynamo.views.dispatch_explorer import DispatchKeyExplorer
-    from minidynamo.views.stepper import KERNEL_ONLY, Stepper
+    from minidynamo.widgets.dispatch_explorer import DispatchKeyExplorer
+    from minidynamo.widgets.stepper import KERNEL_ONLY, Stepper
 
     s = Stepper(["<p>a</p>", "<p>b</p>"])
     for button in (s.prev_button, s.next_button):

@@ -404,7 +404,7 @@ def test_kernels_for_bad_input():
 
 
 def test_explorer_steps_come_from_trace():
-    from minidynamo.views.dispatch_explorer import DispatchKeyExplorer, explore
+    from minidynamo.widgets.dispatch_explorer import DispatchKeyExplorer, explore
 
     keys, tr = explore(mode=True, requires_grad=True)
     widget = DispatchKeyExplorer(mode=True, requires_grad=True)
@@ -421,7 +421,7 @@ def test_explorer_steps_come_from_trace():
 
 
 def test_explorer_reports_an_impossible_combination():
-    from minidynamo.views.dispatch_explorer import DispatchKeyExplorer
+    from minidynamo.widgets.dispatch_explorer import DispatchKeyExplorer
 
     widget = DispatchKeyExplorer(inference=True, requires_grad=True)
     assert "cannot require grad" in widget.message
@@ -439,7 +439,7 @@ def test_trace_with_our_fake_tensor(probe):
 def test_explorer_uses_our_fake_and_functional_tensors():
     from minidynamo.aot.functional_tensor import FunctionalTensor
     from minidynamo.fake import FakeTensor
-    from minidynamo.views.dispatch_explorer import _make_tensor, explore
+    from minidynamo.widgets.dispatch_explorer import _make_tensor, explore
 
     x, under = _make_tensor({"requires_grad": True, "fake": True, "functional": True, "torch_functional": False, "inference": False})
     assert isinstance(x, FunctionalTensor) and isinstance(under.from_fun(x), FakeTensor)

@@ -3,7 +3,7 @@
 Place in the pipeline: checks ``minidynamo.symbolic`` (chapters 3-5) end to end,
 through the public API ``md.compile`` / ``md.explain``.
 
-For every case of ``tests/dynamo_cases.py``:
+For every case of ``minidynamo/corpus/dynamo_cases.py``:
 
 * ``md.compile(fn, backend="eager")`` returns what the plain call returns, leaves
   the inputs (and any global state the case observes) as the plain call does, on
@@ -34,7 +34,7 @@ import torch
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain, dynamo_reset, silence_dynamo_logs
 
-from dynamo_cases import AOT_CASES, CASES, KNOWN_DIFFERENCES, same
+from minidynamo.corpus.dynamo_cases import AOT_CASES, CASES, KNOWN_DIFFERENCES, same
 
 _CHAPTER_MARK = {"ch03": pytest.mark.ch03, "ch04": pytest.mark.ch04, "ch05": pytest.mark.ch05}
 

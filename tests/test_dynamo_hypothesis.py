@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import minidynamo as md
 
-from dynamo_cases import T, same
+from minidynamo.corpus.dynamo_cases import T, same
 
 pytestmark = pytest.mark.ch03
 

@@ -23,7 +23,7 @@ def _inputs():
 
 
 def test_pass_timeline_updates_live_in_every_pass():
-    from minidynamo.views import PassTimeline
+    from minidynamo.widgets import PassTimeline
 
     md.reset()
     timeline = PassTimeline()
@@ -41,7 +41,7 @@ def test_pass_timeline_updates_live_in_every_pass():
 
 
 def test_pass_timeline_steps_through_every_op_and_lights_the_line():
-    from minidynamo.views import PassTimeline
+    from minidynamo.widgets import PassTimeline
 
     md.reset()
     with events.record() as log:
@@ -103,7 +103,7 @@ def test_backward_is_visible_only_below_autograd():
 
 
 def test_count_passes_ours_torch_and_one_pass():
-    from minidynamo.views.pass_plots import count_passes, counts_table, plot_passes
+    from minidynamo.widgets.pass_plots import count_passes, counts_table, plot_passes
 
     counts = count_passes(_f, _inputs)
     for system in ("ours", "torch"):

@@ -77,10 +77,9 @@ import contextlib
 from typing import Any, Callable
 
 import torch
-from torch.utils._pytree import tree_map
 
 from minidynamo import events
-from minidynamo._torch_private import TorchDispatchMode, mirror_autograd_meta, no_dispatch
+from minidynamo._torch_private import TorchDispatchMode, mirror_autograd_meta, no_dispatch, tree_map
 from minidynamo.aot.schemas import ViewMeta, replay_views
 
 __all__ = [

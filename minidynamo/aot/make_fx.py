@@ -39,7 +39,7 @@ import torch
 import torch.fx as fx
 
 from minidynamo import events
-from minidynamo._torch_private import TorchDispatchMode, tree_flatten, tree_unflatten
+from minidynamo._torch_private import TorchDispatchMode, graph_target_to_str, tree_flatten, tree_unflatten
 
 __all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
 
@@ -132,7 +132,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
             args, kwargs = tree_unflatten([tracer.runtime_value(a) for a in flat], spec)
         out = func(*args, **kwargs)
         # torch names nodes after the overload packet ("mm", "add_1"), so do we.
-        name = tracer.graph._target_to_str(func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None
+        name = graph_target_to_str(tracer.graph, func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None
         node = tracer.graph.create_node("call_function", func, tuple(node_args), dict(node_kwargs), name=name)
         self.num_ops += 1
         if isinstance(out, torch.Tensor):

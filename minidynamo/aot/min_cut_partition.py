@@ -44,6 +44,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from minidynamo._torch_private import OpOverload
 from minidynamo.aot.partitioners import (
     PartitionResult,
     _extract_graph_with_inputs_outputs,
@@ -89,7 +90,7 @@ def _op_name(node: fx.Node) -> str | None:
 
 
 def _is_pointwise(node: fx.Node) -> bool:
-    return isinstance(node.target, torch._ops.OpOverload) and torch.Tag.pointwise in node.target.tags
+    return isinstance(node.target, OpOverload) and torch.Tag.pointwise in node.target.tags
 
 
 def _is_view(node: fx.Node) -> bool:

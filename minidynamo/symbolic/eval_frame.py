@@ -147,7 +147,7 @@ class CompileConfig:
 
 _all_configs: "weakref.WeakSet[CompileConfig]" = weakref.WeakSet()
 _PACKAGE = __file__.rsplit("/symbolic/", 1)[0] + "/"
-_WORKLOADS = tuple(_PACKAGE + name for name in ("bench", "exercises/", "__main__.py"))  # our workloads
+_WORKLOADS = tuple(_PACKAGE + name for name in ("bench", "exercises/", "corpus/", "__main__.py"))  # our workloads
 
 
 # tools around the user's code, never compiled: the one list of minidynamo/trace_rules.py
@@ -161,7 +161,7 @@ def _not_user_code(func: types.FunctionType) -> bool:
     if code.co_name.startswith("___") or filename.startswith(("<minidynamo", "<eval_with_key>", "<frozen ")) \
             or is_library_file(filename) or module.split(".")[0] in _SKIPPED_PACKAGES or module.startswith("torch."):
         return True
-    if module.startswith("minidynamo.") and not module.startswith(("minidynamo.bench", "minidynamo.exercises")):
+    if module.startswith("minidynamo.") and not module.startswith(("minidynamo.bench", "minidynamo.exercises", "minidynamo.corpus")):
         return True  # code minidynamo made at run time (a dataclass's __init__ is exec'd)
     return filename.startswith(_PACKAGE) and not filename.startswith(_WORKLOADS)
 

@@ -110,6 +110,7 @@ class EagerFallback(Exception):
 # the last line is the user's. Real Dynamo gets this for free: user frames are real.
 
 _PACKAGE_DIR = __file__.rsplit("/", 2)[0] + "/"
+_USER_CODE_DIRS = (_PACKAGE_DIR + "corpus/", _PACKAGE_DIR + "exercises/")  # the teaching programs: user code
 
 
 def _is_ours(exc: BaseException) -> bool:
@@ -119,6 +120,8 @@ def _is_ours(exc: BaseException) -> bool:
 
 
 def internal_frame(filename: str) -> bool:
+    if filename.startswith(_USER_CODE_DIRS):
+        return False
     return filename.startswith(_PACKAGE_DIR) or filename.startswith("<minidynamo")
 
 

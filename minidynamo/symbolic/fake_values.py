@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch.utils._pytree import tree_map
+
+from minidynamo._torch_private import tree_map
 
 from .exc import unimplemented
 

@@ -1,7 +1,8 @@
 """The shared AOTAutograd test corpus: small functions full of mutation and aliasing.
 
 Place in the pipeline: none; tests of every AOT stage run these cases (metadata in
-``test_aot_metadata.py``, joint graph / runtime wrappers in chapter 10-11 tests).
+``tests/test_aot_metadata.py``, joint graph / runtime wrappers in chapter 10-11 tests) and
+chapter 09 shows the metadata comparison over all of them.
 
 Shape::
 

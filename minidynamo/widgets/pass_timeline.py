@@ -3,7 +3,7 @@
 Place in the pipeline: beside it. It subscribes to ``minidynamo.events`` while
 ``md.compile(fn)(*inputs)`` runs and redraws a small table (ops per pass, the
 current op) on every op event; afterwards it hands every op of every pass to a
-:class:`~minidynamo.views.stepper.Stepper`, the passes side by side, with the ops
+:class:`~minidynamo.widgets.stepper.Stepper`, the passes side by side, with the ops
 of the same user source line lit in all of them.
 
 PyTorch has no such widget: the closest are ``TORCH_LOGS="+dynamo,aot"`` and
@@ -34,7 +34,7 @@ from typing import Iterator, Sequence
 import ipywidgets as widgets
 
 from minidynamo import events
-from minidynamo.views.stepper import Stepper
+from minidynamo.widgets.stepper import Stepper
 
 __all__ = ["PassTimeline", "TimelineOp", "timeline_ops"]
 

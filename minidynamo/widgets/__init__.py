@@ -9,7 +9,7 @@ through its content in a static page with no kernel (see ``stepper.py``).
     PassTimeline         pass_timeline.py     the FakeTensor passes of one compile, step by step
     plot_passes, ...     pass_plots.py        ops per pass, ours vs torch vs one pass (table, bar chart)
 
-Names are imported lazily, so ``import minidynamo.views`` does not load ipywidgets
+Names are imported lazily, so ``import minidynamo.widgets`` does not load ipywidgets
 (or a widget module that has not been written yet) until a name is used.
 """
 

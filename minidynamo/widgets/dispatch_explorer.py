@@ -3,7 +3,7 @@
 Place in the pipeline: beside it, for chapter 07. Everything it shows comes from
 ``minidynamo.dispatch``: the key set from ``dispatch.keys`` and the steps from
 ``dispatch.trace`` (each step written by the kernel, mode or hook that ran), never
-from a hand-written list. The stepping is :class:`minidynamo.views.stepper.Stepper`.
+from a hand-written list. The stepping is :class:`minidynamo.widgets.stepper.Stepper`.
 
 Note [What works without a kernel]
     The steps of the chosen configuration are rendered up front, so the slider
@@ -21,7 +21,7 @@ import ipywidgets as widgets
 import torch
 
 from minidynamo import dispatch
-from minidynamo.views.stepper import KERNEL_ONLY, Stepper
+from minidynamo.widgets.stepper import KERNEL_ONLY, Stepper
 
 __all__ = ["DispatchKeyExplorer", "OPS", "FLAGS", "explore"]
 

@@ -1,0 +1,16 @@
+"""The teaching corpora: small programs that the chapters show and the tests check against torch.
+
+Place in the pipeline: none; these are inputs, like ``minidynamo/zoo.py``. They are
+user code to minidynamo (the frame hook compiles them, tracebacks keep their frames),
+and they hold no test logic: the tests that run them live in ``tests/``.
+
+    dynamo_cases      chapters 03-05   functions for the symbolic interpreter, each run
+                                       eagerly, through md.compile and through torch's Dynamo
+                                       (tests/test_dynamo_differential.py)
+    aot_cases         chapters 09-11   functions full of mutation and aliasing, for every
+                                       AOT stage (tests/test_aot_metadata.py, test_aot_runtime.py)
+    metadata_compare  chapter 09       ours vs torch's ViewAndMutationMeta, field by field
+
+The counterparts in PyTorch's own tree are test/dynamo/test_functions.py,
+test/dynamo/test_misc.py and test/functorch/test_aotdispatch.py.
+"""
