@@ -8,6 +8,7 @@ Issue 13; the models themselves are in ``test_models.py``.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import pytest
 import torch
@@ -311,3 +312,139 @@ def test_super_get_of_a_dict_subclass_sees_a_new_entry():
         torch.testing.assert_close(compiled(x, m), x * 5.0)  # the presence guard failed: retraced
     finally:
         del CLASS_REGISTRY["Tanh"]
+
+
+# -- a collections.abc.Sequence made in the trace and iterated (transformers' _PerLayerConfigView) --
+
+class PerLayerView(__import__("collections").abc.Sequence):
+    """A Sequence (so an ABCMeta class) over a config: its __iter__ is the ABC's generator."""
+
+    def __init__(self, config):
+        self._config = config
+
+    def __len__(self):
+        return self._config.n_layer
+
+    def __getitem__(self, i):
+        if i < 0 or i >= len(self):
+            raise IndexError("layer index out of range")
+        return self._config.scales[i]
+
+
+class LayerConfig:
+    def __init__(self, n_layer, scales):
+        self.n_layer, self.scales = n_layer, scales
+
+
+def test_iterating_a_sequence_made_in_the_trace():
+    def f(x, config):
+        x = x.sin()
+        view = PerLayerView(config)
+        for scale in view:
+            x = x * scale
+        return x + len(view) + view[-1 + len(view)]
+
+    check(f, torch.randn(3), LayerConfig(3, [1.0, 2.0, 3.0]))
+
+
+def test_iterating_a_sequence_sees_a_new_length():
+    def f(x, config):
+        return x * sum(s for s in PerLayerView(config))
+
+    compiled = md.compile(f, backend="eager")
+    config, x = LayerConfig(2, [1.0, 2.0, 3.0]), torch.randn(3)
+    torch.testing.assert_close(compiled(x, config), f(x, config))
+    config.n_layer = 3  # the length read inside __len__ is guarded: retraced
+    torch.testing.assert_close(compiled(x, config), x * 6.0)
+
+
+# -- a class that overrides __getattribute__ (transformers' configs: attribute_map, per-layer checks) --
+
+class MappedMixin:
+    def __getattribute__(self, key):
+        spec = super().__getattribute__("__dict__").get("_per_layer_spec")
+        if spec is not None and key in spec:
+            raise AttributeError(f"{key} is per layer")
+        return super().__getattribute__(key)
+
+
+class MappedConfig(MappedMixin):
+    attribute_map = {"num_layers": "n_layer"}
+
+    def __init__(self, n_layer, scale):
+        self.n_layer, self.scale = n_layer, scale
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+def test_attribute_through_an_overridden_getattribute():
+    def f(x, config):
+        x = x.cos()
+        for _ in range(config.num_layers):  # num_layers is n_layer through attribute_map
+            x = x * config.scale
+        return x + getattr(config, "num_layers", 100) + (getattr(config, "missing", None) is None)
+
+    check(f, torch.randn(3), MappedConfig(2, 3.0))
+
+
+def test_overridden_getattribute_sees_a_change():
+    def f(x, config):
+        return x * config.num_layers
+
+    compiled = md.compile(f, backend="eager")
+    config, x = MappedConfig(2, 1.0), torch.randn(3)
+    torch.testing.assert_close(compiled(x, config), x * 2)
+    config.n_layer = 5
+    torch.testing.assert_close(compiled(x, config), x * 5)
+
+
+# -- inspect.signature (transformers' apply_chunking_to_forward) -------------------------------
+
+class Chunked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def chunk(self, hidden):
+        return self.lin(hidden).relu()
+
+    def forward(self, x):
+        n_args = len(inspect.signature(self.chunk).parameters)
+        names = list(inspect.signature(uses_kwarg).parameters)
+        return self.chunk(*([x] * n_args)) + len(names)
+
+
+def test_inspect_signature_of_a_method_and_a_function():
+    check(Chunked(), torch.randn(2, 4))
+
+
+# -- a torch.nn loss module constructed in forward (BertForSequenceClassification) ----------------
+
+class WithLoss(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x, labels):
+        logits = self.lin(x)
+        loss_fct = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+        mse = torch.nn.MSELoss(reduction="sum")
+        return loss_fct(logits.view(-1, 3), labels.view(-1)) + mse(logits, logits.detach() * 2)
+
+
+def test_constructing_a_loss_module_in_forward():
+    check(WithLoss(), torch.randn(2, 4), torch.tensor([0, 2]))
+
+
+def test_a_module_with_parameters_made_in_forward_is_not_folded():
+    def f(x):
+        return torch.nn.Linear(3, 3)(x)  # new random weights each call: never a constant of the trace
+
+    torch.manual_seed(0)
+    expected = f(torch.ones(2, 3))
+    compiled = md.compile(f, backend="eager")
+    torch.manual_seed(0)
+    torch.testing.assert_close(compiled(torch.ones(2, 3)), expected)

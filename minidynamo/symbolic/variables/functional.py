@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import collections
 import functools
+import inspect
 import itertools
 from typing import Any
 
 from ..exc import unimplemented
 from .base import VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_constant_value
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
 
 
@@ -127,7 +128,51 @@ def _islice(tx, seq, *bounds):
     return ListIteratorVariable(list(itertools.islice(_lazy_seq(tx, seq, "itertools.islice"), *b)))
 
 
+class InspectSignatureVariable(VariableTracker):
+    """``inspect.signature(fn)`` of a function the trace knows: folded to the real signature.
+
+    Note [inspect.signature folds]
+        transformers' ``apply_chunking_to_forward`` asks
+        ``len(inspect.signature(forward_fn).parameters)``. Inlining ``inspect`` would
+        walk C descriptors; Dynamo instead models the result
+        (``InspectSignatureVariable`` in ``torch/_dynamo/variables/misc.py``). The
+        signature depends only on the function, which is already fixed by the trace
+        (its tracker is guarded, or made in the trace from a code constant), so we read
+        the real one now. Its ``parameters`` become a dict of name -> ``Parameter``,
+        whose fields (``name``, ``kind``, ``default``) read as constants.
+    """
+
+    def __init__(self, signature: inspect.Signature, **kwargs):
+        super().__init__(**kwargs)
+        self.signature = signature
+
+    def python_type(self) -> type:
+        return inspect.Signature
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap_sourceless
+        from .dicts import ConstDictVariable
+
+        if name == "parameters":
+            return ConstDictVariable({k: wrap_sourceless(tx, p) for k, p in self.signature.parameters.items()})
+        if name == "return_annotation" and is_constant_value(self.signature.return_annotation):
+            return ConstantVariable(self.signature.return_annotation)
+        return super().var_getattr(tx, name)
+
+
+def _signature(tx, fn, **kwargs):
+    from .functions import UserFunctionVariable, UserMethodVariable
+
+    if kwargs or not isinstance(fn, UserFunctionVariable):
+        unimplemented(f"inspect.signature of {fn} (only plain functions and methods fold)")
+    sig = inspect.signature(fn.fn)
+    if isinstance(fn, UserMethodVariable):  # bound: inspect drops the first parameter, as for a method object
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    return InspectSignatureVariable(sig)
+
+
 HANDLERS = {
+    inspect.signature: _signature,
     functools.reduce: _reduce,
     functools.partial: _partial,
     itertools.product: _product,
@@ -183,5 +228,5 @@ def is_lru_cache_of_user_function(value: Any) -> bool:
         getattr(value, "__wrapped__", None))
 
 
-__all__ = ["FunctoolsPartialVariable", "HANDLERS", "handler_for", "is_functional", "is_lru_cache_of_user_function",
+__all__ = ["FunctoolsPartialVariable", "InspectSignatureVariable", "HANDLERS", "handler_for", "is_functional", "is_lru_cache_of_user_function",
            "ConstantVariable", "ListVariable"]

@@ -7,6 +7,8 @@ or module. Mirrors ``torch/_dynamo/variables/misc.py`` and
 
 from __future__ import annotations
 
+import abc
+import collections.abc
 import inspect
 import types
 from typing import Any, Optional
@@ -66,6 +68,28 @@ def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> V
     pending = tx.output.side_effects.load_attr(obj_var, name)
     if pending is not None:
         return pending
+    getattribute = inspect.getattr_static(type(value), "__getattribute__", None)
+    if inspect.isfunction(getattribute):  # Note [A class that overrides __getattribute__]
+        from .functions import UserMethodVariable
+
+        return UserMethodVariable(getattribute, obj_var).call_function(tx, [ConstantVariable(name)], {})
+    return generic_python_attr(tx, obj_var, value, name)
+
+
+def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
+    """``object.__getattribute__(value, name)``: the instance dict, then the class.
+
+    Note [A class that overrides __getattribute__]
+        transformers' configs do (``config.num_hidden_layers`` is ``n_layer`` through
+        ``attribute_map``; a mixin checks for per-layer overrides first). As Dynamo's
+        ``UserDefinedObjectVariable.var_getattr`` does, the override is inlined with the
+        name as a constant; its ``super().__getattribute__(key)`` that reaches
+        ``object`` lands here (``ObjectGetattributeVariable``), and
+        ``super().__getattribute__("__dict__")`` is the instance dict, read entry by
+        entry under presence guards (``InstanceDictVariable``), not guarded whole.
+    """
+    from .builder import VariableBuilder, wrap_sourceless
+
     source = AttrSource(obj_var.source, name) if obj_var.source is not None else None
     inst_dict = getattr(value, "__dict__", {})
     if name in inst_dict:
@@ -178,6 +202,8 @@ class SuperVariable(VariableTracker):
                 found = class_attribute(tx, self.obj, attr, name)
                 if found is not None:
                     return found
+                if klass is object and name == "__getattribute__":  # Note [A class that overrides __getattribute__]
+                    return ObjectGetattributeVariable(self.obj)
                 if klass is dict and name in ("get", "__getitem__", "__contains__"):
                     return GetAttrVariable(DictBaseVariable(self.obj), name)  # super().get of a dict subclass
                 break
@@ -185,6 +211,29 @@ class SuperVariable(VariableTracker):
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+
+class ObjectGetattributeVariable(VariableTracker):
+    """``object.__getattribute__`` bound to ``obj``: ``super().__getattribute__(name)`` in an override."""
+
+    def __init__(self, obj: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.obj = obj
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        from .user_defined import InstanceDictVariable
+
+        if kwargs or len(args) != 1 or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), str):
+            unimplemented("object.__getattribute__ with a name that is not a constant string")
+        name, obj = args[0].as_python_constant(), self.obj
+        if isinstance(obj, NewObjectVariable):
+            return obj.var_getattr(tx, name)
+        if not isinstance(obj, UserDefinedObjectVariable):
+            unimplemented(f"object.__getattribute__ of {obj}")
+        if name == "__dict__" and type(getattr(obj.value, "__dict__", None)) is dict:
+            source = AttrSource(obj.source, "__dict__") if obj.source is not None else None
+            return InstanceDictVariable(UserDefinedObjectVariable(obj.value.__dict__, source=source))
+        return generic_python_attr(tx, obj, obj.value, name)
 
 
 class NewObjectVariable(VariableTracker):
@@ -219,6 +268,18 @@ class NewObjectVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def has_unpack_var_sequence(self, tx) -> bool:
+        return _abc_sequence_iter(self.cls)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        """``for x in obj`` over a ``collections.abc.Sequence`` subclass (Note [Iterating a Sequence])."""
+        if not _abc_sequence_iter(self.cls):
+            unimplemented(f"iterating over {self}")
+        n = self.call_method(tx, "__len__", [], {})
+        if not n.is_python_constant() or not isinstance(n.as_python_constant(), int):
+            unimplemented(f"iterating over {self}: len() is not a constant int")
+        return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {}) for i in range(n.as_python_constant())]
+
     def reconstruct(self, codegen) -> str:
         cls = codegen.constant_expr(self.cls)
         body = ", ".join(f"{k!r}: {codegen.expr(v)}" for k, v in self.attrs.items())
@@ -226,6 +287,24 @@ class NewObjectVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"
+
+
+def _abc_sequence_iter(cls: type) -> bool:
+    """Iteration comes from ``collections.abc.Sequence.__iter__``, over a Python ``__len__`` and ``__getitem__``.
+
+    Note [Iterating a Sequence]
+        ``Sequence.__iter__`` is a generator that calls ``self[i]`` for i = 0, 1, ...
+        until ``IndexError``. We do not trace generators or exceptions, so we unroll
+        it as the ABC's contract states it: ``len(obj)`` items, ``obj[0] .. obj[len-1]``,
+        both inlined (so their reads are guarded like any other). transformers'
+        ``_PerLayerConfigView`` (``for layer_config in config.per_layer_config``) is one.
+        Real Dynamo inlines the generator itself (``LocalGeneratorObjectVariable``).
+    """
+    return (
+        inspect.getattr_static(cls, "__iter__", None) is collections.abc.Sequence.__iter__
+        and inspect.isfunction(inspect.getattr_static(cls, "__len__", None))
+        and inspect.isfunction(inspect.getattr_static(cls, "__getitem__", None))
+    )
 
 
 def new_object(cls: type, attrs: dict):
@@ -309,10 +388,16 @@ class UserDefinedClassVariable(VariableTracker):
             return _new_namedtuple(tx, cls, args, kwargs)
         if is_dataclass_dict(cls):
             return DataclassDictVariable.create(tx, cls, args, kwargs)  # Note [ModelOutput]
+        if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
+            from .nn_module import NewModuleVariable
+
+            module = NewModuleVariable.create(cls, args, kwargs)  # Note [A torch.nn module made in the trace]
+            if module is not None:
+                return module
         init = inspect.getattr_static(cls, "__init__", None)
         no_init = init is object.__init__ and not args and not kwargs  # `class Empty: pass`, then Empty()
         plain = (
-            type(cls) is type
+            type(cls) in (type, abc.ABCMeta)  # ABCMeta: a collections.abc.Sequence subclass (_PerLayerConfigView)
             and cls.__new__ is object.__new__
             and (inspect.isfunction(init) or no_init)
             and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor))
@@ -338,5 +423,6 @@ class UserDefinedClassVariable(VariableTracker):
 
 __all__ = [
     "NullVariable", "CellVariable", "GetAttrVariable", "UserDefinedObjectVariable",
-    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr", "class_attribute", "NewObjectVariable", "new_object",
+    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr", "generic_python_attr", "class_attribute",
+    "ObjectGetattributeVariable", "NewObjectVariable", "new_object",
 ]

@@ -255,7 +255,59 @@ class NNModuleVariable(VariableTracker):
         unimplemented("a module is not a constant")
 
 
-__all__ = ["NNModuleVariable", "ModuleListSliceVariable", "is_plain_call"]
+class NewModuleVariable(NNModuleVariable):
+    """A stateless ``torch.nn`` module constructed inside the trace (``loss_fct = CrossEntropyLoss()``).
+
+    Note [A torch.nn module made in the trace]
+        BERT's classification head builds its loss module in ``forward``. Dynamo
+        inlines ``__init__`` and tracks the new module (``AttributeMutationNew``). We
+        take a shorter road that gives the same result for the classes it accepts:
+        a class from ``torch.nn.modules`` called with constant arguments is
+        constructed for real at trace time (its constructor only stores its
+        arguments), and kept only if it holds no parameters, buffers or children. Its
+        attributes are then constants of the trace (every call of the frame would
+        build the same object), its ``forward`` is inlined, and after a graph break it
+        is rebuilt by calling the class again with the same arguments.
+    """
+
+    def __init__(self, value: torch.nn.Module, args: tuple, kwargs: dict, **rest):
+        super().__init__(value, **rest)
+        self.ctor_args, self.ctor_kwargs = args, kwargs
+
+    @staticmethod
+    def create(cls: type, args: list, kwargs: dict):
+        """The tracker, or None where the class or its arguments are not for this road."""
+        if not (cls.__module__.startswith("torch.nn.modules.") and issubclass(cls, torch.nn.Module)):
+            return None
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            return None
+        cargs = tuple(a.as_python_constant() for a in args)
+        ckwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        try:  # a module with weights would draw from the RNG and allocate: on meta, RNG state restored
+            with torch.random.fork_rng(devices=[]), torch.device("meta"):
+                module = cls(*cargs, **ckwargs)
+        except Exception:  # noqa: BLE001  (eager raises the same; let the frame run eagerly)
+            return None
+        stateful = (module._parameters or module._modules or any(b is not None for b in module._buffers.values())  # noqa: SLF001
+                    or any(isinstance(v, torch.Tensor) for v in module.__dict__.values()))
+        return None if stateful else NewModuleVariable(module, cargs, ckwargs)
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        from .functions import UserMethodVariable
+
+        _guard_no_global_hooks(tx)  # a fresh module has no hooks of its own
+        forward = inspect.getattr_static(type(self.value), "forward", None)
+        if not inspect.isfunction(forward):
+            unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
+        return UserMethodVariable(forward, self).call_function(tx, list(args), dict(kwargs))
+
+    def reconstruct(self, codegen) -> str:
+        parts = [codegen.constant_expr(a) for a in self.ctor_args]
+        parts += [f"{k}={codegen.constant_expr(v)}" for k, v in self.ctor_kwargs.items()]
+        return f"{codegen.constant_expr(type(self.value))}({', '.join(parts)})"
+
+
+__all__ = ["NNModuleVariable", "NewModuleVariable", "ModuleListSliceVariable", "is_plain_call"]
 
 
 class ModuleListSliceVariable(BaseListVariable):

@@ -227,4 +227,15 @@ class DictBaseVariable(VariableTracker):
         unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)")
 
 
-__all__ = ["mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable", "DictBaseVariable"]
+class InstanceDictVariable(DictBaseVariable):
+    """``obj.__dict__`` read from an inlined ``__getattribute__`` (Note [A class that overrides __getattribute__])."""
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .misc import GetAttrVariable
+
+        if name in ("get", "__getitem__", "__contains__"):
+            return GetAttrVariable(self, name)
+        return super().var_getattr(tx, name)
+
+
+__all__ = ["InstanceDictVariable", "mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable", "DictBaseVariable"]
