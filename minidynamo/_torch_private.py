@@ -378,6 +378,22 @@ def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_in
     )
 
 
+def torch_gen_alias_from_base():
+    """Oracle: torch._functorch._aot_autograd.functional_utils.gen_alias_from_base (chapter 11 reads
+    its source and watches which of its returns a call leaves by)."""
+    from torch._functorch._aot_autograd.functional_utils import gen_alias_from_base
+
+    return gen_alias_from_base
+
+
+def torch_compute_overlapping_tensors(tensors):
+    """Oracle: torch._C._dynamo.guards.compute_overlapping_tensors (static shapes), what
+    ``compute_overlapping_inputs`` asks before it makes a synthetic base."""
+    from torch._C._dynamo.guards import compute_overlapping_tensors
+
+    return set(compute_overlapping_tensors(list(tensors), symbolic=False))
+
+
 # --- the three FakeTensor passes and the backward, chapters 12-13 (real_passes.py, bench.py) ---
 
 
@@ -402,3 +418,4 @@ def compiled_autograd_enabled(compiler_fn):
     from torch._dynamo import compiled_autograd
 
     return compiled_autograd._enable(compiler_fn)
+

@@ -163,3 +163,276 @@ def test_min_cut_exercise_ours_recomputes_what_torch_recomputes():
     part = compiled.artifacts.partition
     assert sorted(n.name for n in part.saved_values) == sorted(saved)
     assert [n.target.overloadpacket.__name__ for n in part.recomputed] == recomputed
+
+
+# -- chapter 11 -----------------------------------------------------------------
+
+
+def _overlapping():
+    base = torch.arange(9.0).view(3, 3)
+    return base[:2], base[1:]
+
+
+def _disjoint_rows():
+    base = torch.arange(6.0).view(2, 3)
+    return base[0], base[1]
+
+
+def _reads(a, b):
+    return a * 2 + b
+
+
+def _data_mutation(a, b):
+    a.mul_(2)
+    return b + 1
+
+
+def _metadata_mutation(a, b):
+    a.t_()
+    return b + 1
+
+
+SYNTHETIC_CASES = {
+    "overlapping, data mutation": (_data_mutation, _overlapping, 1),
+    "one storage, disjoint rows, data mutation": (_data_mutation, _disjoint_rows, 2),
+    "overlapping, no mutation": (_reads, _overlapping, 2),
+    "overlapping, metadata mutation only": (_metadata_mutation, _overlapping, 2),
+}
+
+
+@pytest.mark.ch11
+@pytest.mark.parametrize("case", list(SYNTHETIC_CASES))
+def test_synthetic_base_exactly_when_storages_overlap_and_one_input_is_data_mutated(case):
+    """11: one graph input (a synthetic base) only for overlapping inputs with a data mutation, in torch and ours."""
+    from minidynamo.exercises.ch11 import torch_graph_inputs
+
+    fn, make, expected = SYNTHETIC_CASES[case]
+    assert torch_graph_inputs(fn, *make()) == expected
+    compiled = aot_function(fn)
+    args = make()
+    compiled(*args)
+    assert sum(n.op == "placeholder" for n in compiled.artifacts.fw_module.graph.nodes) == expected
+    eager_args = make()
+    fn(*eager_args)
+    assert all(a.shape == b.shape and torch.equal(a, b) for a, b in zip(args, eager_args))
+
+
+def _strided_pairs():
+    x = torch.arange(24.0).view(4, 6)
+    z = torch.arange(12.0)
+    y = torch.arange(16.0).view(4, 4)
+    return {
+        "even/odd": (z[0::2], z[1::2]), "columns": (y[:, 0], y[:, 1]), "blocks": (y[:2, :2], y[2:, 2:]),
+        "rows": (y[0], y[2]), "interleaved rows": (x[:, :2], x[:, 3:5]), "meeting rows": (x[:, :3], x[:, 2:5]),
+        "narrow 2-d": (x[::2, :2], x[1::2, 1:3]), "t and itself": (y, y.t()), "empty": (z[:0], z),
+        "tail": (z[:6], z[6:]), "3-d": (torch.arange(24.0).view(2, 3, 4)[:, :, :2], torch.arange(24.0).view(2, 3, 4)[:, :, 2:]),
+    }
+
+
+@pytest.mark.ch11
+def test_overlap_rule_is_torchs_conservative_one():
+    """11: ours may-overlap answers equal torch's compute_overlapping_tensors, sharing no element or not."""
+    from minidynamo._torch_private import torch_compute_overlapping_tensors
+    from minidynamo.aot.runtime_wrappers import compute_overlapping_inputs
+
+    pairs = _strided_pairs()
+    for name, (p, q) in pairs.items():
+        assert compute_overlapping_inputs([p, q]) == torch_compute_overlapping_tensors([p, q]), name
+    # The chapter's point: torch merges inputs that share no element when it cannot prove it.
+    p, q = pairs["even/odd"]
+    assert not set(p.tolist()) & set(q.tolist()) and torch_compute_overlapping_tensors([p, q]) == {0, 1}
+
+
+@pytest.mark.ch11
+def test_synthetic_base_exercise_pairs_match_torch():
+    """11, exercise 3: ours makes a synthetic base for the same pairs as torch."""
+    from minidynamo.exercises import ch11
+
+    for name, args in ch11.quiz_synthetic_pairs().items():
+        compiled = aot_function(ch11.quiz_synthetic)
+        compiled(*args)
+        ours = sum(n.op == "placeholder" for n in compiled.artifacts.fw_module.graph.nodes)
+        assert ours == ch11.torch_graph_inputs(ch11.quiz_synthetic, *ch11.quiz_synthetic_pairs()[name]), name
+
+
+def _torch_alias_routes(fn, *args):
+    """Which return of torch's gen_alias_from_base each regeneration left by (the chapter's experiment)."""
+    import inspect
+    import sys
+
+    from minidynamo._torch_private import torch_gen_alias_from_base
+
+    gen = torch_gen_alias_from_base()
+    lines, first = inspect.getsourcelines(gen)
+    returns = [n for n, line in enumerate(lines, start=first) if line.strip().startswith("return ")
+               and ("patch_requires_grad(out)" in line or "aliased_out" in line)]
+    assert len(returns) == 3, "torch's gen_alias_from_base no longer has three routes"
+    route = dict(zip(returns, ["view replay", "_view_func", "as_strided"]))
+    taken = []
+
+    def profile(frame, event, arg):
+        if event == "return" and frame.f_code is gen.__code__:
+            taken.append(route.get(frame.f_lineno))
+
+    sys.setprofile(profile)
+    try:
+        out = torch_aot_function(fn, lambda gm, ex: torch_make_boxed_func(gm))(*args)
+    finally:
+        sys.setprofile(None)
+    return out, taken
+
+
+@pytest.mark.ch11
+def test_view_replay_has_a_middle_route_for_metadata_mutated_inputs():
+    """11: torch replays the chain when it recorded one, else (input metadata-mutated) uses _view_func off _base."""
+
+    def view_of_input(x):
+        return x.t()[0]
+
+    def view_after_t_(x):
+        x.t_()
+        return x[0]
+
+    make = lambda: torch.arange(6.0).view(2, 3).requires_grad_().clone()  # noqa: E731
+    assert torch_collect_metadata(view_of_input, make()).output_info[0].view_meta_sequence is not None
+    assert torch_collect_metadata(view_after_t_, make()).output_info[0].view_meta_sequence is None
+    out, taken = _torch_alias_routes(view_of_input, make())
+    assert taken == ["view replay"]
+    out, taken = _torch_alias_routes(view_after_t_, make())
+    assert taken == ["_view_func"]
+    ours = aot_function(view_after_t_)(make())
+    assert torch.equal(ours, out) and ours.stride() == out.stride() and ours.storage_offset() == out.storage_offset()
+
+
+def _double_saved_function():
+    class DoubleSavedInBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            x.mul_(2)
+            return g * x
+
+    return lambda a, x: DoubleSavedInBackward.apply(a) * x
+
+
+@pytest.mark.ch11
+def test_mutation_in_a_custom_backward_is_copied_back_like_torch():
+    """11: eager, torch and ours leave a = 2 and a.grad = 6; torch's backward graph ends with copy_."""
+    f9 = _double_saved_function()
+    graphs = {}
+
+    def keep(name):
+        def compile_(gm, ex):
+            graphs[name] = gm
+            return torch_make_boxed_func(gm)
+
+        return compile_
+
+    results = []
+    for fn in (f9, aot_function(f9), torch_aot_function(f9, keep("fw"), keep("bw"))):
+        a = torch.ones(3, requires_grad=True)
+        fn(a, torch.full((3,), 3.0)).sum().backward()
+        results.append((a.detach().tolist(), a.grad.tolist()))
+    assert results[0] == results[1] == results[2] == ([2.0] * 3, [6.0] * 3)
+    last_op = [n for n in graphs["bw"].graph.nodes if n.op == "call_function"][-1]
+    assert last_op.target is torch.ops.aten.copy_.default
+
+
+@pytest.mark.ch11
+def test_torch_keeps_training_input_mutations_in_the_graph_with_the_inference_flag():
+    """11: keep_inference_input_mutations=True puts BatchNorm's running-stat updates (copy_) in a training graph."""
+    import torch.nn.functional as F
+
+    graphs = []
+
+    def bn(x, w, b, rm, rv):
+        return F.batch_norm(x, rm, rv, w, b, training=True)
+
+    args = [torch.randn(4, 3, requires_grad=True), torch.ones(3, requires_grad=True),
+            torch.zeros(3, requires_grad=True), torch.zeros(3), torch.ones(3)]
+    torch_aot_function(bn, lambda gm, ex: graphs.append(gm) or torch_make_boxed_func(gm),
+                       keep_inference_input_mutations=True)(*args)
+    names = [n.name for n in graphs[0].graph.nodes if n.op == "placeholder"]
+    assert names[0] == "primals_1"  # a training graph
+    copies = [n for n in graphs[0].graph.nodes if n.target is torch.ops.aten.copy_.default]
+    assert [c.args[0].name for c in copies] == ["primals_4", "primals_5"]
+
+
+def _set_input(x, y):
+    x.set_(y)
+    return x * 2
+
+
+def _resize_smaller(x):
+    x.resize_(2)
+    return x * 2
+
+
+def _out_into_input(x, y):
+    torch.add(x, 1, out=y)
+    return y * 2
+
+
+STORAGE_PROGRAMS = {
+    "set_": (_set_input, lambda: (torch.zeros(3), torch.arange(4.0))),
+    "resize_": (_resize_smaller, lambda: (torch.arange(4.0),)),
+    "out=": (_out_into_input, lambda: (torch.arange(3.0), torch.zeros(3))),
+}
+
+
+@pytest.mark.ch11
+@pytest.mark.parametrize("name", list(STORAGE_PROGRAMS))
+def test_set_resize_out_match_eager_in_torch_and_ours(name):
+    """11: torch compiles set_/resize_/out= on inputs (keep_inference_input_mutations); ours equals eager, compiled or not."""
+    import warnings
+
+    fn, make = STORAGE_PROGRAMS[name]
+    eager_args = make()
+    eager_out = fn(*eager_args)
+    for compile_ in (
+        lambda f: torch_aot_function(f, lambda gm, ex: torch_make_boxed_func(gm), keep_inference_input_mutations=True),
+        lambda f: aot_function(f, keep_inference_input_mutations=True),
+    ):
+        args = make()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = compile_(fn)(*args)
+        assert torch.equal(out, eager_out)
+        assert all(a.shape == b.shape and torch.equal(a, b) for a, b in zip(args, eager_args))
+
+
+@pytest.mark.ch11
+def test_runtime_epilogue_widget_reads_the_call():
+    """11's widget: its pages are what the call did (write-backs, regenerations), and the call equals eager."""
+    from minidynamo.widgets import RuntimeEpilogue
+    from minidynamo.widgets.stepper import KERNEL_ONLY
+
+    def epilogue_demo(a, b, x):
+        a.add_(1)
+        b.t_()
+        y = x * 2
+        return a.view(-1), b, y.view(3, 2), y[0], x.sum()
+
+    def make():
+        return torch.arange(4.0).view(2, 2), torch.arange(6.0).view(2, 3), torch.arange(6.0).view(2, 3).requires_grad_()
+
+    args = make()
+    widget = RuntimeEpilogue.run(aot_function(epilogue_demo), *args, title="t")
+    rec = widget.record
+    assert rec["written"] == [0, 1]
+    assert rec["regen"] == {0: "view_replay", 2: "view_replay", 3: "view_replay"}
+    assert [rec["before"][i]["version"] for i in range(3)] == [0, 0, 0]
+    assert [rec["after"][i]["version"] for i in range(3)] == [1, 1, 0]
+    eager_args = make()
+    eager_outs = epilogue_demo(*eager_args)
+    for e, o in zip(eager_outs, rec["outputs"]):
+        assert torch.equal(e, o) and (e._base is None) == (o._base is None)
+    assert rec["outputs"][1] is args[1]
+    assert len(widget.steps) == 10 and "input 0: written back by the wrapper" in widget.labels
+    assert repr(widget) == repr(RuntimeEpilogue.run(aot_function(epilogue_demo), *make(), title="t"))
+    assert KERNEL_ONLY in widget.prev_button._dom_classes and KERNEL_ONLY not in widget.slider._dom_classes

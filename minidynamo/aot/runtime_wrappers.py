@@ -387,27 +387,52 @@ def _extent(t: torch.Tensor) -> tuple[int, int]:
 
 
 def compute_overlapping_inputs(tensors: list[torch.Tensor]) -> set[int]:
-    """Positions of the tensors that share a storage element with another one (torch: same name).
+    """Positions of the tensors that may share a storage element with another one (torch: same name).
 
     Two tensors in one storage may not overlap at all (``x[0]`` and ``x[1]``); torch
-    then makes no synthetic base. First the ranges, then (when they meet) the exact
-    element sets, as torch's ``compute_overlapping_tensors`` does for static shapes.
+    then makes no synthetic base. Like torch (``compute_overlapping_tensors`` in
+    ``torch/csrc/dynamo/guards.cpp``) this asks only whether they *definitely* do
+    not overlap (Note [Overlap is decided conservatively]).
     """
     overlapping: set[int] = set()
     for i in range(len(tensors)):
-        for j in range(i + 1, len(tensors)):
-            (a0, a1), (b0, b1) = _extent(tensors[i]), _extent(tensors[j])
-            if a1 < b0 or b1 < a0:
-                continue
-            if _elements(tensors[i]) & _elements(tensors[j]):
+        for j in range(i):
+            if not _definitely_do_not_overlap(tensors[i], tensors[j]):
                 overlapping.update((i, j))
     return overlapping
 
 
-def _elements(t: torch.Tensor) -> set[int]:
-    first, last = _extent(t)
-    idx = torch.arange(last + 1).as_strided(t.shape, t.stride(), t.storage_offset())
-    return set(idx.flatten().tolist())
+def _definitely_do_not_overlap(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """torch's ``tensors_definitely_do_not_overlap`` for static shapes.
+
+    Note [Overlap is decided conservatively]
+        torch proves "no overlap" in three cases only: both tensors contiguous
+        with disjoint ranges; the range of the one that starts first ending
+        before the other starts; two 2-d tensors with contiguous rows and the
+        same row stride whose rows interleave without meeting. Anything else
+        counts as overlapping, even when no element is shared (the even and
+        the odd elements of one vector, two columns of a matrix): those inputs
+        get a synthetic base too. Ours answers the same, so that the same
+        programs get a synthetic base (chapter 11 shows both cases).
+    """
+    if x is y:
+        return False
+    if x.numel() == 0 or y.numel() == 0:
+        return True
+    if x.storage_offset() > y.storage_offset():
+        x, y = y, x
+    if x.is_contiguous() and y.is_contiguous():
+        return x.storage_offset() + x.numel() <= y.storage_offset()
+    if _extent(x)[1] < y.storage_offset():
+        return True
+    if x.dim() == 2 and y.dim() == 2 and x.stride(1) == 1 and y.stride(1) == 1 and x.stride(0) == y.stride(0):
+        delta = y.storage_offset() - x.storage_offset()
+        if delta < x.size(1):
+            return False
+        if x.stride(0) * (x.size(0) - 1) + x.size(1) <= delta:
+            return True
+        return delta % x.stride(0) + y.size(1) <= x.stride(0)
+    return False
 
 
 def aot_wrapper_synthetic_base(

@@ -1,4 +1,5 @@
-"""Exercises of chapter 11 (aliasing and mutation at runtime): how aliases come back, what is written back.
+"""Exercises of chapter 11 (aliasing and mutation at runtime): how aliases come back, what is written back,
+which aliased inputs become a synthetic base.
 
 Place in the pipeline: none; ``notebooks/11_aliasing_and_mutation_at_runtime.ipynb`` calls these checks.
 See ``minidynamo/exercises/__init__.py`` for the check_NAME / solution_NAME convention.
@@ -9,11 +10,13 @@ from __future__ import annotations
 import torch
 
 from minidynamo import events
-from minidynamo._torch_private import torch_collect_metadata
+from minidynamo._torch_private import torch_aot_function, torch_collect_metadata, torch_make_boxed_func
 from minidynamo.exercises import NotYet, correct
 
 __all__ = ["quiz_mutations", "check_mutated_indices", "solution_mutated_indices",
-           "quiz_regen", "quiz_regen_inputs", "check_regen_ways", "solution_regen_ways"]
+           "quiz_regen", "quiz_regen_inputs", "check_regen_ways", "solution_regen_ways",
+           "quiz_synthetic", "quiz_synthetic_pairs", "torch_graph_inputs", "check_synthetic_pairs",
+           "solution_synthetic_pairs"]
 
 
 def quiz_mutations(a, b, c, d, e, f):
@@ -71,3 +74,59 @@ def check_regen_ways(answer) -> str:
 
 def solution_regen_ways():
     return (["as_strided", "as_strided"], ["view_replay", "view_replay"])
+
+
+def quiz_synthetic(a, b):
+    """Exercise 3: for which pairs (a, b) does the compiled graph take one synthetic base instead of two inputs?"""
+    a.add_(1)
+    return a + b
+
+
+def quiz_synthetic_pairs() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Pairs of inputs for ``quiz_synthetic``, by name (fresh tensors on every call)."""
+    x = torch.arange(12.0).view(3, 4)
+    y = torch.arange(16.0).view(4, 4)
+    z = torch.arange(8.0)
+    return {
+        "rows 0-1 and rows 1-2": (x[:2], x[1:]),
+        "row 0 and row 2": (x[0], x[2]),
+        "even and odd elements": (z[0::2], z[1::2]),
+        "top-left and bottom-right 2x2 blocks": (y[:2, :2], y[2:, 2:]),
+        "column 1 and row 1": (y[:, 1], y[1]),
+        "two separate tensors": (torch.zeros(4), torch.zeros(4)),
+    }
+
+
+def torch_graph_inputs(fn, *args) -> int:
+    """How many inputs the real aot_function's forward graph takes for these arguments."""
+    graphs = []
+    torch_aot_function(fn, lambda gm, _ex: graphs.append(gm) or torch_make_boxed_func(gm))(*args)
+    return sum(n.op == "placeholder" for n in graphs[0].graph.nodes)
+
+
+def check_synthetic_pairs(answer) -> str:
+    """``answer``: the set of pair names (keys of ``quiz_synthetic_pairs()``) that get one synthetic base."""
+    if answer is None:
+        raise NotYet("no answer yet: a set of names from quiz_synthetic_pairs(), e.g. {'row 0 and row 2'}")
+    if isinstance(answer, str) or not hasattr(answer, "__iter__"):
+        raise NotYet("give a set of names from quiz_synthetic_pairs()")
+    names = set(quiz_synthetic_pairs())
+    unknown = set(answer) - names
+    if unknown:
+        raise NotYet(f"not pair names: {sorted(unknown)}; the names are {sorted(names)}")
+    want = {k for k in names if torch_graph_inputs(quiz_synthetic, *quiz_synthetic_pairs()[k]) == 1}
+    if set(answer) != want:
+        missing, extra = sorted(want - set(answer)), sorted(set(answer) - want)
+        raise NotYet(
+            f"{len(missing)} missing, {len(extra)} too many. Hint: one storage is not enough, and sharing an element "
+            "is not needed either: torch merges two inputs unless it can prove they do not overlap, and it proves "
+            "that only for disjoint ranges or for matrices whose rows interleave"
+        )
+    return correct(
+        "rows 0-1/1-2 and column 1/row 1 share elements; even/odd share none, but torch cannot prove it "
+        "(their ranges interleave, and they are not matrices with contiguous rows), so it merges them too"
+    )
+
+
+def solution_synthetic_pairs():
+    return {"rows 0-1 and rows 1-2", "even and odd elements", "column 1 and row 1"}

@@ -8,6 +8,7 @@ through its content in a static page with no kernel (see ``stepper.py``).
     DispatchKeyExplorer  dispatch_explorer.py the dispatch keys an op visits, step by step
     PassTimeline         pass_timeline.py     the FakeTensor passes of one compile, step by step
     plot_passes, ...     pass_plots.py        ops per pass, ours vs torch vs one pass (table, bar chart)
+    RuntimeEpilogue      runtime_epilogue.py  one AOT call: which input is written back, which output rebuilt
 
 Names are imported lazily, so ``import minidynamo.widgets`` does not load ipywidgets
 (or a widget module that has not been written yet) until a name is used.
@@ -27,6 +28,7 @@ _EXPORTS = {
     "workload_counts": "pass_plots",
     "plot_passes": "pass_plots",
     "counts_table": "pass_plots",
+    "RuntimeEpilogue": "runtime_epilogue",
 }
 
 __getattr__, __all__ = lazy_exports(__name__, _EXPORTS)
