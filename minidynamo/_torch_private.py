@@ -378,6 +378,13 @@ def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_in
     )
 
 
+def torch_lookup_backend(name: str):
+    """Oracle: torch._dynamo.backends.registry.lookup_backend (chapter 10 reads what aot_eager passes)."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    return lookup_backend(name)
+
+
 def torch_gen_alias_from_base():
     """Oracle: torch._functorch._aot_autograd.functional_utils.gen_alias_from_base (chapter 11 reads
     its source and watches which of its returns a call leaves by)."""

@@ -165,6 +165,21 @@ def test_min_cut_exercise_ours_recomputes_what_torch_recomputes():
     assert [n.target.overloadpacket.__name__ for n in part.recomputed] == recomputed
 
 
+
+def test_aot_eager_means_min_cut_and_kept_input_mutations_in_torch_and_ours():
+    """10: torch's aot_eager passes the min-cut partition and keep_inference_input_mutations; so does ours."""
+    import inspect
+
+    import minidynamo.backends as our_backends
+    from minidynamo._torch_private import torch_lookup_backend
+
+    src = inspect.getsource(torch_lookup_backend("aot_eager"))
+    assert "partition_fn=min_cut_rematerialization_partition" in src and "keep_inference_input_mutations=True" in src
+    assert "partition_fn" not in torch_lookup_backend("aot_eager_default_partitioner").kwargs
+    ours = inspect.getsource(our_backends.aot_eager)
+    assert "partition_fn=min_cut_rematerialization_partition" in ours and "keep_inference_input_mutations=True" in ours
+    assert "partition_fn" not in inspect.getsource(our_backends.aot_eager_default_partition).split('"""')[-1]
+
 # -- chapter 11 -----------------------------------------------------------------
 
 
