@@ -307,3 +307,28 @@ def test_book_pages_load_the_static_widget_css_and_chapters_link_next_and_toc(bu
     assert "static-widgets.css" in page
     assert 'href="08_decompositions.html"' in page and 'href="../intro.html"' in page
     assert (html_dir / "solutions.html").exists()
+
+
+def test_every_chapter_ends_with_next_and_toc_links():
+    """The last cell of each chapter links the next chapter (the last one says it is last) and the contents."""
+    chapters = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    problems = []
+    for i, nb in enumerate(chapters):
+        last = "".join(json.loads(nb.read_text(encoding="utf-8"))["cells"][-1]["source"])
+        wanted = f"]({chapters[i + 1].name})" if i + 1 < len(chapters) else "the last chapter"
+        if "**Next:**" not in last or wanted not in last or "](../book/intro.md)" not in last:
+            problems.append(f"{nb.name}: last cell lacks **Next:** {wanted} and the contents link")
+    assert not problems, problems
+
+
+def test_prev_next_buttons_walk_the_chapters_in_order(built):
+    """The theme's Prev/Next footer of each chapter page points at its neighbours, files that exist."""
+    _rc, _log, html_dir = built
+    pages = sorted((html_dir / "notebooks").glob("[0-9][0-9]_*.html"))
+    assert len(pages) == len(list(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
+    for i, page in enumerate(pages):
+        links = dict(re.findall(r'<a class="(left-prev|right-next)"\s+href="([^"#]+)', page.read_text(encoding="utf-8")))
+        assert links.get("left-prev") == (pages[i - 1].name if i else "../intro.html"), page.name
+        if i + 1 < len(pages):
+            assert links.get("right-next") == pages[i + 1].name, page.name
+        assert all((page.parent / href).is_file() for href in links.values()), (page.name, links)
