@@ -60,6 +60,23 @@ def test_mutations_hidden_from_autograd_is_vacuously_true_for_an_unmutated_input
         assert not info.mutations_hidden_from_autograd
 
 
+
+@pytest.mark.ch09
+def test_write_into_an_expanded_view_eager_refuses_torch_pass_2_accepts_ours_refuses():
+    """09: eager raises on x.expand(3, 3).add_(1); torch's metadata collection does not; ours refuses like eager."""
+    from minidynamo.aot.functional_tensor import FunctionalizationError
+
+    def write_into_expand(x):
+        y = x.expand(3, 3)
+        y.add_(1)
+        return y
+
+    with pytest.raises(RuntimeError, match="more than one element"):
+        write_into_expand(torch.zeros(3))
+    assert torch_collect_metadata(write_into_expand, torch.zeros(3), keep_input_mutations=True).input_info[0].mutates_data
+    with pytest.raises(FunctionalizationError, match="expand"):
+        collect_metadata(write_into_expand, torch.zeros(3))
+
 # -- chapter 10 -----------------------------------------------------------------
 
 
