@@ -448,3 +448,62 @@ def test_a_module_with_parameters_made_in_forward_is_not_folded():
     compiled = md.compile(f, backend="eager")
     torch.manual_seed(0)
     torch.testing.assert_close(compiled(torch.ones(2, 3)), expected)
+
+
+# -- torch.finfo(dtype) (attention masks: torch.finfo(x.dtype).min) -----------------------------
+
+def test_finfo_of_a_dtype_folds():
+    def f(x):
+        x = x.sin()
+        floor = torch.finfo(x.dtype).min
+        return torch.where(x > 0, x, torch.tensor(floor, dtype=x.dtype)) + torch.iinfo(torch.int8).max
+
+    check(f, torch.randn(4))
+
+
+# -- hasattr on an object made in the trace (masking_utils: hasattr(cache, "is_sliding")) -----------
+
+class Cache:
+    kind = "dynamic"
+
+    def __init__(self, n):
+        self.n = n
+
+    @property
+    def doubled(self):
+        return self.n * 2
+
+
+def test_hasattr_on_an_object_made_in_the_trace():
+    def f(x):
+        cache = Cache(3)
+        found = [hasattr(cache, name) for name in ("n", "kind", "doubled", "is_sliding")]
+        return x * sum(found) + (cache.doubled if hasattr(cache, "doubled") else 0)
+
+    check(f, torch.randn(3))
+
+
+# -- a functools.partial stored on a module (transformers' GELUTanh: self.act = partial(gelu, ...)) --
+
+class PartialAct(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.act = functools.partial(torch.nn.functional.gelu, approximate="tanh")
+        self.scaled = functools.partial(torch.mul, 2.0)
+
+    def forward(self, x):
+        return self.scaled(self.act(self.lin(x)))
+
+
+def test_calling_a_partial_stored_on_a_module():
+    check(PartialAct(), torch.randn(2, 4))
+
+
+def test_a_changed_partial_recompiles():
+    m = PartialAct()
+    compiled = md.compile(m, backend="eager")
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(compiled(x), m(x))
+    m.act = functools.partial(torch.nn.functional.gelu, approximate="none")  # keywords guarded: retraced
+    torch.testing.assert_close(compiled(x), m(x))

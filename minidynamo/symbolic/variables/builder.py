@@ -16,6 +16,7 @@ Note [Guards are installed where values enter]
 
 from __future__ import annotations
 
+import functools
 import operator
 import types
 from typing import Any
@@ -31,7 +32,7 @@ from .builtin import BuiltinVariable, is_builtin
 from .constant import ConstantVariable, is_constant_value
 from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
-from .functional import is_functional, is_lru_cache_of_user_function
+from .functional import FunctoolsPartialVariable, is_functional, is_lru_cache_of_user_function
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
 from .misc import UserDefinedClassVariable, UserDefinedObjectVariable
@@ -126,6 +127,12 @@ class VariableBuilder:
         if is_builtin(value) or is_functional(value):
             guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
+        if type(value) is functools.partial:  # Dynamo: FunctoolsPartialVariable, each part guarded by its source
+            guards.TYPE_MATCH(source, value, "the trace called this functools.partial")
+            func = VariableBuilder(tx, AttrSource(source, "func"))(value.func)
+            args = VariableBuilder(tx, AttrSource(source, "args"))(value.args)
+            keywords = VariableBuilder(tx, AttrSource(source, "keywords"))(value.keywords)
+            return FunctoolsPartialVariable(func, args.items, keywords.items, source=source)
         if is_lru_cache_of_user_function(value):  # traced through __wrapped__, as Dynamo does
             guards.ID_MATCH(source, value, "the trace inlined this cached function's body")
             return UserFunctionVariable(value.__wrapped__, source=AttrSource(source, "__wrapped__"))
@@ -209,6 +216,9 @@ def wrap_sourceless(tx, value: Any) -> VariableTracker:
         return PythonModuleVariable(value)
     if is_builtin(value) or is_functional(value):
         return BuiltinVariable(value)
+    if type(value) is functools.partial:
+        return FunctoolsPartialVariable(wrap_sourceless(tx, value.func), [wrap_sourceless(tx, a) for a in value.args],
+                                        {k: wrap_sourceless(tx, v) for k, v in value.keywords.items()})
     if is_lru_cache_of_user_function(value):
         return UserFunctionVariable(value.__wrapped__)
     if is_torch_callable(value):

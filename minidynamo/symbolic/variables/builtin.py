@@ -271,6 +271,10 @@ class BuiltinVariable(VariableTracker):
         return obj.var_getattr(tx, attr)
 
     def _call_hasattr(self, tx, obj, name):
+        from .misc import NewObjectVariable
+
+        if isinstance(obj, NewObjectVariable) and name.is_python_constant():
+            return obj.call_hasattr(tx, name.as_python_constant())
         if obj.is_python_constant():
             return ConstantVariable(hasattr(obj.as_python_constant(), name.as_python_constant()))
         if hasattr(obj, "value") and not isinstance(obj, TensorVariable):

@@ -59,6 +59,8 @@ class FunctoolsPartialVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen) -> str:
+        if self.source is not None:  # read from outside: the same object again
+            return codegen.source_expr(self.source)
         parts = [codegen.expr(self.func)] + [codegen.expr(a) for a in self.args]
         if self.keywords:
             parts.append("**{" + ", ".join(f"{k!r}: {codegen.expr(v)}" for k, v in self.keywords.items()) + "}")

@@ -22,6 +22,9 @@ from .constant import ConstantVariable, is_constant_value
 from .user_defined import DictBaseVariable
 
 
+_MISSING = object()
+
+
 class NullVariable(VariableTracker):
     """The NULL that 3.11's ``PUSH_NULL`` / ``LOAD_GLOBAL`` put under a callable."""
 
@@ -268,6 +271,20 @@ class NewObjectVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def call_hasattr(self, tx, name: str) -> VariableTracker:
+        """``hasattr(obj, name)`` of an object made in the trace: its own attributes, then its class."""
+        if name in self.attrs:
+            return ConstantVariable(True)
+        custom = [inspect.getattr_static(self.cls, n, None) for n in ("__getattr__", "__getattribute__")]
+        if any(inspect.isfunction(f) for f in custom):
+            unimplemented(f"hasattr on a {self.cls.__name__} (its class overrides attribute lookup)")
+        cls_attr = inspect.getattr_static(self.cls, name, _MISSING)
+        if cls_attr is _MISSING:
+            return ConstantVariable(False)
+        if isinstance(cls_attr, property):  # the getter may raise AttributeError: trace it (a raise breaks)
+            self.var_getattr(tx, name)
+        return ConstantVariable(True)
+
     def has_unpack_var_sequence(self, tx) -> bool:
         return _abc_sequence_iter(self.cls)
 
@@ -384,6 +401,8 @@ class UserDefinedClassVariable(VariableTracker):
         cls = self.value
         if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
             return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
+        if cls in (torch.finfo, torch.iinfo) and args and not kwargs and all(a.is_python_constant() for a in args):
+            return ConstantVariable(cls(*[a.as_python_constant() for a in args]))  # torch.finfo(x.dtype).min
         if _plain_namedtuple(cls):
             return _new_namedtuple(tx, cls, args, kwargs)
         if is_dataclass_dict(cls):
