@@ -507,3 +507,37 @@ def test_a_changed_partial_recompiles():
     torch.testing.assert_close(compiled(x), m(x))
     m.act = functools.partial(torch.nn.functional.gelu, approximate="none")  # keywords guarded: retraced
     torch.testing.assert_close(compiled(x), m(x))
+
+
+# -- a custom torch.autograd.Function (transformers' Bloom: GeLUFunction.apply in train mode) -------
+
+class TripleGrad(torch.autograd.Function):
+    """Forward is x.sin(); backward is its own (3x the true gradient), so tracing forward alone is caught."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.cos() * 3
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_custom_autograd_function_keeps_its_backward(backend):
+    def f(x):
+        return TripleGrad.apply(x * 2).sum()
+
+    x = torch.randn(4, requires_grad=True)
+    f(x).backward()
+    expected = x.grad.clone()
+    x.grad = None
+    compiled = md.compile(f, backend=backend)
+    compiled(x).backward()
+    torch.testing.assert_close(x.grad, expected)
+    traced = counters["frames_traced"]
+    compiled(x)
+    assert counters["frames_traced"] == traced, "the second call traced again"
+    check(f, x.detach())

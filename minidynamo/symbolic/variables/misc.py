@@ -384,6 +384,12 @@ class UserDefinedClassVariable(VariableTracker):
 
         if any(self.value is owner and name == n for owner, n in CLASS_METHODS):  # OrderedDict.fromkeys
             return BuiltinVariable(getattr(self.value, name))
+        if (name == "apply" and isinstance(self.value, type) and issubclass(self.value, torch.autograd.Function)
+                and inspect.getattr_static(self.value, "apply") is inspect.getattr_static(torch.autograd.Function, "apply")):
+            from .torch import TorchInGraphFunctionVariable, autograd_function_apply
+
+            # Note [A custom autograd.Function in the graph]
+            return TorchInGraphFunctionVariable(autograd_function_apply(self.value))
         attr = inspect.getattr_static(self.value, name, None)
         metaclass_slot = isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)) and isinstance(
             self.value, attr.__objclass__)  # cls.__name__: type's own descriptor, not the class's value

@@ -193,6 +193,31 @@ class PythonModuleVariable(VariableTracker):
 _OP_TYPES = (type(torch.ops.aten.add), type(torch.ops.aten.add.Tensor))
 
 
+_APPLY_OF: dict = {}
+
+
+def autograd_function_apply(cls: type):
+    """``cls.apply`` of a custom ``torch.autograd.Function``, as a graph node target.
+
+    Note [A custom autograd.Function in the graph]
+        ``GeLUFunction.apply(x)`` (transformers' Bloom) is a classmethod bound anew at
+        each lookup, and fx prints a target from ``torch`` by its dotted name, which for
+        it is ``torch.autograd.function.apply``: not a name that exists. So the node
+        calls a function of ours that calls ``cls.apply``, one per class (fx keeps it
+        among the graph's globals). The eager backend then runs the user's forward and
+        backward as eager does; AOTAutograd traces through the call, backward included.
+        Dynamo records the same call as its ``autograd_function_apply`` higher-order op.
+    """
+    fn = _APPLY_OF.get(cls)
+    if fn is None:
+        def apply(*args, **kwargs):
+            return cls.apply(*args, **kwargs)
+
+        apply.__name__ = apply.__qualname__ = f"{cls.__name__}_apply"
+        fn = _APPLY_OF[cls] = apply
+    return fn
+
+
 def is_torch_callable(value: Any) -> bool:
     mod = getattr(value, "__module__", None) or ""
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) and getattr(value, "__self__", None) is not None:
