@@ -7,30 +7,48 @@ The pipeline, one module per stage (see ``../shared/DESIGN.md`` and the book)::
 
 Public API::
 
-    md.compile(fn=None, *, backend="aot_eager", fullgraph=False)
+    md.compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None)
+    md.mark_dynamic(t, dim); md.mark_static(t, dim)
     md.explain(fn, *args, **kwargs)
     md.reset()
 """
 
 from __future__ import annotations
 
-__all__ = ["compile", "explain", "reset"]
+__all__ = ["compile", "explain", "reset", "mark_dynamic", "mark_static"]
 __version__ = "0.1.0"
 
 
-def compile(fn=None, *, backend="aot_eager", fullgraph=False):
+def compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None):
     """Compile ``fn`` with minidynamo, like ``torch.compile``.
 
     Works as a decorator (``@md.compile``, ``@md.compile(backend="eager")``) and as
     a call (``md.compile(fn)``). ``backend`` is "eager", "aot_eager" or any
     ``callable(gm, example_inputs) -> callable``. With ``fullgraph=True`` the first
-    graph break raises instead of splitting the function.
+    graph break raises instead of splitting the function. ``dynamic`` as torch's:
+    None (automatic dynamic: a size that changes between calls gets a symbol on
+    the recompile), True (every size symbolic from the first call, except 0 and 1),
+    False (every size static).
     """
     from minidynamo.symbolic.eval_frame import optimize
 
     if fn is None:
-        return lambda f: optimize(f, backend=backend, fullgraph=fullgraph)
-    return optimize(fn, backend=backend, fullgraph=fullgraph)
+        return lambda f: optimize(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    return optimize(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+
+
+def mark_dynamic(t, dim) -> None:
+    """Trace dim ``dim`` of tensor ``t`` with a symbolic size from the first call (``torch._dynamo.mark_dynamic``)."""
+    from minidynamo.symbolic.dynamic_shapes import mark_dynamic as _mark
+
+    _mark(t, dim)
+
+
+def mark_static(t, dim=None) -> None:
+    """Keep dim ``dim`` of ``t`` static, even under automatic dynamic (``torch._dynamo.mark_static``)."""
+    from minidynamo.symbolic.dynamic_shapes import mark_static as _mark
+
+    _mark(t, dim)
 
 
 def explain(fn, *args, **kwargs):

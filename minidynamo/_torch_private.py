@@ -426,3 +426,51 @@ def compiled_autograd_enabled(compiler_fn):
 
     return compiled_autograd._enable(compiler_fn)
 
+
+# --- chapter 15 / tests/test_dynamic_shapes.py: torch's dynamic shapes, as the oracle ---
+
+
+def dynamo_cache_entries(code) -> list:
+    """torch._dynamo.eval_frame._debug_get_cache_entry_list(code): torch's compiled entries of a code object."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    return _debug_get_cache_entry_list(code)
+
+
+def tracing_shape_env():
+    """The ShapeEnv of the graph torch is compiling now (call it inside a backend), or None."""
+    from torch._guards import TracingContext
+
+    ctx = TracingContext.try_get()
+    return None if ctx is None or ctx.fake_mode is None else ctx.fake_mode.shape_env
+
+
+def dynamo_mark_dynamic(t, dim) -> None:
+    """torch._dynamo.mark_dynamic (public in torch._dynamo, listed here with its siblings)."""
+    import torch._dynamo
+
+    torch._dynamo.mark_dynamic(t, dim)
+
+
+def dynamo_mark_static(t, dim) -> None:
+    import torch._dynamo
+
+    torch._dynamo.mark_static(t, dim)
+
+
+def torch_symbolic_run(fn, t, dynamic_dims=(0,)):
+    """``fn`` on a fake of ``t`` from torch's FakeTensorMode + ShapeEnv, dims ``dynamic_dims`` symbolic.
+
+    Returns (output, the input's size symbols): the oracle of our ShapeEnv's output sizes.
+    """
+    from torch._dynamo.source import LocalSource
+    from torch._subclasses.fake_tensor import FakeTensorMode as TorchFake
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv as TorchShapeEnv, StatelessSymbolicContext
+
+    mode = TorchFake(shape_env=TorchShapeEnv(), allow_non_fake_inputs=True)
+    ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC if i in dynamic_dims else DimDynamic.STATIC
+                                                  for i in range(t.dim())])
+    x = mode.from_tensor(t, symbolic_context=ctx, source=LocalSource("x"))
+    with mode:
+        out = fn(x)
+    return out, [s.node.expr for s in x.shape if isinstance(s, torch.SymInt)]

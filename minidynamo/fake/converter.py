@@ -48,6 +48,12 @@ from minidynamo.fake.fake_tensor import FakeTensor, FakeTensorError, MixedFakeTe
 __all__ = ["FakeTensorConverter"]
 
 
+def can_be_dynamic(t: torch.Tensor) -> bool:
+    """A dense contiguous tensor owning its whole storage (Note [A symbolic fake])."""
+    return (not t._is_view() and t.is_contiguous() and t.storage_offset() == 0
+            and t.untyped_storage().nbytes() == t.numel() * t.element_size())
+
+
 class FakeTensorConverter:
     """Converts real tensors to FakeTensors of one mode, remembering what it made."""
 
@@ -86,7 +92,7 @@ class FakeTensorConverter:
 
     # -- conversion --------------------------------------------------------------------
 
-    def from_real_tensor(self, mode, t: torch.Tensor, *, device=None) -> FakeTensor:
+    def from_real_tensor(self, mode, t: torch.Tensor, *, device=None, dynamic_dims=(), source: str = "") -> FakeTensor:
         if isinstance(t, FakeTensor):
             if t.fake_mode is not mode:
                 raise MixedFakeTensorError("from_tensor: this FakeTensor belongs to another FakeTensorMode")
@@ -102,7 +108,11 @@ class FakeTensorConverter:
         hit = self._lookup(t)
         if hit is not None:
             return hit
-        fake = self._convert(mode, t, torch.device(device) if device is not None else t.device)
+        device = torch.device(device) if device is not None else t.device
+        if dynamic_dims and mode.shape_env is not None and can_be_dynamic(t):
+            fake = self._convert_symbolic(mode, t, device, dynamic_dims, source)
+        else:
+            fake = self._convert(mode, t, device)
         self._remember(t, fake)
         return fake
 
@@ -126,6 +136,25 @@ class FakeTensorConverter:
             with torch.no_grad(), mode.in_kernel_invocation_manager():
                 fake.set_(storage, t.storage_offset(), t.size(), t.stride())
             unsafe_set_version_counter((fake,), (0,))
+        return fake
+
+    def _convert_symbolic(self, mode, t: torch.Tensor, device, dynamic_dims, source: str) -> FakeTensor:
+        """Note [A symbolic fake]: sizes from the ShapeEnv (SymInts over s0, s1...), contiguous strides.
+
+        As torch's ``ShapeEnv.create_symbolic_sizes_strides_storage_offset`` followed by
+        ``empty_strided`` on meta: the storage is the meta tensor's own (its byte size an
+        expression too). Only a contiguous tensor that owns its whole storage becomes
+        symbolic (``can_be_dynamic``), so no aliasing with another input is lost.
+        """
+        from minidynamo.fake.symbolic_shapes import contiguous_strides
+
+        sizes = mode.shape_env.symbolic_sizes(t, source, set(dynamic_dims))
+        with DisableTorchDispatch(), torch.no_grad(), torch.inference_mode(False):
+            elem = torch.empty_strided(sizes, contiguous_strides(sizes), dtype=t.dtype, device="meta")
+        fake = FakeTensor(mode, elem, device, requires_grad=t.requires_grad)
+        if t.requires_grad and not t.is_leaf:
+            with mode._quiet(), mode, torch.enable_grad():
+                fake = fake.clone()
         return fake
 
     @staticmethod

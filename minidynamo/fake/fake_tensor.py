@@ -251,18 +251,22 @@ class FakeTensorMode(TorchDispatchMode):
         self.allow_non_fake_inputs = allow_non_fake_inputs
         self.fake_tensor_converter = FakeTensorConverter()
         self.in_kernel_invocation = False
+        self.shape_env = None  # a ShapeEnv when the trace has symbolic sizes (symbolic_shapes.py)
         self._quiet_depth = 0  # > 0 while the converter replays views: no op events
 
     def __repr__(self) -> str:
         return f"FakeTensorMode(id={id(self)})"
 
-    def from_tensor(self, t: torch.Tensor, *, device=None) -> FakeTensor:
+    def from_tensor(self, t: torch.Tensor, *, device=None, dynamic_dims=(), source: str = "") -> FakeTensor:
         """A FakeTensor for the real tensor ``t`` (memoized: aliasing is kept across calls).
 
         ``device`` overrides the claimed device (torch's from_tensor has no such
         argument; there one builds ``FakeTensor(mode, meta, "cuda")`` by hand).
+        ``dynamic_dims`` (with ``self.shape_env`` set): those dims get symbolic sizes,
+        named after ``source`` (torch passes a ``symbolic_context`` and a ``source``).
         """
-        return self.fake_tensor_converter.from_real_tensor(self, t, device=device)
+        return self.fake_tensor_converter.from_real_tensor(self, t, device=device, dynamic_dims=dynamic_dims,
+                                                           source=source)
 
     def _device_of(self, t: FakeTensor) -> torch.device:
         return torch.device("meta") if self.in_kernel_invocation else t.fake_device
@@ -312,7 +316,7 @@ class FakeTensorMode(TorchDispatchMode):
 
         # 4. Run the Meta kernel on the fakes themselves.
         try:
-            with self.in_kernel_invocation_manager():
+            with self.in_kernel_invocation_manager(), self._symbolic_kernels():
                 out = func(*args, **kwargs)
         except NotImplementedError as e:
             if "Meta" in str(e) or "meta" in str(e):
@@ -333,6 +337,22 @@ class FakeTensorMode(TorchDispatchMode):
         return out
 
     # -- helpers ----------------------------------------------------------------------
+
+    def _symbolic_kernels(self):
+        """Note [Meta kernels over SymInts]: with symbolic sizes, kernels are found by the Python dispatcher.
+
+        Many C++ Meta/CompositeExplicitAutograd kernels (``view``, ``empty_like``) take
+        concrete sizes only and fail on a SymInt; torch's meta registrations in Python
+        (``torch/_meta_registrations.py``, ``torch/_refs``) take SymInts. The Python
+        dispatcher routes to them, as torch's FakeTensorMode does with a ShapeEnv. A
+        static trace (no ShapeEnv) dispatches as before.
+        """
+        if self.shape_env is None:
+            return contextlib.nullcontext()
+        from minidynamo._torch_private import enable_python_dispatcher
+
+        return enable_python_dispatcher()
+
 
     def _check_inputs(self, func, args, kwargs):
         bad: list[str] = []

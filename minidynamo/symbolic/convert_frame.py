@@ -23,6 +23,7 @@ from minidynamo.bytecode import call_target
 
 from . import counters
 from .codegen import PyCodegen, assemble, graph_args
+from .dynamic_shapes import install_shape_guards
 from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported, unimplemented, warn_internal
 from .guards import CheckFunction, Guard
 from .output_graph import OutputGraph
@@ -57,22 +58,26 @@ class CacheEntry:
         return f"guards:\n{self.check}\ntransformed function:\n{self.transformed_source}"
 
 
-def compile_frame(frame, L: dict, config) -> CacheEntry:
-    """Trace ``frame`` (an OptimizedFunction or a ResumeFunction) on inputs ``L``."""
+def compile_frame(frame, L: dict, config, frame_state: dict | None = None) -> CacheEntry:
+    """Trace ``frame`` (an OptimizedFunction or a ResumeFunction) on inputs ``L``.
+
+    ``frame_state``: the input sizes earlier traces of this frame saw (Note [Automatic dynamic]).
+    """
     grad_mode = torch.is_grad_enabled()
     try:
-        return _compile_frame(frame, L, config, grad_mode)
+        return _compile_frame(frame, L, config, grad_mode, {} if frame_state is None else frame_state)
     finally:
         torch.set_grad_enabled(grad_mode)  # a traced `with torch.no_grad()` switched it while tracing
 
 
-def _compile_frame(frame, L: dict, config, grad_mode: bool) -> CacheEntry:
+def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -> CacheEntry:
     break_at: dict[int, GraphBreak] = {}
     stop_at = None
     for _ in range(MAX_RESTARTS):
         counters["frames_traced"] += 1
         torch.set_grad_enabled(grad_mode)  # an attempt that stopped inside a traced `with torch.no_grad()`
         output = OutputGraph(frame.f_globals, L, config.fullgraph)
+        output.dynamic, output.frame_state = getattr(config, "dynamic", None), frame_state  # dynamic_shapes.py
         output.guards.GLOBAL_STATE()  # Note [Global state is one guard]
         symbolic_locals = {
             name: LazyVariableTracker(value, LocalSource(name)) for name, value in L.items()
@@ -255,6 +260,7 @@ def finish(tx, frame, config) -> CacheEntry:
     exec(compile(source, f"<minidynamo transformed {frame.__name__}>", "exec"), cg.scope)  # noqa: S102
     tx.output.guards.mutated_sources = tx.output.mutated_input_sources()
     tx.output.side_effects.aliasing_guards(tx.output.guards)
+    install_shape_guards(tx.output)
     entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)
     if config.on_entry is not None:
         config.on_entry(entry)

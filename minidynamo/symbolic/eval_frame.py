@@ -74,10 +74,12 @@ class RecompileRecord:
     guard: Optional[Guard]
     change: str
     entries: int
+    dynamic: list = field(default_factory=list)  # sizes the new trace makes dynamic (Note [Automatic dynamic])
 
     def __str__(self) -> str:
         expr = self.guard.expr if self.guard else "?"
-        return f"recompiling {self.function} (entry {self.entries + 1}): guard failed: {expr}  ({self.change})"
+        extra = f"; now dynamic: {', '.join(self.dynamic)}" if self.dynamic else ""
+        return f"recompiling {self.function} (entry {self.entries + 1}): guard failed: {expr}  ({self.change}){extra}"
 
 
 @dataclass
@@ -86,6 +88,7 @@ class FrameCache:
     recompiles: list = field(default_factory=list)
     fallback: Any = None  # why this frame runs eagerly for good
     skipped: bool = False  # Dynamo's SkipFrame: eager, but the frames it calls are still compiled
+    frame_state: dict = field(default_factory=dict)  # input sizes traced so far (Note [Automatic dynamic])
 
 
 @dataclass(eq=False)
@@ -94,6 +97,7 @@ class CompileConfig:
 
     backend: Callable
     fullgraph: bool = False
+    dynamic: Optional[bool] = None  # torch's dynamic=: None automatic, True all sizes symbolic, False none
     frames: dict = field(default_factory=dict)
     resumes: dict = field(default_factory=dict)
     wrappers: dict = field(default_factory=dict)
@@ -352,11 +356,14 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             return _hooked(config, entry.fn, L, G)
     if cache.entries:
         guard, change = cache.entries[-1].check.first_failure(L, G)
-        record = RecompileRecord(frame.__name__, guard, change, len(cache.entries))
+        from .dynamic_shapes import automatic_dynamic_changes
+
+        dynamic = automatic_dynamic_changes(cache.frame_state, L, G, config.dynamic)
+        record = RecompileRecord(frame.__name__, guard, change, len(cache.entries), dynamic)
         cache.recompiles.append(record)
         counters["recompiles"] += 1
         events.emit("recompile", function=frame.__name__, guard=guard.expr if guard else None, change=change,
-                    record=record)
+                    record=record, dynamic=dynamic)
         if len(cache.entries) >= CACHE_SIZE_LIMIT:
             cache.fallback = (
                 f"minidynamo: {frame.__name__} hit the cache size limit ({CACHE_SIZE_LIMIT} entries); it runs "
@@ -366,7 +373,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             return eager()
     entry = fallback = None
     try:
-        entry = compile_frame(frame, L, config)
+        entry = compile_frame(frame, L, config, cache.frame_state)
     except EagerFallback as e:
         fallback = e.explanation
     except FullGraphError:
@@ -417,9 +424,11 @@ def internal_error_explanation(frame, e: BaseException) -> GraphBreak:
                       source=linecache.getline(code.co_filename, lineno), internal=True)
 
 
-def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = False):
+def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = False, dynamic: Optional[bool] = None):
     """``md.compile``: a function (or module) whose calls run through the compiled cache."""
-    config = CompileConfig(backend=lookup_backend(backend), fullgraph=fullgraph)
+    if dynamic not in (None, True, False):
+        raise TypeError(f"dynamic must be None, True or False, not {dynamic!r}")
+    config = CompileConfig(backend=lookup_backend(backend), fullgraph=fullgraph, dynamic=dynamic)
     _all_configs.add(config)
     if not isinstance(fn, (torch.nn.Module, types.MethodType, types.FunctionType, OptimizedFunction, OptimizedModule)):
         raise TypeError(f"md.compile expects a Python function or an nn.Module, not {type(fn).__name__}")

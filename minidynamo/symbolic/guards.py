@@ -219,8 +219,10 @@ class GuardSet:
         self.TYPE_MATCH(source, value, why)
         self.add(source, "LENGTH_CHECK", f"len({source.name()}) == {len(value)}", why, f"len({source.name()})")
 
-    def TENSOR_MATCH(self, source: Source, value: torch.Tensor, why: str) -> None:
+    def TENSOR_MATCH(self, source: Source, value: torch.Tensor, why: str, dynamic_dims: tuple = ()) -> None:
         n = source.name()
+        if dynamic_dims:  # a dynamic input's sizes are checked by its SHAPE_ENV guards (dynamic_shapes.py)
+            return self._dynamic_tensor_match(source, value, why, dynamic_dims)
         self.TYPE_MATCH(source, value, why)
         if type(value) is not torch.nn.Parameter:
             self.tensor_names.setdefault(n)
@@ -239,6 +241,26 @@ class GuardSet:
         self.add(source, "TENSOR_MATCH", f"{n}.requires_grad is {value.requires_grad}", why, f"{n}.requires_grad")
         self.tensor_specs.setdefault(n, (value.dtype, None if on_cpu else value.device, tuple(value.shape),
                                          None if contiguous else tuple(value.stride()), value.requires_grad))
+
+    def _dynamic_tensor_match(self, source: Source, value: torch.Tensor, why: str, dynamic_dims: tuple) -> None:
+        """TENSOR_MATCH with some sizes symbolic: rank and the static sizes here, no C++ spec.
+
+        A dynamic input is traced as contiguous (Note [A symbolic fake]), so its stride
+        guard is ``is_contiguous()`` whatever its sizes.
+        """
+        n = source.name()
+        self.TYPE_MATCH(source, value, why)
+        if type(value) is not torch.nn.Parameter:
+            self.tensor_names.setdefault(n)
+        self.add(source, "TENSOR_MATCH", f"{n}.dtype == {value.dtype}", why, f"{n}.dtype")
+        if value.device.type == "cpu":
+            self.add(source, "TENSOR_MATCH", f"{n}.is_cpu", why, f"{n}.device")
+        else:
+            self.add(source, "TENSOR_MATCH", f"{n}.device == {self.name_for_constant(value.device)}", why, f"{n}.device")
+        static = [f"{n}.size()[{i}] == {int(s)}" for i, s in enumerate(value.shape) if i not in dynamic_dims]
+        self.add(source, "TENSOR_MATCH", " and ".join([f"{n}.dim() == {value.dim()}"] + static), why, f"{n}.shape")
+        self.add(source, "TENSOR_MATCH", f"{n}.is_contiguous()", why, f"{n}.stride()")
+        self.add(source, "TENSOR_MATCH", f"{n}.requires_grad is {value.requires_grad}", why, f"{n}.requires_grad")
 
 
 # Note [is_contiguous() as the stride guard]
@@ -373,6 +395,9 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         tests = " and ".join(tests)
         lines.append(f"    if not ({tests}):")
         lines.append("        return False")
+    for g in guards:  # sizes of the inputs whose types and ranks are checked above (dynamic_shapes.py)
+        if g.kind == "SHAPE_ENV":
+            lines += [f"    if not ({g.expr}):", "        return False"]
     for g in over_many:  # unrolled identity tests between the written inputs and the others
         lines.append(f"    if {_unrolled_not_aliased(g, bound)}:")
         lines.append("        return False")

@@ -45,6 +45,12 @@ class OutputGraph:
         self.graphargs: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
         self._tensor_ids: dict[int, TensorVariable] = {}
         self._input_versions: list[tuple[str, torch.Tensor, int]] = []  # (source, fake, version when wrapped)
+        # dynamic shapes (dynamic_shapes.py): the compile's dynamic= setting, the frame's recorded
+        # input sizes (Note [Automatic dynamic]), the ShapeEnv once needed, one placeholder per symbol
+        self.dynamic = None
+        self.frame_state: dict = {}
+        self.shape_env = None
+        self.symbol_proxies: dict = {}
 
     # --- building -----------------------------------------------------------------
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
@@ -53,7 +59,7 @@ class OutputGraph:
         proxy.node.meta["source_line"] = events.current_line()
         return proxy
 
-    def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
+    def add_graph_input(self, source: Source, value: torch.Tensor, dynamic_dims: tuple = ()) -> TensorVariable:
         """A placeholder for a real tensor the frame reads (an argument, a parameter, a global)."""
         if id(value) in self._tensor_ids:  # the same tensor reached twice: one input
             first = self._tensor_ids[id(value)]
@@ -61,15 +67,13 @@ class OutputGraph:
                             "the trace saw these two as the same tensor", source.name())
             self.guards.duplicate_sources.add(source.name())
             return first
-        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
-        anchor = placeholders[-1].next if placeholders else next(iter(self.graph.nodes), None)
-        name = source.fx_name()
-        if anchor is None or anchor.op == "root":
-            node = self.graph.placeholder(name)
+        if dynamic_dims:  # its symbols' placeholders come first (dynamic_shapes.py)
+            from .dynamic_shapes import convert_input
+
+            fake = convert_input(self, source, value, dynamic_dims, self._new_placeholder)
         else:
-            with self.graph.inserting_before(anchor):
-                node = self.graph.placeholder(name)
-        fake = wrap_to_fake(self.fake_mode, value)
+            fake = wrap_to_fake(self.fake_mode, value)
+        node = self._new_placeholder(source.fx_name())
         node.meta["example_value"] = fake
         node.meta["source"] = source.name()
         self._input_versions.append((source.name(), fake, fake._version))
@@ -78,6 +82,15 @@ class OutputGraph:
         self.graphargs.append((source, node, value))
         self._tensor_ids[id(value)] = var
         return var
+
+    def _new_placeholder(self, name: str) -> torch.fx.Node:
+        """A placeholder after the last one (inputs are wrapped as the trace meets them)."""
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        anchor = placeholders[-1].next if placeholders else next(iter(self.graph.nodes), None)
+        if anchor is None or anchor.op == "root":
+            return self.graph.placeholder(name)
+        with self.graph.inserting_before(anchor):
+            return self.graph.placeholder(name)
 
     def mutated_input_sources(self) -> set[str]:
         """Inputs the trace wrote to (directly, through a view, or their metadata): their fake's version moved."""
@@ -99,7 +112,7 @@ class OutputGraph:
         # remove_unused_graphargs: inputs nothing reads do not become graph arguments
         used = []
         for source, node, value in self.graphargs:
-            if node.users:
+            if node.users or isinstance(node.meta.get("example_value"), torch.SymInt):  # a symbol stays, as torch's
                 used.append((source, node, value))
             else:
                 self.graph.erase_node(node)
@@ -108,6 +121,14 @@ class OutputGraph:
         if code is not None:  # whose graph it is, for a backend's warnings
             gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         example_inputs = [value for _, _, value in used]
-        compiled = backend(gm, example_inputs)
+        if self.symbol_proxies:  # Note [AOT backends specialize per size] (dynamic_shapes.py)
+            from minidynamo.backends import eager
+
+            from .dynamic_shapes import specialize_per_size
+
+            compiled = backend(gm, example_inputs) if backend is eager or not getattr(backend, "__module__", "").startswith(
+                "minidynamo.backends") else specialize_per_size(backend, gm, name)
+        else:
+            compiled = backend(gm, example_inputs)
         counters["graphs"] += 1
         return gm, compiled, [source for source, _, _ in used]

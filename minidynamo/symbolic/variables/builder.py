@@ -80,8 +80,11 @@ class VariableBuilder:
         tx, source = self.tx, self.source
         guards = tx.output.guards
         if isinstance(value, torch.Tensor):
-            guards.TENSOR_MATCH(source, value, "tensor input: the graph was traced for its metadata")
-            var = tx.output.add_graph_input(source, value)
+            from ..dynamic_shapes import dynamic_dims_for
+
+            dims = dynamic_dims_for(tx.output, source, value) if id(value) not in tx.output._tensor_ids else ()
+            guards.TENSOR_MATCH(source, value, "tensor input: the graph was traced for its metadata", dynamic_dims=dims)
+            var = tx.output.add_graph_input(source, value, dynamic_dims=dims)
             var.class_type = type(value)  # what type(x) and isinstance see: Tensor, Parameter, a subclass
             return var
         if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, tuple)):
@@ -289,6 +292,10 @@ def wrap_example(tx, proxy, example: Any) -> VariableTracker:
         if isinstance(example, tuple):
             return TupleVariable(items, tuple_cls=type(example))
         return ListVariable(items)
+    if isinstance(example, (torch.SymInt, torch.SymBool)):  # a symbolic size or decision (dynamic_shapes.py)
+        from .sym_node import SymNodeVariable
+
+        return SymNodeVariable(proxy, example)
     # A non-tensor result (a size, a flag): fold it, and drop the node if unused.
     if not node.users:
         tx.output.graph.erase_node(node)

@@ -80,6 +80,8 @@ class TensorVariable(VariableTracker):
             return wrap_sourceless(tx, self.python_type())
         if name in CONSTANT_ATTRS:
             value = getattr(fake, name)
+            if name == "shape" and _symbolic(value):
+                return _sizes(tx, self, value, ("size", ()))
             return ConstantVariable(value)
         if name in ("T", "mT", "H", "mH", "real", "imag"):
             return wrap_fx_proxy(tx, "call_function", getattr, (self.proxy, name), {})
@@ -106,8 +108,13 @@ class TensorVariable(VariableTracker):
             if name == "type" and (cargs or ckw):
                 pass  # x.type(torch.float16) is a conversion: trace it below
             else:
-                return wrap_constant_result(getattr(self.example_value, name)(*cargs, **ckw))
+                value = getattr(self.example_value, name)(*cargs, **ckw)
+                if _symbolic(value):  # a symbolic size (dynamic_shapes.py)
+                    return _sizes(tx, self, value, (name, tuple(cargs)))
+                return wrap_constant_result(value)
         if name == "__len__":
+            if self.example_value.dim() and _symbolic(self.example_value.shape[0]):
+                return _sizes(tx, self, self.example_value.shape[0], ("size", (0,)))
             return ConstantVariable(len(self.example_value))
         if name in ("__setitem__",):
             return tx.store_subscr(self, args[0], args[1])
@@ -146,3 +153,16 @@ class TensorVariable(VariableTracker):
     def __repr__(self) -> str:
         v = self.example_value
         return f"TensorVariable({self.proxy.node.name}, {v.dtype}, {tuple(v.shape)})"
+
+
+def _symbolic(value: Any) -> bool:
+    """Does a metadata result hold a SymInt (a dynamic trace)? A static trace never pays for the import."""
+    if isinstance(value, (tuple, list)):
+        return any(isinstance(v, torch.SymInt) for v in value)
+    return isinstance(value, (torch.SymInt, torch.SymBool))
+
+
+def _sizes(tx, var, value, how):
+    from ..dynamic_shapes import size_variable
+
+    return size_variable(tx, var, value, how)

@@ -1,0 +1,560 @@
+"""A mini ShapeEnv: symbolic sizes, the guards a trace's decisions on them make, readable.
+
+Place in the pipeline: under the fake tensors of a dynamic trace. Dynamo asks the
+ShapeEnv for a symbol per dynamic dimension of an input (``create_symbol``), the
+converter builds a meta tensor whose sizes are ``torch.SymInt``s over those symbols,
+meta kernels compute output sizes as expressions (``2*s0``), and whenever a kernel or
+the user's code needs a *decision* (``if x.size(0) > 4``, a broadcast check
+``s0 == s1``) the ShapeEnv answers it from the example sizes and records the answer
+as a guard. At the end of the trace the guards are printed as Python over the
+inputs' sizes (``L['x'].size()[0] >= 2``) and join the entry's check function.
+
+Mirrors ``torch/fx/experimental/symbolic_shapes.py`` (``ShapeEnv``: ``create_symbol``,
+``evaluate_expr``, ``produce_guards``; 8000 lines) and ``torch/fx/experimental/sym_node.py``
+(``SymNode``). Ours drops value ranges beyond ``>= 2``, unbacked symbols, symbolic
+strides and storage offsets (a dynamic input is contiguous), symbolic floats, and
+the guard-simplification machinery beyond substitution (``replacements``).
+
+Note [Our SymNode inside torch.SymInt]
+    ``torch.SymInt(node)`` accepts any Python object that speaks the SymNode
+    protocol: C++ (``torch/csrc/utils/python_symnode.h``, ``PythonSymNodeImpl``)
+    calls ``node.add(other)``, ``node.mul``, ``node.eq``, ``node.guard_bool``,
+    ``node.guard_int``, ``node.wrap_int(3)``, ``node.is_int()``, ``node.str()``...
+    and the Python magic methods of ``torch.SymInt`` (installed by torch's
+    ``sym_node.py``) call the same names. So a meta kernel computing
+    ``x.size(0) * 2`` in C++ builds *our* node ``SymNode(2*s0)``, and a kernel's
+    ``TORCH_CHECK(a == b)`` lands in our ``guard_bool``/``expect_true``. This is the
+    one place we lean on torch's machinery: the ``torch.SymInt`` wrapper and the
+    C++ plumbing that carries a SymInt through the dispatcher into meta kernels.
+    The symbols, the expressions, the decisions and the guards are ours.
+
+    Torch's Python decompositions and refs (``torch/_refs``, ``_prims_common``) ask
+    decisions through free functions (``guard_or_false``, ``statically_known_true``)
+    that reach into ``node.shape_env`` and ``node._hint``; our ShapeEnv answers the
+    two methods they call (``evaluate_sym_node``, ``_maybe_evaluate_static``) with
+    its own ``evaluate_expr`` and ``statically_known``: adapters, no torch logic.
+
+Note [0/1 specialization]
+    A size of 0 or 1 never becomes a symbol, as in torch: broadcasting treats 1
+    specially (a size-1 dim stretches), and 0 makes a tensor empty, so a graph
+    traced with ``s0`` could not be right for both ``s0 == 1`` and ``s0 == 5``
+    without guarding on it everywhere. Instead every symbol is known to be ``>= 2``
+    (its first guard), and a 0 or 1 stays a constant: ``specializations`` says
+    which size and why.
+
+Note [Duck sizing]
+    Two input sizes that are equal when the trace starts get the same symbol
+    (torch's ``duck_shape``): ``x + y`` with ``x: [5]`` and ``y: [5]`` needs no
+    broadcast decision then, and the guard ``L['y'].size()[0] == L['x'].size()[0]``
+    records the assumption. Sizes that are different get different symbols; if the
+    trace then needs them equal (a broadcast of ``s0`` against ``s1``), the decision
+    ``Eq(s0, s1)`` is a guard and ``s1`` is *replaced* by ``s0`` from then on, so
+    later expressions are simplified (``replacements``).
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import sympy
+import torch
+from sympy.printing.str import StrPrinter
+
+__all__ = ["ShapeEnv", "SymNode", "ShapeGuard", "Specialization", "FloorDiv", "is_symbolic", "python_expr"]
+
+
+class FloorDiv(sympy.Function):
+    """``a // b`` over integers (torch's ``torch.utils._sympy.functions.FloorDiv``)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_Integer and b.is_Integer and b != 0:
+            return sympy.Integer(int(a) // int(b))
+        if b == 1:
+            return a
+        if b.free_symbols or a.free_symbols:
+            q = sympy.cancel(a / b)
+            if q.is_integer or (q.is_polynomial() and sympy.denom(q) == 1 and all(
+                    c.is_Integer for c in sympy.Poly(q, *q.free_symbols).coeffs()) if q.free_symbols else q.is_Integer):
+                return q
+        return None
+
+
+# --- printing: sympy over symbols -> Python over the inputs' sizes ------------------
+
+
+class _PythonPrinter(StrPrinter):
+    """``Eq(Mod(s0, 8), 0)`` -> ``L['x'].size()[0] % 8 == 0``."""
+
+    def __init__(self, names: dict):
+        super().__init__()
+        self.names = names
+
+    def _print_Symbol(self, expr):
+        return self.names.get(expr, expr.name)
+
+    def _print_Mod(self, expr):
+        a, b = expr.args
+        return f"{self.parenthesize(a, 60)} % {self.parenthesize(b, 60)}"
+
+    def _print_FloorDiv(self, expr):
+        a, b = expr.args
+        return f"({self.parenthesize(a, 60)} // {self.parenthesize(b, 60)})"
+
+    def _print_Relational(self, expr):
+        op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}[expr.rel_op]
+        return f"{self._print(expr.lhs)} {op} {self._print(expr.rhs)}"
+
+    def _print_Not(self, expr):
+        return f"not ({self._print(expr.args[0])})"
+
+    def _print_Max(self, expr):
+        return f"max({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_Min(self, expr):
+        return f"min({', '.join(self._print(a) for a in expr.args)})"
+
+
+def python_expr(expr: sympy.Basic, names: Optional[dict] = None) -> str:
+    """``expr`` as Python, each symbol written as ``names[symbol]`` (its source)."""
+    return _PythonPrinter(names or {}).doprint(expr)
+
+
+# --- records -------------------------------------------------------------------------
+
+
+@dataclass
+class ShapeGuard:
+    """One decision of the trace on sizes: ``expr`` (sympy) held for the example sizes."""
+
+    expr: sympy.Basic
+    why: str  # what asked: "guard_bool" from a kernel, "x.size(0) > 4" from the user's code
+
+    def __str__(self) -> str:
+        return f"{self.expr}  # {self.why}"
+
+
+@dataclass
+class Specialization:
+    """A size kept static (Note [0/1 specialization]), or marked static by the user."""
+
+    source: str
+    value: int
+    reason: str
+
+
+# --- the node -----------------------------------------------------------------------
+
+
+def _sympify(x):
+    return x if isinstance(x, sympy.Basic) else sympy.Integer(x) if type(x) is int else sympy.sympify(x)
+
+
+class SymNode:
+    """One symbolic value: a sympy expression, its type, and its value for the example inputs.
+
+    Speaks the protocol ``torch.SymInt`` expects (Note [Our SymNode inside torch.SymInt]).
+    """
+
+    def __init__(self, expr, shape_env: "ShapeEnv", pytype: type, hint):
+        self._expr = _sympify(expr)
+        self.shape_env = shape_env
+        self.pytype = pytype
+        self.hint = hint
+
+    @property
+    def expr(self) -> sympy.Basic:
+        return self.shape_env.simplify(self._expr)
+
+    @property
+    def _hint(self):  # torch's refs read the hint under this name (_sym_node_hint_disproves)
+        return self.hint
+
+    # -- what kind ------------------------------------------------------------------
+    def is_int(self) -> bool:
+        return self.pytype is int
+
+    def is_float(self) -> bool:
+        return self.pytype is float
+
+    def is_bool(self) -> bool:
+        return self.pytype is bool
+
+    def is_nested_int(self) -> bool:
+        return False
+
+    def is_symbolic(self) -> bool:
+        return True
+
+    def is_constant(self) -> bool:
+        return False
+
+    def has_hint(self) -> bool:
+        return True
+
+    def maybe_as_int(self):
+        e = self.expr
+        return int(e) if e.is_Integer else None
+
+    def maybe_as_bool(self):
+        e = self.expr
+        return bool(e) if e in (sympy.true, sympy.false) else None
+
+    def maybe_as_float(self):
+        return None
+
+    # -- making nodes --------------------------------------------------------------------
+    def _new(self, expr, pytype, hint) -> "SymNode":
+        return SymNode(expr, self.shape_env, pytype, hint)
+
+    def wrap_int(self, num: int) -> "SymNode":
+        return self._new(sympy.Integer(num), int, num)
+
+    def wrap_float(self, num: float) -> "SymNode":
+        return self._new(sympy.Float(num), float, num)
+
+    def wrap_bool(self, num: bool) -> "SymNode":
+        return self._new(sympy.true if num else sympy.false, bool, num)
+
+    def clone(self) -> "SymNode":
+        return self
+
+    def with_shape_env(self, shape_env) -> "SymNode":
+        return SymNode(self._expr, shape_env, self.pytype, self.hint)
+
+    # -- arithmetic (ints) -----------------------------------------------------------------
+    def _binary(self, other: "SymNode", fn, pyfn, pytype=None):
+        pytype = pytype or (float if float in (self.pytype, other.pytype) else int)
+        return self._new(fn(self.expr, other.expr), pytype, pyfn(self.hint, other.hint))
+
+    def add(self, other):
+        return self._binary(other, lambda a, b: a + b, lambda a, b: a + b)
+
+    def sub(self, other):
+        return self._binary(other, lambda a, b: a - b, lambda a, b: a - b)
+
+    def mul(self, other):
+        return self._binary(other, lambda a, b: a * b, lambda a, b: a * b)
+
+    def mod(self, other):
+        return self._binary(other, sympy.Mod, lambda a, b: a % b)
+
+    def floordiv(self, other):
+        return self._binary(other, FloorDiv, lambda a, b: a // b, int)
+
+    int_floordiv = floordiv
+
+    def truediv(self, other):
+        return self._binary(other, lambda a, b: a / b, lambda a, b: a / b, float)
+
+    int_truediv = float_truediv = truediv
+
+    def pow(self, other):
+        return self._binary(other, lambda a, b: a ** b, lambda a, b: a ** b)
+
+    pow_by_natural = float_pow = pow
+
+    def sym_sum(self, args):
+        return self._new(sympy.Add(*[a.expr for a in args]), int, sum(a.hint for a in args))
+
+    def neg(self):
+        return self._new(-self.expr, self.pytype, -self.hint)
+
+    def sym_min(self, other):
+        return self._binary(other, sympy.Min, builtins.min)
+
+    def sym_max(self, other):
+        return self._binary(other, sympy.Max, builtins.max)
+
+    def sym_float(self):
+        return self._new(self.expr, float, float(self.hint))
+
+    def sym_int(self):
+        return self._new(self.expr, int, int(self.hint))
+
+    def abs(self):
+        return self._new(sympy.Abs(self.expr), self.pytype, builtins.abs(self.hint))
+
+    # -- comparisons and logic (bools) -----------------------------------------------------
+    def _compare(self, other, fn, pyfn):
+        return self._new(fn(self.expr, other.expr), bool, pyfn(self.hint, other.hint))
+
+    def eq(self, other):
+        return self._compare(other, sympy.Eq, lambda a, b: a == b)
+
+    def ne(self, other):
+        return self._compare(other, sympy.Ne, lambda a, b: a != b)
+
+    def lt(self, other):
+        return self._compare(other, sympy.Lt, lambda a, b: a < b)
+
+    def le(self, other):
+        return self._compare(other, sympy.Le, lambda a, b: a <= b)
+
+    def gt(self, other):
+        return self._compare(other, sympy.Gt, lambda a, b: a > b)
+
+    def ge(self, other):
+        return self._compare(other, sympy.Ge, lambda a, b: a >= b)
+
+    def sym_and(self, other):
+        return self._compare(other, sympy.And, lambda a, b: a and b)
+
+    def sym_or(self, other):
+        return self._compare(other, sympy.Or, lambda a, b: a or b)
+
+    def sym_not(self):
+        return self._new(sympy.Not(self.expr), bool, not self.hint)
+
+    def sym_ite(self, then_node, else_node):
+        return then_node if self.guard_bool("", 0) else else_node
+
+    # -- decisions: the value is needed as a Python value -> a guard -----------------------
+    def guard_bool(self, file="", line=0) -> bool:
+        return bool(self.shape_env.evaluate_expr(self.expr, self.hint, "guard_bool"))
+
+    def expect_true(self, file="", line=0) -> bool:
+        return self.guard_bool(file, line)
+
+    def guard_size_oblivious(self, file="", line=0) -> bool:
+        return self.guard_bool(file, line)
+
+    def guard_or_false(self, file="", line=0) -> bool:
+        known = self.shape_env.statically_known(self.expr)
+        return bool(known) if known is not None else self.guard_bool(file, line)
+
+    guard_or_true = guard_or_false
+
+    def statically_known_true(self, file="", line=0) -> bool:
+        return self.shape_env.statically_known(self.expr) is True
+
+    def bool_(self) -> bool:
+        return self.guard_bool()
+
+    def guard_int(self, file="", line=0) -> int:
+        return int(self.shape_env.evaluate_expr(self.expr, self.hint, "guard_int"))
+
+    def int_(self) -> int:
+        return self.guard_int()
+
+    def guard_float(self, file="", line=0) -> float:
+        return float(self.shape_env.evaluate_expr(self.expr, self.hint, "guard_float"))
+
+    # -- printing --------------------------------------------------------------------------
+    def str(self) -> str:
+        return f"{self.expr}"
+
+    def _graph_repr(self) -> str:
+        return self.str()
+
+    def __str__(self) -> str:
+        return self.str()
+
+    def __repr__(self) -> str:
+        return f"SymNode({self.expr}, hint={self.hint})"
+
+
+def _canonical(expr: sympy.Basic) -> sympy.Basic:
+    """``s0 - 4 >= 0`` -> ``s0 >= 4``; ``Ne(s1, s0)`` -> ``Ne(s0, s1)``: one spelling per decision."""
+    if isinstance(expr, sympy.Rel):
+        lhs, rhs = expr.lhs - expr.rhs, sympy.Integer(0)
+        const = lhs.as_coeff_Add()[0]
+        lhs, rhs = lhs - const, rhs - const
+        if isinstance(expr, (sympy.Eq, sympy.Ne)) and lhs.could_extract_minus_sign():
+            lhs, rhs = -lhs, -rhs
+        if isinstance(expr, (sympy.Eq, sympy.Ne)) and rhs == 0 and isinstance(lhs, sympy.Add) and len(lhs.args) == 2:
+            a, b = lhs.args  # s1 - s0 == 0 -> s0 == s1
+            if b.could_extract_minus_sign():
+                lhs, rhs = a, -b
+            elif a.could_extract_minus_sign():
+                lhs, rhs = b, -a
+            lhs, rhs = sorted((lhs, rhs), key=sympy.default_sort_key)
+        return type(expr)(lhs, rhs)
+    return expr
+
+
+def is_symbolic(x: Any) -> bool:
+    """A ``torch.SymInt``/``SymBool``/``SymFloat`` over a symbolic expression of ours."""
+    return isinstance(x, (torch.SymInt, torch.SymBool, torch.SymFloat)) and isinstance(x.node, SymNode)
+
+
+# --- the environment ------------------------------------------------------------------
+
+
+@dataclass
+class ShapeEnv:
+    """Symbols for input sizes, and every decision a trace made on them.
+
+    ``var_to_val``: the example value of each symbol; ``var_to_sources``: where each
+    symbol's size was read (``L['x'].size()[0]``); ``guards``: the decisions;
+    ``replacements``: symbols found equal to another (Note [Duck sizing]);
+    ``specializations``: sizes kept static and why (Note [0/1 specialization]).
+    """
+
+    duck_shape: bool = True
+    var_to_val: dict = field(default_factory=dict)
+    var_to_sources: dict = field(default_factory=dict)
+    val_to_var: dict = field(default_factory=dict)
+    guards: list = field(default_factory=list)
+    replacements: dict = field(default_factory=dict)
+    specializations: list = field(default_factory=list)
+    duck_guards: list = field(default_factory=list)  # (source, first source): sizes duck-sized together
+
+    # -- symbols ---------------------------------------------------------------------------
+    def create_symbol(self, val: int, source: str) -> "sympy.Symbol | int":
+        """The symbol for the size ``val`` read at ``source`` (or ``val`` itself for 0 and 1)."""
+        if val in (0, 1):
+            self.specializations.append(Specialization(source, val, f"size {val} is specialized (0/1 "
+                                                                    "specialization: broadcasting and emptiness "
+                                                                    "depend on it)"))
+            return val
+        if self.duck_shape and val in self.val_to_var:
+            sym = self.val_to_var[val]
+            self.var_to_sources[sym].append(source)
+            self.duck_guards.append((source, self.var_to_sources[sym][0]))
+            return sym
+        sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True, positive=True)
+        self.var_to_val[sym] = val
+        self.var_to_sources[sym] = [source]
+        self.val_to_var.setdefault(val, sym)
+        return sym
+
+    def create_symint(self, expr, hint: int):
+        """A ``torch.SymInt`` over ``expr`` (a plain int when ``expr`` is a number)."""
+        expr = _sympify(expr)
+        if expr.is_Integer:
+            return int(expr)
+        return torch.SymInt(SymNode(expr, self, int, hint))
+
+    # -- simplification and decisions ----------------------------------------------------------
+    def simplify(self, expr: sympy.Basic) -> sympy.Basic:
+        if self.replacements and getattr(expr, "free_symbols", None):
+            expr = expr.xreplace(self.replacements)
+        return expr
+
+    def statically_known(self, expr: sympy.Basic) -> Optional[bool]:
+        """True/False when ``expr`` holds for every value of its symbols (each ``>= 2``), else None.
+
+        The test: write each symbol as ``t + 2`` with ``t >= 0`` and let sympy decide.
+        (Torch's ``_maybe_evaluate_static`` uses value ranges the same way, and more.)
+        """
+        expr = self.simplify(_sympify(expr))
+        if expr in (sympy.true, sympy.false):
+            return bool(expr)
+        if not isinstance(expr, sympy.Basic) or not expr.free_symbols:
+            try:
+                return bool(expr)
+            except TypeError:
+                return None
+        shifted = {s: sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + 2 for s in expr.free_symbols}
+        try:
+            out = sympy.simplify(expr.xreplace(shifted))
+        except Exception:  # noqa: BLE001 - sympy could not decide
+            return None
+        return bool(out) if out in (sympy.true, sympy.false) else None
+
+    def evaluate_expr(self, expr: sympy.Basic, hint: Any, why: str) -> Any:
+        """The value of ``expr`` for the example sizes; records it as a guard unless always so."""
+        expr = self.simplify(_sympify(expr))
+        if not expr.free_symbols:
+            return expr if not expr.is_Integer else int(expr)
+        if expr.is_Boolean or isinstance(expr, sympy.Rel):
+            known = self.statically_known(expr)
+            if known is not None:
+                return known
+            value = bool(hint)
+            self._record(expr if value else sympy.Not(expr), why)
+            if value and isinstance(expr, sympy.Eq):
+                self._unify(expr)
+            return value
+        # an int needed as a Python int (range(n), a Python list of that length): the symbol is fixed
+        value = int(hint)
+        self._record(sympy.Eq(expr, value), why)
+        if isinstance(expr, sympy.Symbol):
+            self.replacements[expr] = sympy.Integer(value)
+        return value
+
+    # adapters for torch's free functions (Note [Our SymNode inside torch.SymInt])
+    def evaluate_sym_node(self, node: SymNode, size_oblivious: bool = False, fallback_value=None):
+        return self.evaluate_expr(node.expr, node.hint, "guard_or_false" if fallback_value is False else "guard")
+
+    def _maybe_evaluate_static(self, expr, **_):
+        known = self.statically_known(expr)
+        return None if known is None else sympy.true if known else sympy.false
+
+    def _record(self, expr: sympy.Basic, why: str) -> None:
+        expr = _canonical(expr)
+        if not any(g.expr == expr for g in self.guards):
+            self.guards.append(ShapeGuard(expr, why))
+
+    def _unify(self, eq: sympy.Eq) -> None:
+        """After ``Eq(s1, s0)`` held, write ``s1`` as ``s0`` from now on (Note [Duck sizing])."""
+        lhs, rhs = eq.lhs, eq.rhs
+        if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
+            new, old = sorted((lhs, rhs), key=lambda s: int(s.name[1:]))
+            self.replacements[old] = new
+        elif isinstance(lhs, sympy.Symbol) and not rhs.has(lhs):
+            self.replacements[lhs] = rhs
+        elif isinstance(rhs, sympy.Symbol) and not lhs.has(rhs):
+            self.replacements[rhs] = lhs
+
+    # -- the guards, as Python ---------------------------------------------------------------
+    def source_names(self) -> dict:
+        return {s: srcs[0] for s, srcs in self.var_to_sources.items()}
+
+    def produce_guards(self) -> list[tuple[str, str]]:
+        """Every shape guard as ``(python expression, why)``, over the inputs' sizes.
+
+        First each symbol's own guard (``L['x'].size()[0] >= 2``: it is not 0 or 1),
+        then the duck-sized pairs (``L['y'].size()[0] == L['x'].size()[0]``), then the
+        trace's decisions, simplified with the replacements, minus those that became
+        trivially true. Torch's ``produce_guards`` emits the same three kinds.
+        """
+        names = self.source_names()
+        out: list[tuple[str, str]] = []
+        for sym, sources in self.var_to_sources.items():
+            if sym in self.replacements:
+                continue
+            out.append((f"{sources[0]} >= 2", f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"))
+        for source, first in self.duck_guards:
+            out.append((f"{source} == {first}", "duck sizing: these sizes were equal when traced"))
+        for sym, repl in self.replacements.items():
+            out.append((f"{names[sym]} == {python_expr(repl, names)}",
+                        f"the trace needed {sym} == {repl} (the two sizes were unified)"))
+        for g in self.guards:
+            e = self.simplify(g.expr)
+            if e in (sympy.true, sympy.false) or self.statically_known(e) is True:
+                continue
+            if isinstance(e, sympy.Eq) and (isinstance(e.lhs, sympy.Symbol) or isinstance(e.rhs, sympy.Symbol)):
+                if g.expr.free_symbols <= set(self.replacements):
+                    continue  # already printed as a replacement
+            out.append((python_expr(e, names), f"{g.expr}: {g.why}"))
+        return out
+
+    def format_guards(self) -> str:
+        return "\n".join(f"{e}   # {why}" for e, why in self.produce_guards())
+
+    # -- symbolic meta tensors -------------------------------------------------------------
+    def symbolic_sizes(self, t: torch.Tensor, source: str, dynamic_dims) -> list:
+        """Sizes of ``t`` with the dims in ``dynamic_dims`` symbolic (SymInts), the rest ints."""
+        sizes = []
+        for i, s in enumerate(t.shape):
+            if i in dynamic_dims:
+                sym = self.create_symbol(int(s), f"{source}.size()[{i}]")
+                sizes.append(self.create_symint(sym, int(s)))
+            else:
+                sizes.append(int(s))
+        return sizes
+
+
+def contiguous_strides(sizes: list) -> list:
+    """The strides of a contiguous tensor of ``sizes`` (SymInt products where sizes are symbolic)."""
+    strides, acc = [], 1
+    for s in reversed(sizes):
+        strides.append(acc)
+        acc = acc * s if not (isinstance(s, int) and s in (0, 1)) else acc
+    return list(reversed(strides))

@@ -1,0 +1,280 @@
+"""Dynamic shapes in Dynamo: which sizes become symbols, SymInt graph inputs, shape guards.
+
+Place in the pipeline: between the builder (an input tensor enters the trace) and the
+ShapeEnv (``minidynamo/fake/symbolic_shapes.py``). Decides, per input tensor, which
+dims are dynamic (``dynamic=True``, ``mark_dynamic``, or automatic dynamic after a
+size change); makes a SymInt placeholder per new symbol; turns ``x.size(0)`` on a
+symbolic fake into a ``SymNodeVariable``; at the end of the trace adds the
+ShapeEnv's guards to the entry. Mirrors ``torch/_dynamo/variables/builder.py``
+(``_automatic_dynamic``, ``wrap_symint``), ``torch/_dynamo/decorators.py``
+(``mark_dynamic``, ``mark_static``) and the shape part of ``CheckFunctionManager``.
+
+Note [Automatic dynamic]
+    Each compiled frame keeps, per input tensor source, the sizes it was traced
+    with (torch's ``frame_state`` / ``FrameStateSizeEntry``). With ``dynamic=None``
+    (the default) the first trace is static; when a call misses the cache and a
+    size differs from the recorded one, that dim is recorded as "changed"
+    (``None``), and the new trace gives it a symbol. Later sizes then pass the
+    entry's guards (``L['x'].size()[0] >= 2``) and reuse the graph.
+    ``dynamic=True`` gives every dim a symbol from the first trace,
+    ``dynamic=False`` none, ever. Parameters and attributes of modules stay
+    static, as in torch (``force_parameter_static_shapes``).
+
+Note [AOT backends specialize per size]
+    Our AOTAutograd traces graphs with static sizes; it has no SymInt inputs yet.
+    A graph with SymInt placeholders handed to ``aot_eager`` would be traced for
+    the example sizes only, and reusing it for another size could be silently
+    wrong. So such a backend is called lazily, once per distinct set of input
+    sizes (``specialize_per_size``): Dynamo keeps one dynamic graph and one cache
+    entry (its counts match torch's), while the AOT stage below recompiles per
+    size, reported as an ``"aot_specialized"`` event. The ``eager`` backend and
+    user callables get the symbolic graph itself, as torch's do.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from minidynamo import events
+
+from .source import AttrSource, Source
+
+__all__ = ["mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
+           "install_shape_guards", "specialize_per_size", "automatic_dynamic_changes"]
+
+_DYNAMIC = "_minidynamo_dynamic_dims"
+_STATIC = "_minidynamo_static_dims"
+
+
+def mark_dynamic(t: torch.Tensor, dim) -> None:
+    """Trace ``t``'s dim ``dim`` (an int or a list) with a symbol from the first call (torch's mark_dynamic)."""
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not -t.dim() <= d < t.dim():
+            raise IndexError(f"mark_dynamic: dim {d} out of range for a {t.dim()}-d tensor")
+    marked = set(getattr(t, _DYNAMIC, set()))
+    marked.update(d % t.dim() for d in dims)
+    setattr(t, _DYNAMIC, marked)
+
+
+def mark_static(t: torch.Tensor, dim=None) -> None:
+    """Keep ``t``'s dim ``dim`` (all dims if None) static, even under automatic dynamic."""
+    dims = range(t.dim()) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    marked = set(getattr(t, _STATIC, set()))
+    marked.update(d % t.dim() for d in dims)
+    setattr(t, _STATIC, marked)
+
+
+@dataclass(frozen=True, repr=False)
+class SizeSource(Source):
+    """``L['x'].size()[0]``: one size of a tensor input (torch's ``TensorPropertySource``)."""
+
+    base: Source
+    dim: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}.size()[{self.dim}]"
+
+
+# --- which dims are dynamic -----------------------------------------------------------
+
+
+def _static_by_rule(source: Source, value: torch.Tensor) -> bool:
+    """Parameters and module attributes stay static (Note [Automatic dynamic])."""
+    if isinstance(value, torch.nn.Parameter):
+        return True
+    s = source
+    while s is not None:
+        if isinstance(s, AttrSource):
+            return True
+        s = getattr(s, "base", None)
+    return False
+
+
+def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
+    """The dims of input ``value`` that get symbols in this trace (Note [Automatic dynamic])."""
+    from minidynamo.fake.converter import can_be_dynamic
+
+    mode = getattr(output, "dynamic", None)
+    if mode is False or value.dim() == 0 or _static_by_rule(source, value):
+        return ()
+    name = source.name()
+    shape = tuple(int(s) for s in value.shape)
+    state = output.frame_state.get(name)
+    if state is None or len(state) != len(shape):
+        state = list(shape)
+    else:
+        state = [None if old is None or old != new else old for old, new in zip(state, shape)]
+    output.frame_state[name] = state
+    marked = getattr(value, _DYNAMIC, set())
+    static = getattr(value, _STATIC, set())
+    wanted = [i for i in range(len(shape)) if (mode is True or state[i] is None or i in marked) and i not in static]
+    if not wanted:
+        return ()
+    env = shape_env_of(output)
+    if not can_be_dynamic(value):
+        for i in wanted:
+            env.specializations.append(_spec(f"{name}.size()[{i}]", shape[i],
+                                             "not contiguous or a view: our symbolic fakes are contiguous"))
+        return ()
+    dims = []
+    for i in wanted:
+        if shape[i] in (0, 1):
+            env.specializations.append(_spec(f"{name}.size()[{i}]", shape[i], f"size {shape[i]} is specialized "
+                                             "(0/1 specialization: broadcasting and emptiness depend on it)"))
+        else:
+            dims.append(i)
+    return tuple(dims)
+
+
+def _spec(source: str, value: int, reason: str):
+    from minidynamo.fake.symbolic_shapes import Specialization
+
+    return Specialization(source, value, reason)
+
+
+def shape_env_of(output):
+    """The trace's ShapeEnv, made on first use; the fake mode sees it once a symbol exists."""
+    env = getattr(output, "shape_env", None)
+    if env is None:
+        from minidynamo.fake.symbolic_shapes import ShapeEnv
+
+        env = output.shape_env = ShapeEnv()
+    return env
+
+
+def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tuple, new_placeholder: Callable):
+    """The fake of a dynamic input, and one SymInt placeholder per symbol it brings (before its own)."""
+    env = shape_env_of(output)
+    output.fake_mode.shape_env = env
+    fake = output.fake_mode.from_tensor(value, dynamic_dims=dynamic_dims, source=source.name())
+    for i in dynamic_dims:
+        size = fake.shape[i]
+        if not isinstance(size, torch.SymInt):
+            continue
+        sym = size.node.expr
+        if sym in output.symbol_proxies:
+            continue
+        node = new_placeholder(str(sym))
+        node.type = torch.SymInt  # prints as `s0: torch.SymInt`, as torch's graphs
+        node.meta["example_value"] = size
+        node.meta["source"] = f"{source.name()}.size()[{i}]"
+        output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
+        output.graphargs.append((SizeSource(source, i), node, int(value.shape[i])))
+    return fake
+
+
+# --- sizes read in the trace --------------------------------------------------------------
+
+
+def size_variable(tx, tensor_var, value: Any, how: tuple):
+    """``x.size(0)`` / ``x.shape`` / ``x.numel()`` when the result holds SymInts.
+
+    A size that is exactly an input's symbol is that symbol's placeholder (as torch
+    reuses ``s0``); any other expression is a ``Tensor.size``/``numel`` node.
+    ``how`` is the method call that produced ``value``: ``("size", ())``, ``("size", (0,))``.
+    """
+    from minidynamo.fake.symbolic_shapes import is_symbolic
+
+    from .variables.builder import wrap_constant_result
+    from .variables.constant import ConstantVariable
+    from .variables.lists import TupleVariable
+    from .variables.sym_node import SymNodeVariable
+
+    name, args = how
+
+    def one(v, method, margs):
+        if not is_symbolic(v):
+            return ConstantVariable(int(v)) if isinstance(v, torch.SymInt) else wrap_constant_result(v)
+        proxy = tx.output.symbol_proxies.get(v.node.expr)
+        if proxy is None:
+            proxy = tx.output.create_proxy("call_method", method, (tensor_var.proxy, *margs), {})
+            proxy.node.meta["example_value"] = v
+        return SymNodeVariable(proxy, v)
+
+    if isinstance(value, (tuple, list)):  # x.size() / x.shape / x.stride()
+        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)])
+    return one(value, name, args)
+
+
+def has_symbolic(value: Any) -> bool:
+    from minidynamo.fake.symbolic_shapes import is_symbolic
+
+    if isinstance(value, (tuple, list)):
+        return any(is_symbolic(v) for v in value)
+    return is_symbolic(value)
+
+
+# --- guards ---------------------------------------------------------------------------
+
+
+def install_shape_guards(output) -> None:
+    """The ShapeEnv's guards join the entry's (kind SHAPE_ENV, each one readable Python)."""
+    env = getattr(output, "shape_env", None)
+    if env is None:
+        return
+    for expr, why in env.produce_guards():
+        output.guards.add(None, "SHAPE_ENV", expr, why, "")
+    for spec in env.specializations:
+        events.emit("guard", source=spec.source, guard_kind="SPECIALIZATION", expr=f"{spec.source} == {spec.value}", why=spec.reason)
+
+
+def automatic_dynamic_changes(frame_state: dict, L: dict, G: dict, dynamic) -> list[str]:
+    """Which recorded input sizes differ now: the dims the next trace makes dynamic (recompile event)."""
+    if dynamic is False:
+        return []
+    changed = []
+    for name, state in frame_state.items():
+        try:
+            value = eval(name, {"L": L, "G": G})  # noqa: S307 - a source expression of ours
+        except Exception:  # noqa: BLE001
+            continue
+        if not isinstance(value, torch.Tensor) or value.dim() != len(state):
+            continue
+        changed += [f"{name}.size()[{i}]" for i, (old, new) in enumerate(zip(state, value.shape))
+                    if old is not None and old != new]
+    return changed
+
+
+# --- backends -------------------------------------------------------------------------
+
+
+def graph_is_dynamic(gm: torch.fx.GraphModule) -> bool:
+    return any(isinstance(n.meta.get("example_value"), torch.SymInt) for n in gm.graph.nodes if n.op == "placeholder")
+
+
+def specialize_per_size(backend: Callable, gm: torch.fx.GraphModule, name: str) -> Callable:
+    """Note [AOT backends specialize per size]: ``backend`` called once per distinct input sizes."""
+    compiled: dict = {}
+
+    def key(args):
+        return tuple((tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else
+                     (type(a), a) for a in args)
+
+    def run(*args):
+        k = key(args)
+        fn = compiled.get(k)
+        if fn is None:
+            events.emit("aot_specialized", graph=name, sizes=[a for a in k])
+            with warnings.catch_warnings():
+                fn = compiled[k] = backend(_static_copy(gm), list(args))
+        return fn(*args)
+
+    run.specializations = compiled
+    return run
+
+
+def _static_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of ``gm`` without the symbolic example values (the backend sees real inputs only)."""
+    graph = torch.fx.Graph()
+    env: dict = {}
+    for n in gm.graph.nodes:
+        env[n] = graph.node_copy(n, lambda x: env[x])
+        env[n].meta = {k: v for k, v in n.meta.items() if k not in ("example_value", "val")}
+    new = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    new.meta.update(gm.meta)
+    return new

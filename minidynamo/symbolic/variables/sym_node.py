@@ -1,0 +1,92 @@
+"""SymNodeVariable: a symbolic size while tracing = an fx.Proxy + a ``torch.SymInt`` over our ShapeEnv.
+
+Place in the pipeline: a dynamic trace (``minidynamo/symbolic/dynamic_shapes.py``)
+gives some input sizes symbols; ``x.size(0)``, ``x.shape[0] * 2`` and ``n > 4`` on
+them are values of this kind: a graph node (a SymInt placeholder, or arithmetic on
+one) and the SymInt the fake tensors computed. Mirrors
+``torch/_dynamo/variables/tensor.py`` (``SymNodeVariable``).
+
+Note [A decision on a size is a guard, not a break]
+    ``if x.size(0) > 4:`` needs a Python bool. A tensor's value would be a graph
+    break; a size is known for the example inputs, so the ShapeEnv answers it from
+    them and records the answer as a guard (``L['x'].size()[0] > 4``), exactly as
+    torch's ``SymNodeVariable.evaluate_expr``. The comparison node, used by nothing
+    now, leaves the graph. An int needed as a Python int (``range(n)``) fixes the
+    symbol to its value (guard ``== 5``): the graph is then valid for that size only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.fx
+
+from .base import VariableTracker
+
+
+class SymNodeVariable(VariableTracker):
+    """A symbolic int or bool: ``proxy`` in the graph, ``sym_num`` (a torch.SymInt/SymBool) as its value."""
+
+    def __init__(self, proxy: torch.fx.Proxy, sym_num: Any, **kwargs):
+        super().__init__(**kwargs)
+        self.proxy = proxy
+        self.sym_num = sym_num
+
+    def as_proxy(self) -> torch.fx.Proxy:
+        return self.proxy
+
+    def python_type(self) -> type:
+        return bool if isinstance(self.sym_num, torch.SymBool) else int
+
+    def is_python_constant(self) -> bool:
+        return False  # asking must not fix the symbol (as_python_constant does)
+
+    def as_python_constant(self) -> Any:
+        """The value as a Python constant: specializes the symbol (Note [A decision on a size ...])."""
+        value = self.python_type()(self.sym_num)
+        self._drop_if_unused()
+        return value
+
+    def truth(self, tx) -> bool:
+        value = bool(self.sym_num)
+        self._drop_if_unused()
+        return value
+
+    def _drop_if_unused(self) -> None:
+        """The node of a decided comparison (and the arithmetic only it used) leaves the graph."""
+        node = self.proxy.node
+        while node is not None and node.op == "call_function" and not node.users and node.graph is not None:
+            inputs = [a for a in node.all_input_nodes]
+            node.graph.erase_node(node)
+            node = inputs[0] if len(inputs) == 1 else None
+
+    def unpack_var_sequence(self, tx):
+        from ..exc import unimplemented
+
+        unimplemented("iterating over a symbolic int")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        import operator
+
+        from .builtin import call_operator
+
+        ops = {"__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
+               "__floordiv__": operator.floordiv, "__mod__": operator.mod, "__eq__": operator.eq,
+               "__ne__": operator.ne, "__lt__": operator.lt, "__le__": operator.le, "__gt__": operator.gt,
+               "__ge__": operator.ge}
+        if name in ops and not kwargs:
+            return call_operator(tx, ops[name], [self, *args])
+        if name == "__index__" or name == "__int__":
+            from .constant import ConstantVariable
+
+            return ConstantVariable(self.as_python_constant())
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        return codegen.tensor_expr(self)  # a graph output, as a tensor result is
+
+    def __repr__(self) -> str:
+        return f"SymNodeVariable({self.proxy.node.name}, {self.sym_num})"
