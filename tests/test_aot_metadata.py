@@ -242,13 +242,23 @@ def test_container_argument_is_rejected():
         collect_metadata(lambda xs: xs[0], [torch.ones(1)])
 
 
-def test_storage_mutation_is_rejected():
+def test_resize_growing_an_input_has_torchs_metadata():
+    """resize_ to a larger size: a fresh, bigger value and a metadata mutation, as torch records it."""
     def f(a):
         a.resize_(8)
         return a
 
-    with pytest.raises(FunctionalizationError, match="aten.resize_.default: changes a tensor's storage"):
-        collect_metadata(f, torch.zeros(4))
+    assert metadata_differences(collect_metadata(f, torch.zeros(4)), torch_collect_metadata(f, torch.zeros(4))) == []
+
+
+def test_storage_mutation_by_storage_is_rejected():
+    def f(a, b):
+        with torch.no_grad():
+            a.set_(b.untyped_storage())
+        return a + 1
+
+    with pytest.raises(FunctionalizationError, match="changes a tensor's storage"):
+        collect_metadata(f, torch.zeros(4), torch.ones(4))
 
 
 # ----------------------------------------------------------------------------- backward under the mode (pass 3 relies on it)

@@ -129,6 +129,37 @@ def _partition(config: AOTConfig, joint: Any, flat_args: list[Any], meta: Any) -
     return config.partition_fn(joint.gm, **kwargs)
 
 
+def _check_metadata_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_args: list[Any]) -> None:
+    """Note [A resize_ that grows an input]: refuse it at compile time, not at the first call.
+
+    Functionalization lets ``x.resize_(n)`` grow an input (a fresh, bigger value),
+    and metadata collection agrees with torch's; but the user's tensor keeps its
+    storage, so the wrapper's ``as_strided_`` would fail on every call (torch's
+    compiled function does fail there: ``setStorage: ... out of bounds``). The
+    forward graph returns each metadata-mutated input's final value first; if its
+    layout does not fit the input's storage, the graph runs eagerly instead.
+    """
+    if not meta.mutated_inp_runtime_indices:
+        return
+    out_node = next(n for n in fw_module.graph.nodes if n.op == "output")
+    for pos, idx in enumerate(meta.mutated_inp_runtime_indices):
+        if not meta.input_info[idx].mutates_metadata:
+            continue
+        val = out_node.args[0][pos].meta.get("val") if isinstance(out_node.args[0][pos], fx.Node) else None
+        inp = flat_args[idx]
+        if not isinstance(val, torch.Tensor) or not isinstance(inp, torch.Tensor) or val.numel() == 0:
+            continue
+        last = val.storage_offset() + sum((n - 1) * st for n, st in zip(val.shape, val.stride()))
+        need = (last + 1) * val.element_size()
+        have = inp.untyped_storage().nbytes()
+        if need > have:
+            raise RuntimeError(
+                f"input {idx} grows from a storage of {have} bytes to a layout needing {need} (resize_ to a "
+                "larger size): the compiled function could not write that back to the caller's tensor "
+                "(torch's fails at run time: setStorage ... out of bounds)"
+            )
+
+
 def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art: CompiledArtifacts, *,
                  as_strided_inputs: frozenset[int] = frozenset(), meta: Any = None) -> Callable:
     """Compile a flat function with no duplicate and no aliased-and-mutated inputs."""
@@ -152,6 +183,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             part = _partition(config, joint, flat_args, meta)
     art.meta = meta
     if training:
+        _check_metadata_mutations_fit(meta, part.fw_module, flat_args)
         art.joint, art.partition, art.fw_module = joint, part, part.fw_module
         compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
         bw_compiler = config.bw_compiler or config.fw_compiler
@@ -168,6 +200,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
         art.wrappers.append("CompiledFunction")
     else:
         gm = aot_dispatch_base_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+        _check_metadata_mutations_fit(meta, gm, flat_args)
         art.fw_module = gm
         compiled = config.fw_compiler(gm, _example_inputs(gm))
 

@@ -148,16 +148,23 @@ def _input_info(mode, flat_args, f_args, keep_input_mutations) -> list[InputAlia
             continue
         st = f_arg.storage_
         mutates_data = st.mutation_counter > 0
+        # torch: has_metadata_mutation(check_only_storage_mutation=True): a set_() that left
+        # the input on another storage (two set_() calls may cancel out).
+        mutates_storage_metadata = f_arg.storage_changed and st is not f_arg.original_storage
+        mutates_metadata = mutates_storage_metadata or mode.metadata_mutated(f_arg, arg)
+        under_no_grad = mutates_data and st.mutation_counter_no_grad_or_inference_mode == st.mutation_counter
+        if mutates_storage_metadata:
+            mutates_data = False  # torch: the writes went to the new storage, not the input's
         infos.append(InputAliasInfo(
             is_leaf=arg.is_leaf,
             mutates_data=mutates_data,
-            mutates_metadata=mode.metadata_mutated(f_arg, arg),
+            mutates_metadata=mutates_metadata,
             # torch compares counters, so with no mutation at all this is (vacuously) True.
             mutations_hidden_from_autograd=st.mutation_counter_hidden_from_autograd == st.mutation_counter,
-            mutations_under_no_grad_or_inference_mode=mutates_data
-            and st.mutation_counter_no_grad_or_inference_mode == st.mutation_counter,
+            mutations_under_no_grad_or_inference_mode=under_no_grad,
             requires_grad=f_arg.requires_grad,
             keep_input_mutations=keep_input_mutations,
+            mutates_storage_metadata=mutates_storage_metadata,
         ))
     return infos
 
@@ -177,15 +184,16 @@ def _is_custom_function(grad_fn) -> bool:
 
 def _output_info(f_args, f_outs, input_info):
     """Note [Classifying an output]. Returns (output_info, intermediate_bases)."""
+    # Note [Two storages after set_()]: torch asks the Python wrappers' storages, which set_() never moves.
     inp_storage = {}
     for i, a in enumerate(f_args):
         if isinstance(a, FunctionalTensor):
-            inp_storage[id(a.storage_)] = i  # as torch's dict: the last input of a storage wins
+            inp_storage[id(a.original_storage)] = i  # as torch's dict: the last input of a storage wins
     inp_ids = {id(a) for a in f_args if isinstance(a, torch.Tensor)}
     out_ids = {id(o): i for i, o in enumerate(f_outs)}
 
     def storage_of(o):
-        return id(o.storage_) if isinstance(o, FunctionalTensor) else id(o)
+        return id(o.original_storage) if isinstance(o, FunctionalTensor) else id(o)
 
     alias_count: dict[int, int] = defaultdict(int)
     multi_view_count: dict[int, int] = defaultdict(int)
@@ -211,9 +219,13 @@ def _output_info(f_args, f_outs, input_info):
         not_multi = alias_count[s] - multi_view_count[s]
         same_meta_grad = [x for x in grad_outs_by_key[s][_metadata_key(o)] if x is not o]
         base_idx = None
+        # torch: _functionalize_was_storage_changed(o): after a set_(), storages do not tell inputs apart
+        storage_changed = isinstance(o, FunctionalTensor) and o.storage_changed
         if s in inp_storage and grad_fn is not None and _is_custom_function(grad_fn):
             out_type = OutputType.custom_function_view
-        elif s in inp_storage:
+        elif s in inp_storage and storage_changed and id(o) in inp_ids:
+            out_type, base_idx = OutputType.is_input, inp_storage[s]
+        elif s in inp_storage and not storage_changed:
             base_idx = inp_storage[s]
             if grad_fn is not None and not_multi == 0:
                 out_type, base_idx = OutputType.non_alias, base_idx  # torch keeps base_idx here

@@ -113,6 +113,9 @@ class FunctionalStorage:
         self.mutation_counter = 0
         self.mutation_counter_no_grad_or_inference_mode = 0
         self.mutation_counter_hidden_from_autograd = 0
+        # set_() moved some tensor off this storage: further writes to it are refused
+        # (torch: FunctionalStorageImpl::freeze, Note [set_() on a FunctionalTensor]).
+        self.frozen = False
 
 
 class FunctionalTensor(torch.Tensor):
@@ -124,7 +127,8 @@ class FunctionalTensor(torch.Tensor):
     generation: int
 
     @staticmethod
-    def __new__(cls, elem: torch.Tensor, storage: FunctionalStorage, chain: tuple = ()):
+    def __new__(cls, elem: torch.Tensor, storage: FunctionalStorage, chain: tuple = (),
+                original_storage: FunctionalStorage | None = None):
         out = torch.Tensor._make_wrapper_subclass(
             cls,
             elem.shape,
@@ -138,6 +142,12 @@ class FunctionalTensor(torch.Tensor):
         out.storage_ = storage
         out.chain = tuple(chain)
         out.generation = storage.generation
+        # torch: FunctionalTensorWrapper::was_storage_changed_ (set by set_())
+        out.storage_changed = False
+        # Note [Two storages after set_()]: torch's Python FunctionalTensor has a storage of
+        # its own, shared by its views (return_and_correct_aliasing) and never moved by set_().
+        # Aliasing questions about outputs are asked of that one; ours is this field.
+        out.original_storage = original_storage or storage
         return out
 
     @classmethod
@@ -153,7 +163,8 @@ class FunctionalTensor(torch.Tensor):
         return f"FunctionalTensor({tuple(self.shape)}, {chain})"
 
 
-_STORAGE_MUTATIONS = frozenset({"aten::resize_", "aten::resize_as_", "aten::set_"})
+# Storage mutations other than set_(Tensor) and resize_ (handled below): refused.
+_STORAGE_MUTATIONS = frozenset({"aten::resize_as_", "aten::set_"})
 
 
 def _is_write(arg_or_ret) -> bool:
@@ -163,6 +174,19 @@ def _is_write(arg_or_ret) -> bool:
 def _is_view_op(func) -> bool:
     rets = func._schema.returns
     return bool(rets) and rets[0].alias_info is not None and not rets[0].alias_info.is_write
+
+
+def _written_arguments(func, args, kwargs) -> list[tuple[int, Any]]:
+    """``(schema position, value)`` of every argument the schema marks ``Tensor(a!)``, positional or keyword."""
+    out = []
+    for i, a in enumerate(func._schema.arguments):
+        if not _is_write(a):
+            continue
+        if i < len(args):
+            out.append((i, args[i]))
+        elif a.name in kwargs:
+            out.append((i, kwargs[a.name]))
+    return out
 
 
 def _functional_variant(func):
@@ -181,6 +205,36 @@ def _functional_variant(func):
         if [a.name for a in cand._schema.arguments] == want:
             return cand
     raise FunctionalizationError(f"no functional overload of {func} in aten.{name}")
+
+
+def _out_variant_twin(func):
+    """Note [out= ops]: the functional sibling of an ``out=`` overload, found from the schemas alone.
+
+    ``sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`` pairs with
+    ``sin.default(Tensor self) -> Tensor``: same name, and the same arguments once
+    the written ones are dropped; it returns one value per written argument, in
+    order. Torch's codegen pairs them the same way (a ``NativeFunctionsGroup``).
+    """
+    name = func._schema.name.split("::")[1]
+    packet = getattr(aten, name, None)
+    want = [(a.name, str(a.type)) for a in func._schema.arguments if not _is_write(a)]
+    n_written = sum(_is_write(a) for a in func._schema.arguments)
+    for ov in packet.overloads() if packet is not None else ():
+        cand = getattr(packet, ov)
+        sch = cand._schema
+        if any(_is_write(a) for a in sch.arguments) or any(r.alias_info is not None for r in sch.returns):
+            continue
+        if [(a.name, str(a.type)) for a in sch.arguments] == want and len(sch.returns) == n_written:
+            return cand
+    raise FunctionalizationError(f"{func}: no functional overload of aten.{name} takes its non-out arguments")
+
+
+def _contiguous_strides(size) -> list[int]:
+    strides, acc = [], 1
+    for s in reversed(list(size)):
+        strides.append(acc)
+        acc *= max(int(s), 1)
+    return strides[::-1]
 
 
 def _with_defaults(func, twin, args, kwargs):
@@ -362,11 +416,15 @@ class FunctionalTensorMode(TorchDispatchMode):
         kwargs = kwargs or {}
         schema = func._schema
         mutated = [i for i, a in enumerate(schema.arguments) if _is_write(a) and i < len(args)]
-        if any(_is_write(a) for a in schema.arguments[len(args):] if a.name in kwargs):
-            raise FunctionalizationError(f"{func}: out= arguments are not supported by functionalization")
+        if func is aten.set_.source_Tensor:
+            return self._set(func, args)
+        if func is aten.resize_.default:
+            return self._resize(func, args, kwargs)
         if func._schema.name in _STORAGE_MUTATIONS:
-            # torch supports these only in narrow cases (set_ under no_grad, inductor's resize).
+            # torch's functionalization handles set_(Tensor) and resize_ only.
             raise FunctionalizationError(f"{func}: changes a tensor's storage; functionalization does not support it")
+        if any(_is_write(a) for a in schema.arguments[len(args):] if a.name in kwargs):
+            return self._out_mutation(func, args, kwargs)
         if func is aten.native_batch_norm.default and len(args) > 5 and args[5] and args[3] is not None:
             return self._batch_norm(func, args, kwargs)
         if mutated and torch.Tag.inplace_view in func.tags:
@@ -386,11 +444,13 @@ class FunctionalTensorMode(TorchDispatchMode):
         out = func(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
         rest = tuple(args[1:])
         kw = tuple(sorted(kwargs.items()))
+        orig = base.original_storage
         if isinstance(out, torch.Tensor):
-            return FunctionalTensor(out, base.storage_, base.chain + (ViewMeta(func, rest, kw),))
+            return FunctionalTensor(out, base.storage_, base.chain + (ViewMeta(func, rest, kw),), orig)
         # Multi-output views (unbind, split): one chain step per output, with its index.
         return type(out)(
-            FunctionalTensor(o, base.storage_, base.chain + (ViewMeta(func, rest, kw, i),)) for i, o in enumerate(out)
+            FunctionalTensor(o, base.storage_, base.chain + (ViewMeta(func, rest, kw, i),), orig)
+            for i, o in enumerate(out)
         )
 
     def _metadata_mutation(self, func, args, kwargs):
@@ -462,11 +522,103 @@ class FunctionalTensorMode(TorchDispatchMode):
                 for r in rets]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def _out_mutation(self, func, args, kwargs):
+        """Note [out= ops]: run the functional sibling, commit each result to its ``out`` argument.
+
+        ``torch.sin(a, out=b)`` becomes ``new = aten.sin(a)`` and ``b``'s value
+        becomes ``new``, exactly like an in-place op; if ``new`` has another
+        shape (``out=torch.empty(0)``), ``b`` is resized first, as the out=
+        kernel does in eager.
+        """
+        written = _written_arguments(func, args, kwargs)
+        for _, t in written:
+            if not isinstance(t, FunctionalTensor):
+                raise FunctionalizationError(f"{func}: an out= argument that was not wrapped (to_fun)")
+        twin = _out_variant_twin(func)
+        self._report(func, twin, "mutation")
+        names = {func._schema.arguments[i].name for i, _ in written}
+        f_kwargs = {k: v for k, v in kwargs.items() if k not in names}
+        result = twin(*tree_map(self._unwrap, args), **tree_map(self._unwrap, f_kwargs))
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        for (_, t), new in zip(written, results):
+            if tuple(new.shape) != tuple(t.shape):
+                self._resize(aten.resize_.default, (t, list(new.shape)), {})
+            self._commit(t, new)
+        by_alias = {frozenset(func._schema.arguments[i].alias_info.before_set): t for i, t in written}
+        outs = [by_alias.get(frozenset(r.alias_info.before_set)) if r.alias_info is not None else None
+                for r in func._schema.returns]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _set(self, func, args):
+        """Note [set_() on a FunctionalTensor] (torch: ``set__functionalize``, ``FunctionalTensorWrapper::set__impl``).
+
+        ``a.set_(b)`` makes ``a`` an alias of ``b``: it takes ``b``'s storage,
+        value, view chain and generation, and its own sizes, strides and offset
+        become ``b``'s. ``a``'s old storage is frozen: a write to any tensor still
+        in it is refused, as torch refuses it. ``storage_changed`` tells the
+        metadata analysis that ``a``'s storage moved (``mutates_storage_metadata``).
+        """
+        self_t, src = args[0], args[1]
+        if not isinstance(self_t, FunctionalTensor) and isinstance(src, FunctionalTensor):
+            raise FunctionalizationError(
+                "set__functionalize: Tried to mutate a non-functional tensor with a functional tensor, "
+                "which is not allowed")
+        if not isinstance(src, FunctionalTensor):
+            raise FunctionalizationError(
+                "set__functionalize: We do not currently support x.set_(y) where y is not a FunctionalTensor")
+        self._report(func, func, "storage_mutation")
+        self._sync(src)
+        self_t.storage_.frozen = True
+        self_t.elem, self_t.generation, self_t.chain = src.elem, src.generation, src.chain
+        self_t.storage_ = src.storage_
+        self_t.storage_changed = True
+        with no_dispatch():  # the wrapper's own sizes, strides, offset (and storage) become src's
+            func(self_t, src)
+        return self_t
+
+    def _resize(self, func, args, kwargs):
+        """Note [resize_() in functionalization] (torch: ``resize__functionalization``).
+
+        Shrinking (the new size fits the storage) is a view: the value becomes
+        ``as_strided(size, contiguous strides)`` of the old one, a metadata
+        mutation like ``t_()``. Growing needs a bigger storage: the tensor gets a
+        fresh one holding ``aten.resize(value)``, allowed only for a tensor that is
+        no view (torch refuses the rest with the same words).
+        """
+        t, size = args[0], [int(s) for s in args[1]]
+        if not isinstance(t, FunctionalTensor):
+            raise FunctionalizationError(f"{func}: resize_ of a tensor that was not wrapped (to_fun)")
+        self._sync(t)
+        numel = 1
+        for s in size:
+            numel *= s
+        new_bytes = 0 if numel == 0 else (t.storage_offset() + numel) * t.element_size()
+        base = t.storage_.base_value
+        if new_bytes > base.untyped_storage().nbytes():
+            if t.chain:
+                raise FunctionalizationError(
+                    "Attempted to resize a view tensor to a larger size. This is not allowed in the "
+                    "functionalization pass")
+            self._report(func, aten.resize.default, "storage_mutation")
+            new = aten.resize.default(t.elem, size, **kwargs)
+            t.storage_ = FunctionalStorage(new)
+            t.elem, t.generation, t.chain = new, 0, ()
+        else:
+            self._report(func, aten.as_strided.default, "metadata_mutation")
+            step = ViewMeta(aten.as_strided.default, (size, _contiguous_strides(size)))
+            t.elem = step.replay(t.elem)
+            t.chain = t.chain + (step,)
+        with no_dispatch():
+            torch.Tensor.resize_(t, size)
+        return t
+
     def _commit(self, t: FunctionalTensor, new: torch.Tensor) -> None:
         """``t``'s data is now ``new``: update the base, bump the generation, count the mutation."""
         if new.dtype != t.dtype:
             new = aten._to_copy.default(new, dtype=t.dtype)
         storage = t.storage_
+        if storage.frozen:
+            raise FunctionalizationError("cannot mutate tensors with frozen storage")  # torch's words
         storage.base_value = scatter_into_base(storage.base_value, t.chain, new) if t.chain else new
         storage.generation += 1
         storage.mutation_counter += 1

@@ -242,11 +242,22 @@ def _mutation_counts(fun: list[Any]) -> list[int | None]:
     return [getattr(getattr(t, "storage_", None), "mutation_counter", None) for t in fun]
 
 
-def _copy_into_inputs(func_mode: Any, raw: tuple, fun: list, indices: list[int]) -> None:
-    """Trace ``aten.copy_(input, its latest value)`` for each input in ``indices``, below functionalization."""
+def _copy_into_inputs(func_mode: Any, raw: tuple, fun: list, indices: list[int], meta: ViewAndMutationMeta) -> None:
+    """Trace each kept input mutation at the end of the forward, below functionalization.
+
+    torch's ``apply_in_graph_mutations``: a swapped storage becomes
+    ``aten.set_(input, new value)`` (Note [set_() Input Mutations in AOTAutograd]);
+    a data mutation ``aten.copy_(input, new value)``; nothing when the value is the
+    input itself or only the storage changed.
+    """
     for i in indices:
+        info = meta.input_info[i]
         new = func_mode.from_fun(fun[i])
         with func_mode._below(), torch.no_grad():
+            if info.mutates_storage_metadata:
+                torch.ops.aten.set_.source_Tensor(raw[i], new)
+            if new is raw[i] or not info.mutates_data:
+                continue
             torch.ops.aten.copy_.default(raw[i], new)
 
 
@@ -268,7 +279,7 @@ def aot_dispatch_autograd_graph(
         # The forward outputs' functional values (views regenerated) belong to the forward.
         info["fw_values"] = _from_fun(func_mode, outs)
         if kept and func_mode is not None:  # Note [Input mutations kept in the graph]: end of the forward
-            _copy_into_inputs(func_mode, info["raw"], info["fun"], kept)
+            _copy_into_inputs(func_mode, info["raw"], info["fun"], kept, meta)
         info["fw_mutations"] = _mutation_counts(info["fun"])
         # torch: create_joint tags every node traced so far "is_forward".
         for node in info["tracer"].graph.nodes:
@@ -347,7 +358,7 @@ def aot_dispatch_base_graph(
         outs, _mask = prepped(*f_args)
         outs = tuple(_from_fun(func_mode, outs))
         if kept and func_mode is not None:  # Note [Input mutations kept in the graph]
-            _copy_into_inputs(func_mode, args, f_args, kept)
+            _copy_into_inputs(func_mode, args, f_args, kept, meta)
         return outs
 
     names = [f"arg{i}_1" for i in range(len(flat_args))]

@@ -141,16 +141,42 @@ def _check_if_mutation_can_be_in_graph(
     mutates_metadata: bool,
     mutations_hidden_from_autograd: bool,
     mutations_under_no_grad_or_inference_mode: bool,
+    mutates_storage_metadata: bool,
+    mutation_inductor_storage_resize: bool,
     requires_grad: bool,
 ) -> bool:
-    # torch (functional_utils.py) also handles set_() and inductor's storage resize.
-    if not keep_input_mutations:
-        return False
-    return mutates_data and (
-        (not mutates_metadata and not requires_grad)
-        or mutations_hidden_from_autograd
-        or mutations_under_no_grad_or_inference_mode
-    )
+    """torch (functional_utils.py), same rule and same refusal.
+
+    Note [set_() Input Mutations in AOTAutograd]
+        A ``set_()`` on an input can only be replayed by the graph itself
+        (``aten.set_(input, new_value)`` as its last node): the wrapper cannot
+        swap a user's storage from outside without autograd noticing. So it needs
+        ``keep_input_mutations`` and every mutation of the input made where
+        autograd does not look (under no_grad); otherwise torch refuses the
+        program with this message, and so do we.
+    """
+    if keep_input_mutations:
+        in_graph = (mutates_data or mutates_storage_metadata or mutation_inductor_storage_resize) and (
+            (not mutates_metadata and not requires_grad)
+            or mutations_hidden_from_autograd
+            or mutations_under_no_grad_or_inference_mode
+        )
+    else:
+        in_graph = False
+    if mutation_inductor_storage_resize or mutates_storage_metadata:
+        op_name = "resize_" if mutation_inductor_storage_resize else "set_"
+        if not in_graph:
+            raise AssertionError(f"""\
+Encountered a {op_name} on a graph input, but the input has other mutations that we cannot
+keep in the graph. This is not supported today. Current state:
+  keep_input_mutations={keep_input_mutations}
+  mutates_data={mutates_data}
+  mutates_metadata={mutates_metadata}
+  mutations_hidden_from_autograd={mutations_hidden_from_autograd}
+  mutations_under_no_grad_or_inference_mode={mutations_under_no_grad_or_inference_mode}
+  mutation_inductor_storage_resize={mutation_inductor_storage_resize}
+  requires_grad={requires_grad}""")
+    return in_graph
 
 
 @dataclass(frozen=True)
@@ -165,13 +191,14 @@ class InputAliasInfo:
     mutations_under_no_grad_or_inference_mode: bool
     requires_grad: bool
     keep_input_mutations: bool
-    # torch: set_() and inductor storage resize; ours never sets them.
+    # torch: the input's storage was swapped by set_() (Note [set_() Input Mutations in AOTAutograd]);
+    # inductor's storage resize (resize_storage_bytes_), which ours never sets.
     mutates_storage_metadata: bool = False
     mutation_inductor_storage_resize: bool = False
 
     @functools.cached_property
     def mutation_type(self) -> MutationType:
-        if not self.mutates_data and not self.mutates_metadata:
+        if not self.mutates_data and not self.mutates_metadata and not self.mutation_inductor_storage_resize:
             return MutationType.NOT_MUTATED
         if _check_if_mutation_can_be_in_graph(
             self.keep_input_mutations,
@@ -179,6 +206,8 @@ class InputAliasInfo:
             self.mutates_metadata,
             self.mutations_hidden_from_autograd,
             self.mutations_under_no_grad_or_inference_mode,
+            self.mutates_storage_metadata,
+            self.mutation_inductor_storage_resize,
             self.requires_grad,
         ):
             return MutationType.MUTATED_IN_GRAPH

@@ -17,6 +17,7 @@ INPUT_FIELDS = (
     "is_leaf",
     "mutates_data",
     "mutates_metadata",
+    "mutates_storage_metadata",
     "requires_grad",
     "mutations_hidden_from_autograd",
     "mutations_under_no_grad_or_inference_mode",

@@ -1,0 +1,321 @@
+"""set_(), resize_() and out= ops: functionalized and compiled where torch compiles them.
+
+Oracles: torch's ``run_functionalized_fw_and_collect_metadata`` (through
+``_torch_private.torch_collect_metadata``) for the metadata, field by field, with
+the same ``keep_input_mutations``; eager PyTorch for the outputs, the inputs after
+the call (values, sizes, strides) and the gradients. Every case is called twice
+through ``aot_function``, so the cached hot path is compared too. Where torch
+refuses a program, ours must run it eagerly with torch's reason in the warning.
+
+The cases are written after PyTorch's own (``test/functorch/test_aotdispatch.py``:
+``test_input_mutation_set__*``, ``test_set__steals_view_chain``,
+``test_input_mutation_return``; ``test/test_functionalization.py``: ``test_resize_*``,
+``test_set_*``, out= tests), in our own words.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+import torch
+
+import minidynamo as md
+from minidynamo._torch_private import torch_collect_metadata
+from minidynamo.aot import aot_function, collect_metadata
+from minidynamo.aot.aot_autograd import AOTFallbackWarning
+from minidynamo.corpus.metadata_compare import metadata_differences
+
+pytestmark = pytest.mark.ch11
+
+
+@dataclass
+class StorageCase:
+    name: str
+    fn: Callable
+    make: Callable[[bool], list]  # requires_grad -> fresh inputs, same values every call
+    keeps: tuple[bool, ...] = (True, False)
+    grads: tuple[bool, ...] = (False, True)
+    compare_inputs: bool = True  # False where eager leaves uninitialised memory in an input
+
+
+CASES: list[StorageCase] = []
+
+
+def case(make, **kw):
+    def deco(fn):
+        CASES.append(StorageCase(fn.__name__, fn, make, **kw))
+        return fn
+    return deco
+
+
+def _ones(rg):
+    return [torch.ones(3, 3, requires_grad=rg)]
+
+
+def _seeded(*shapes, rg=False):
+    g = torch.Generator().manual_seed(len(shapes))
+    return [torch.randn(*s, generator=g, requires_grad=rg) for s in shapes]
+
+
+# ----------------------------------------------------------------------------- set_
+
+
+@case(_ones)
+def set_input_to_fresh_tensor(a):
+    b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+    with torch.no_grad():
+        a.set_(b)
+    return a * b
+
+
+@case(lambda rg: [torch.ones(3, 3), torch.zeros(3, 9)], grads=(False,))
+def set_intermediate_takes_a_view_chain(a, b):
+    a_ = a.mul(2)
+    b_ = b.mul(2)
+    b_slice = b_[1].view(3, 3)
+    a_.set_(b_slice)
+    a_.view(-1).mul_(2)  # writes through b_'s storage
+    return a_ * b_slice
+
+
+@case(lambda rg: [torch.ones(3, 3, requires_grad=rg), torch.full((3, 3), 2.0, requires_grad=rg)])
+def set_input_then_mutate_the_source(a, b):
+    with torch.no_grad():
+        a.set_(b)
+        b.mul_(2)
+    return a + b
+
+
+@case(_ones)
+def set_twice_back_to_itself(a):
+    b = torch.arange(9, dtype=a.dtype)
+    a_old = torch.ops.aten.alias.default(a)
+    with torch.no_grad():
+        a.set_(b)
+        a.set_(a_old)
+    return a + b.reshape(3, 3)
+
+
+@case(lambda rg: [torch.ones(2, 3), torch.arange(6.0).reshape(2, 3)], grads=(False,))
+def set_input_to_another_input_returned(a, b):
+    with torch.no_grad():
+        a.set_(b)
+    return a
+
+
+@case(lambda rg: [torch.ones(4), torch.arange(4.0)], grads=(False,))
+def set_input_then_mutate_it(a, b):
+    with torch.no_grad():
+        a.set_(b)
+        a.mul_(3)
+    return a + 1
+
+
+@case(lambda rg: [torch.ones(2, 2), torch.zeros(2, 2)], grads=(False,), keeps=(True,))
+def set_then_write_to_the_old_storage(a, b):
+    """torch freezes the storage set_() left: "cannot mutate tensors with frozen storage"."""
+    v = a.view(-1)
+    with torch.no_grad():
+        a.set_(b)
+    v.mul_(2)
+    return a + 1
+
+
+@case(lambda rg: _seeded((3, 4), (4,), rg=rg), grads=(True,))
+def set_buffer_beside_a_grad_computation(w, buf):
+    y = (w * 2).sum(0)
+    with torch.no_grad():
+        buf.set_(y.detach().clone())
+    return y * 3
+
+
+# ----------------------------------------------------------------------------- resize_
+
+
+@case(lambda rg: [torch.arange(9.0).reshape(3, 3)], grads=(False,))
+def resize_input_smaller(x):
+    x.resize_(4)
+    return x * 2
+
+
+@case(lambda rg: [torch.arange(6.0)], grads=(False,))
+def resize_input_smaller_then_write(x):
+    x.resize_(2, 2)
+    x.add_(10)
+    return x.sum(0)
+
+
+@case(lambda rg: _seeded((3,), rg=rg))
+def resize_intermediate_larger(x):
+    y = torch.zeros(2)
+    y.resize_(6)
+    y.fill_(1.0)
+    return y * x.sum()
+
+
+@case(lambda rg: [torch.arange(4.0)], grads=(False,))
+def resize_input_larger(x):
+    """Metadata as torch's; the compiled graph could not grow the caller's storage: eager, with a reason."""
+    x.resize_(8)
+    x.fill_(1.0)
+    return x * 2
+
+
+# ----------------------------------------------------------------------------- out=
+
+
+@case(lambda rg: [torch.arange(9.0).reshape(3, 3), torch.ones(3, 3)], grads=(False,))
+def out_into_an_input_returned(a, b):
+    return torch.sin(a, out=b)
+
+
+@case(lambda rg: _seeded((3,), (3,), rg=False) + _seeded((3,), rg=rg))
+def out_into_a_fresh_empty_tensor(a, b, w):
+    buf = torch.empty(0)
+    torch.mul(a, b, out=buf)  # resized from 0 to 3 elements
+    return buf * w
+
+
+@case(lambda rg: [torch.arange(12.0).reshape(3, 4), torch.empty(3), torch.zeros(3, dtype=torch.long)],
+      grads=(False,))
+def out_two_outputs_into_inputs(x, values, indices):
+    torch.max(x, 1, out=(values, indices))
+    return values + 1
+
+
+@case(lambda rg: [torch.arange(3.0), torch.zeros(2, 3)], grads=(False,))
+def out_into_a_view_of_an_input(a, b):
+    torch.mul(a, 2, out=b[1])
+    return b.sum()
+
+
+@case(lambda rg: _seeded((3, 4), rg=False) + _seeded((4,), rg=rg))
+def out_then_used_with_grad(x, w):
+    s = torch.empty(4)
+    torch.sum(x, 0, out=s)
+    return (s * w).sum(), s
+
+
+PARAMS = [pytest.param(c, keep, rg, id=f"{c.name}-keep{int(keep)}-rg{int(rg)}")
+          for c in CASES for keep in c.keeps for rg in c.grads]
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0]
+
+
+def _collect(impl, c, keep, rg):
+    try:
+        return impl(c.fn, *c.make(rg), keep_input_mutations=keep), None
+    except Exception as exc:  # noqa: BLE001 - the refusal is what we compare
+        return None, exc
+
+
+@pytest.mark.parametrize("c,keep,rg", PARAMS)
+def test_metadata_matches_torch(c, keep, rg):
+    theirs, their_exc = _collect(torch_collect_metadata, c, keep, rg)
+    ours, our_exc = _collect(collect_metadata, c, keep, rg)
+    if their_exc is not None:
+        assert our_exc is not None, f"torch refuses ({_first_line(their_exc)}), ours accepts"
+        assert _first_line(our_exc) == _first_line(their_exc)
+        return
+    assert our_exc is None, f"torch accepts, ours raises {our_exc!r}"
+    assert metadata_differences(ours, theirs) == []
+    for x, y in zip(ours.input_info, theirs.input_info):
+        assert x.mutation_type.name == y.mutation_type.name
+
+
+def _flat(o: Any) -> list:
+    return [t for x in o for t in _flat(x)] if isinstance(o, (tuple, list)) else [o]
+
+
+def _assert_same(a, b, what):
+    for i, (x, y) in enumerate(zip(_flat(a), _flat(b))):
+        if isinstance(x, torch.Tensor):
+            assert isinstance(y, torch.Tensor), f"{what}[{i}]"
+            assert x.shape == y.shape and x.stride() == y.stride(), f"{what}[{i}]: layout"
+            torch.testing.assert_close(x, y, msg=f"{what}[{i}]")
+        else:
+            assert x == y, f"{what}[{i}]"
+
+
+def _grads(outs, args):
+    """``.grad`` of the leaf inputs after ``backward()`` of the summed outputs.
+
+    Not ``torch.autograd.grad(..., inputs)``: after a ``set_()`` inside the compiled
+    forward, the input's grad accumulator is a new one, which ``autograd.grad``
+    does not find (torch's compiled function behaves the same); ``backward()``
+    reaches the one the graph was built with.
+    """
+    wrt = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    terms = [o.sum() for o in _flat(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not wrt or not terms:
+        return None
+    sum(terms).backward()
+    return [a.grad for a in wrt]
+
+
+@pytest.mark.parametrize("c,keep,rg", PARAMS)
+def test_runtime_matches_eager(c, keep, rg):
+    _, their_exc = _collect(torch_collect_metadata, c, keep, rg)
+    compiled = aot_function(c.fn, keep_inference_input_mutations=keep)
+    for call in range(2):
+        args_e, args_c = c.make(rg), c.make(rg)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out_c = compiled(*args_c)
+        out_e = c.fn(*args_e)
+        fallback = [str(w.message) for w in caught if issubclass(w.category, AOTFallbackWarning)]
+        _assert_same(out_c, out_e, "outputs")
+        if c.compare_inputs:
+            _assert_same(args_c, args_e, "inputs after")
+        ge, gc = _grads(out_e, args_e), _grads(out_c, args_c)
+        assert (ge is None) == (gc is None)
+        if ge is not None:
+            for x, y in zip(gc, ge):
+                assert (x is None) == (y is None)
+                if x is not None:
+                    torch.testing.assert_close(x, y)
+        if call == 0 and their_exc is not None:
+            # torch refuses: eagerly, and the warning gives torch's reason
+            assert fallback and _first_line(their_exc) in fallback[0], fallback
+        elif call == 0 and c.name != "resize_input_larger":
+            assert not fallback, fallback
+            assert compiled.artifacts.fallback is None
+    if their_exc is None and c.name == "resize_input_larger":
+        assert "resize_ to a larger size" in compiled.artifacts.fallback
+
+
+def test_set_is_the_last_node_of_the_graph_as_in_torch():
+    c = next(c for c in CASES if c.name == "set_input_then_mutate_the_source")
+    compiled = aot_function(c.fn, keep_inference_input_mutations=True)
+    compiled(*c.make(False))
+    ops = [n.target for n in compiled.artifacts.fw_module.graph.nodes if n.op == "call_function"]
+    assert ops[-2:] == [torch.ops.aten.set_.source_Tensor, torch.ops.aten.copy_.default]
+
+
+def test_out_op_becomes_its_functional_sibling():
+    c = next(c for c in CASES if c.name == "out_two_outputs_into_inputs")
+    compiled = aot_function(c.fn)
+    compiled(*c.make(False))
+    ops = {n.target for n in compiled.artifacts.fw_module.graph.nodes if n.op == "call_function"}
+    assert torch.ops.aten.max.dim in ops and torch.ops.aten.max.dim_max not in ops
+
+
+@pytest.mark.parametrize("name", ["set_input_then_mutate_the_source", "out_into_a_view_of_an_input",
+                                  "resize_input_smaller_then_write"])
+def test_under_md_compile(name):
+    """Through Dynamo and the aot_eager backend (keep_inference_input_mutations=True): compiled, equal to eager."""
+    c = next(c for c in CASES if c.name == name)
+    md.reset()
+    cf = md.compile(c.fn)
+    for _ in range(2):
+        args_e, args_c = c.make(False), c.make(False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", AOTFallbackWarning)
+            out_c = cf(*args_c)
+        _assert_same(out_c, c.fn(*args_e), "outputs")
+        _assert_same(args_c, args_e, "inputs after")
