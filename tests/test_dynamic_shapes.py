@@ -441,3 +441,49 @@ def test_symbolic_sizes_like_torch(op):
 def _torch_symbolic(fn, t):
     out, sym = tp.torch_symbolic_run(fn, t, dynamic_dims=(0,))
     return [str(s).replace(str(sym[0]), "S") for s in out.shape]
+
+
+def _max_size(x):
+    return x * max(x.size(0), 3)  # max() of a SymInt is a graph break here: the size is rebuilt after it
+
+
+def _interp(x):
+    return torch.nn.functional.interpolate(x[None], scale_factor=2)
+
+
+def test_size_live_at_a_graph_break_is_rebuilt_from_the_inputs():
+    md.reset()
+    f = md.compile(_max_size, backend="eager", dynamic=True)
+    for n in (2, 4, 5):
+        x = torch.randn(n, 3)
+        assert torch.equal(f(x), _max_size(x))
+    assert "L['x'].size()[0]" in f.cache.entries[0].transformed_source
+
+
+def test_failed_dynamic_trace_is_retried_static_with_a_warning():
+    md.reset()
+    f = md.compile(_interp, dynamic=True)
+    with pytest.warns(UserWarning, match="traced again with static sizes"):
+        x = torch.randn(4, 3)
+        assert torch.allclose(f(x), _interp(x))
+    x = torch.randn(5, 3)
+    assert torch.allclose(f(x), _interp(x))
+    assert not any(g.kind == "SHAPE_ENV" for e in f.cache.entries for g in e.guards)
+
+
+# --- hypothesis: random size sequences, results always eager's ------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_HYPO_FNS = [pointwise, size_mul, branch_on_size, mod8, cat_sum, slice_rows, zeros_factory, numel_scale]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fn=st.sampled_from(_HYPO_FNS), sizes=st.lists(st.integers(min_value=1, max_value=20), min_size=1, max_size=6),
+       dynamic=st.sampled_from([None, True, False]))
+def test_random_size_sequences_match_eager(fn, sizes, dynamic):
+    case = Case(fn, _x, sizes, dynamic=dynamic)
+    ours = run_ours(case)
+    assert all(_same(o, e) for o, e in zip(ours.outputs, _eager(case)))
+    assert ours.entries <= len(set(sizes))

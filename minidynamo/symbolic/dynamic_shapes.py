@@ -46,6 +46,7 @@ from .source import AttrSource, Source
 __all__ = ["mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
            "install_shape_guards", "specialize_per_size", "automatic_dynamic_changes"]
 
+_TRACED_DYNAMIC, _STATIC_NOW = "___traced_dynamic", "___static"  # frame_state flags, not sources
 _DYNAMIC = "_minidynamo_dynamic_dims"
 _STATIC = "_minidynamo_static_dims"
 
@@ -100,7 +101,7 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     from minidynamo.fake.converter import can_be_dynamic
 
     mode = getattr(output, "dynamic", None)
-    if mode is False or value.dim() == 0 or _static_by_rule(source, value):
+    if mode is False or output.frame_state.get(_STATIC_NOW) or value.dim() == 0 or _static_by_rule(source, value):
         return ()
     name = source.name()
     shape = tuple(int(s) for s in value.shape)
@@ -151,6 +152,7 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     """The fake of a dynamic input, and one SymInt placeholder per symbol it brings (before its own)."""
     env = shape_env_of(output)
     output.fake_mode.shape_env = env
+    output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
     fake = output.fake_mode.from_tensor(value, dynamic_dims=dynamic_dims, source=source.name())
     for i in dynamic_dims:
         size = fake.shape[i]
@@ -223,12 +225,37 @@ def install_shape_guards(output) -> None:
         events.emit("guard", source=spec.source, guard_kind="SPECIALIZATION", expr=f"{spec.source} == {spec.value}", why=spec.reason)
 
 
+def retry_static(frame, frame_state: dict, fallback) -> bool:
+    """Note [A failed dynamic trace is retried static]
+
+    A trace with symbolic sizes that fails (an op or construct our ShapeEnv does not
+    handle, an internal error) is not the end of the frame: it is traced once more
+    with every size static, as before dynamic shapes existed, with a warning that
+    names the function and the reason. A static trace that fails is final.
+    """
+    if not frame_state.pop(_TRACED_DYNAMIC, False) or frame_state.get(_STATIC_NOW):
+        return False
+    frame_state[_STATIC_NOW] = getattr(fallback, "reason", None) or "the trace raised where eager did not"
+    return True
+
+
+def warn_if_retried(frame, frame_state: dict, entry) -> None:
+    """The static retrace worked: say why the frame is static now (once, when it happens)."""
+    reason = frame_state.get(_STATIC_NOW)
+    if entry is not None and isinstance(reason, str):
+        frame_state[_STATIC_NOW] = True
+        warnings.warn(f"minidynamo: the dynamic-shape trace of {frame.__name__} failed ({reason}); it was traced "
+                      "again with static sizes, and its sizes stay static from now on", stacklevel=5)
+
+
 def automatic_dynamic_changes(frame_state: dict, L: dict, G: dict, dynamic) -> list[str]:
     """Which recorded input sizes differ now: the dims the next trace makes dynamic (recompile event)."""
     if dynamic is False:
         return []
     changed = []
     for name, state in frame_state.items():
+        if name.startswith("___"):
+            continue
         try:
             value = eval(name, {"L": L, "G": G})  # noqa: S307 - a source expression of ours
         except Exception:  # noqa: BLE001

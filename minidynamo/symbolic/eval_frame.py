@@ -371,21 +371,27 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             )
             warnings.warn(cache.fallback, stacklevel=3)
             return eager()
-    entry = fallback = None
-    try:
-        entry = compile_frame(frame, L, config, cache.frame_state)
-    except EagerFallback as e:
-        fallback = e.explanation
-    except FullGraphError:
-        raise
-    except TracedUserError:
-        # the user's own error (a shape mismatch): eager raises it, as without compile.
-        # If eager does not raise, the error was ours: warn once and keep the frame eager.
-        fallback = "user error?"
-    except Exception as e:  # noqa: BLE001 - Note [No internal error reaches the user]
-        if not SUPPRESS_ERRORS:
+    from .dynamic_shapes import retry_static, warn_if_retried
+
+    for _attempt in range(2):
+        entry = fallback = None
+        try:
+            entry = compile_frame(frame, L, config, cache.frame_state)
+        except EagerFallback as e:
+            fallback = e.explanation
+        except FullGraphError:
             raise
-        fallback = internal_error_explanation(frame, e)
+        except TracedUserError:
+            # the user's own error (a shape mismatch): eager raises it, as without compile.
+            # If eager does not raise, the error was ours: warn once and keep the frame eager.
+            fallback = "user error?"
+        except Exception as e:  # noqa: BLE001 - Note [No internal error reaches the user]
+            if not SUPPRESS_ERRORS:
+                raise
+            fallback = internal_error_explanation(frame, e)
+        if entry is not None or not retry_static(frame, cache.frame_state, fallback):
+            break
+    warn_if_retried(frame, cache.frame_state, entry)
     if entry is not None:
         cache.entries.append(entry)
         return _hooked(config, entry.fn, L, G)

@@ -84,9 +84,20 @@ class SymNodeVariable(VariableTracker):
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
-        if self.source is not None:
-            return codegen.source_expr(self.source)
-        return codegen.tensor_expr(self)  # a graph output, as a tensor result is
+        """Note [A size is rebuilt from the sizes]: ``2*s0`` after the graph is ``2*L['x'].size()[0]``.
+
+        Every symbol stands for an input's size, so any expression over them is
+        recomputed from the inputs in Python; it need not be a graph output (torch
+        returns it from the graph instead).
+        """
+        from minidynamo.fake.symbolic_shapes import python_expr
+
+        node = self.sym_num.node
+        names = node.shape_env.source_names()
+        if not node.expr.free_symbols <= set(names):
+            return codegen.tensor_expr(self)
+        text = python_expr(node.expr, names)
+        return f"({text})" if self.python_type() is int else f"bool({text})"
 
     def __repr__(self) -> str:
         return f"SymNodeVariable({self.proxy.node.name}, {self.sym_num})"
