@@ -222,15 +222,7 @@ def grad_mode_query(x):
 # --- misc / repros (test_misc.py, test_repros.py shapes) --------------------------------
 
 
-def closure_read_after_break(x):
-    k = 3
-
-    def inner(y):
-        return y * k
-
-    a = inner(x)
-    print("break")
-    return inner(a)
+# a closure read after a break: test_python_semantics.py (closure_live_at_break, counts and cache)
 
 
 def list_append_across_break(x):
@@ -310,7 +302,7 @@ def graph_break_twice(x):
 
 FUNCTIONS = [
     no_grad_block, enable_grad_inside_no_grad, set_grad_enabled_false, break_before_no_grad, grad_mode_query,
-    closure_read_after_break, list_append_across_break, dict_update_across_break,
+    list_append_across_break, dict_update_across_break,
     tuple_unpack_of_outputs_after_break, nested_calls_with_break_in_middle, isinstance_checks,
     data_dependent_while, tolist_then_compute, range_of_shape, string_formatting, graph_break_twice,
 ]

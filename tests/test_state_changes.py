@@ -31,6 +31,7 @@ import torch
 import minidynamo as md
 
 import _state_helpers as helpers  # noqa: E402 - tests/ is on sys.path (no package)
+from _global_state import default_dtype, deterministic  # noqa: E402
 
 pytestmark = pytest.mark.ch04
 
@@ -142,25 +143,6 @@ def run_case(name: str) -> list:
 
 
 # --- 1. global state: grad mode, inference mode, autocast, default dtype, determinism ------
-
-@contextlib.contextmanager
-def default_dtype(dtype):
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(old)
-
-
-@contextlib.contextmanager
-def deterministic():
-    torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(False)
-
 
 @contextlib.contextmanager
 def grad_disabled():

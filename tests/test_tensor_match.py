@@ -20,6 +20,8 @@ from minidynamo.symbolic import tensor_match
 from minidynamo.symbolic.guards import CheckFunction, GuardSet
 from minidynamo.symbolic.source import LocalSource
 
+from _global_state import default_dtype, deterministic  # tests/ is on sys.path (no package)
+
 pytestmark = pytest.mark.ch04
 
 
@@ -177,25 +179,6 @@ def test_alike_inputs_share_one_matcher_and_the_check_is_the_same_without_it():
 
 def _state_changes() -> list:
     """Context managers that each change one field of the global state a trace depends on."""
-
-    @contextlib.contextmanager
-    def default_dtype(dtype):
-        old = torch.get_default_dtype()
-        torch.set_default_dtype(dtype)
-        try:
-            yield
-        finally:
-            torch.set_default_dtype(old)
-
-    @contextlib.contextmanager
-    def deterministic(on, warn_only=False):
-        old = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
-        torch.use_deterministic_algorithms(on, warn_only=warn_only)
-        try:
-            yield
-        finally:
-            torch.use_deterministic_algorithms(old[0], warn_only=old[1])
-
     return [
         ("nothing", contextlib.nullcontext), ("no_grad", torch.no_grad), ("enable_grad", torch.enable_grad),
         ("inference_mode", torch.inference_mode),

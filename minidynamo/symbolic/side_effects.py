@@ -84,7 +84,9 @@ class SideEffects:
 
     def codegen(self, cg) -> list[str]:
         """The write-back statements (Note [Replay once, after the graph])."""
+        from .variables.containers import DequeVariable
         from .variables.dicts import ConstDictVariable
+        from .variables.lists import ListIteratorVariable
 
         lines = []
         for var in self.mutated_containers.values():
@@ -92,6 +94,10 @@ class SideEffects:
             if isinstance(var, ConstDictVariable):
                 body = ", ".join(f"{cg.constant_expr(k)}: {cg.expr(v)}" for k, v in var.items.items())
                 lines.append(f"___replace_dict({target}, {{{body}}})")
+            elif isinstance(var, ListIteratorVariable):  # Note [A carried iterator is advanced in place]
+                lines.append(f"{target}.resume_index = {var.index}")
+            elif isinstance(var, DequeVariable):  # Note [A deque made in the trace]: __init__ clears, then fills
+                lines.append(f"{target}.__init__([{', '.join(cg.expr(v) for v in var.items)}], {var.maxlen!r})")
             else:
                 lines.append(f"{target}[:] = [{', '.join(cg.expr(v) for v in var.items)}]")
         for obj, name, value in self.attr_stores.values():

@@ -16,6 +16,7 @@ Note [Guards are installed where values enter]
 
 from __future__ import annotations
 
+import collections
 import functools
 import operator
 import types
@@ -30,6 +31,7 @@ from ..source import AttrSource, GetItemSource, Source
 from .base import VariableTracker
 from .builtin import BuiltinVariable, is_builtin
 from .constant import ConstantVariable, is_constant_value
+from .containers import DequeVariable
 from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
 from .functional import FunctoolsPartialVariable, is_functional, is_lru_cache_of_user_function
@@ -105,6 +107,12 @@ class VariableBuilder:
                        f"list({source.name()})")
             items = {k: VariableBuilder(tx, GetItemSource(source, k))(v) for k, v in value.items()}
             return ConstDictVariable(items, source=source)
+        if type(value) is collections.deque:  # Note [A deque made in the trace]: one from outside too
+            guards.TYPE_MATCH(source, value, "the trace read this deque")
+            guards.LENGTH_CHECK(source, value, "the trace unrolled this deque")
+            guards.CONSTANT_MATCH(AttrSource(source, "maxlen"), value.maxlen, "the trace used this deque's bound")
+            items = [VariableBuilder(tx, GetItemSource(source, i))(v) for i, v in enumerate(value)]
+            return DequeVariable(items, value.maxlen, source=source)
         if isinstance(value, ResumeIterator):  # a for-loop iterator passed to a resume function
             guards.TYPE_MATCH(source, value, "a loop iterator carried over a graph break")
             items_src = AttrSource(source, "resume_items")
@@ -186,7 +194,7 @@ def _tracked_by_identity(value: Any) -> bool:
         opposite case, traced with two objects and called with one, is guarded at
         the end of the trace for the objects it wrote to (``SideEffects.aliasing_guards``).
     """
-    return isinstance(value, (list, dict, torch.nn.Module)) or (
+    return isinstance(value, (list, dict, collections.deque, torch.nn.Module)) or (
         type(value).__module__ not in ("builtins", "torch") and not isinstance(value, (type, types.ModuleType,
                                                                                        types.FunctionType, tuple))
         and hasattr(value, "__dict__") and not callable(value))

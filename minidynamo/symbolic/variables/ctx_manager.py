@@ -23,10 +23,24 @@ def _record(tx, mode: bool) -> None:
 class GradModeVariable(VariableTracker):
     """``torch.no_grad()`` / ``torch.enable_grad()`` / ``torch.set_grad_enabled(b)`` while tracing."""
 
-    def __init__(self, target_mode: bool, **kwargs):
+    def __init__(self, target_mode: bool, cls=None, **kwargs):
         super().__init__(**kwargs)
         self.target_mode = target_mode
         self.initial_mode = None
+        self.cls = cls  # torch.no_grad / torch.enable_grad; None for set_grad_enabled (already switched)
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        """``torch.no_grad()(fn)``: the decorator form (Note [A grad-mode decorator])."""
+        from .functions import BaseUserFunctionVariable
+
+        if self.cls is None or kwargs or len(args) != 1 or not isinstance(args[0], BaseUserFunctionVariable):
+            return super().call_function(tx, args, kwargs)
+        return GradModeWrappedFunctionVariable(self, args[0])
+
+    def reconstruct(self, codegen) -> str:
+        if self.cls is None:
+            return super().reconstruct(codegen)
+        return f"{codegen.constant_expr(self.cls)}()"
 
     def enter(self, tx) -> VariableTracker:
         self.initial_mode = torch.is_grad_enabled()
@@ -36,6 +50,42 @@ class GradModeVariable(VariableTracker):
     def exit(self, tx) -> VariableTracker:
         _record(tx, self.initial_mode)
         return ConstantVariable(None)
+
+
+class GradModeWrappedFunctionVariable(VariableTracker):
+    """A function decorated with ``@torch.no_grad()`` / ``@torch.enable_grad()`` inside the trace.
+
+    Note [A grad-mode decorator]
+        ``@torch.no_grad()`` on a nested ``def`` calls the context manager object with
+        the function; the result runs the function inside the block. Calling it here
+        does what the block does: record the switch, inline the function's body, record
+        the switch back. If the body cannot be traced, the grad mode is put back before
+        the error travels up (the frame is traced again with a break at the call).
+        Rebuilt after a graph break as ``torch.no_grad()(fn)``. Mirrors Dynamo's
+        ``ContextWrappingVariable.call_function`` -> ``WrappedUserFunctionVariable``.
+    """
+
+    def __init__(self, ctx: GradModeVariable, fn: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.ctx = ctx
+        self.fn = fn
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        ctx = GradModeVariable(self.ctx.target_mode, self.ctx.cls)
+        ctx.enter(tx)
+        try:
+            result = self.fn.call_function(tx, args, kwargs)
+        except BaseException:
+            torch.set_grad_enabled(ctx.initial_mode)
+            raise
+        ctx.exit(tx)
+        return result
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.ctx)}({codegen.expr(self.fn)})"
+
+    def __repr__(self) -> str:
+        return f"GradModeWrappedFunctionVariable({self.ctx.cls.__name__}, {self.fn!r})"
 
 
 class WithExitVariable(VariableTracker):
@@ -90,9 +140,9 @@ class GradModeClassVariable(VariableTracker):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if self.value is torch.no_grad:
-            return GradModeVariable(False)
+            return GradModeVariable(False, torch.no_grad)
         if self.value is torch.enable_grad:
-            return GradModeVariable(True)
+            return GradModeVariable(True, torch.enable_grad)
         # torch.set_grad_enabled(b) switches at once, even when not used in a with-statement
         var = GradModeVariable(bool(args[0].as_python_constant()))
         var.enter(tx)

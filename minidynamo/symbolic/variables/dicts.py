@@ -6,6 +6,7 @@ Mirrors ``torch/_dynamo/variables/dicts.py`` (``ConstDictVariable``).
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 from ..exc import unimplemented
@@ -23,16 +24,31 @@ def _key(v: VariableTracker) -> Any:
 
 
 class ConstDictVariable(VariableTracker):
-    def __init__(self, items: dict, user_cls: type = dict, **kwargs):
+    """A dict made in the trace or read from outside; ``user_cls`` dict, OrderedDict or defaultdict.
+
+    Note [defaultdict is a dict with a factory]
+        ``collections.defaultdict(list)`` (or ``defaultdict.fromkeys(...)``, whose factory
+        is None) is this tracker with ``default_factory`` set: a missing key read with
+        ``d[k]`` calls the factory while tracing (``list`` gives a new ListVariable) and
+        stores the result, as ``__missing__`` does; ``get`` / ``in`` do not. Rebuilt as
+        ``defaultdict(factory, {...})``. Mirrors torch's ``DefaultDictVariable``.
+    """
+
+    def __init__(self, items: dict, user_cls: type = dict, default_factory=None, **kwargs):
         super().__init__(**kwargs)
         self.items = dict(items)  # python key -> VariableTracker
         self.user_cls = user_cls
+        self.default_factory = default_factory  # a tracker, for a defaultdict only (None: no factory)
 
     def python_type(self) -> type:
         return self.user_cls
 
     def as_python_constant(self) -> Any:
-        return self.user_cls({k: v.as_python_constant() for k, v in self.items.items()})  # an OrderedDict stays one
+        items = {k: v.as_python_constant() for k, v in self.items.items()}
+        if self.user_cls is collections.defaultdict:
+            factory = self.default_factory
+            return collections.defaultdict(factory.as_python_constant() if factory is not None else None, items)
+        return self.user_cls(items)  # an OrderedDict stays one
 
     def as_proxy(self) -> Any:
         return {k: v.as_proxy() for k, v in self.items.items()}
@@ -51,6 +67,9 @@ class ConstDictVariable(VariableTracker):
         items = self.items
         if name == "__getitem__":
             key = _key(args[0])
+            if key not in items and self.default_factory is not None:  # Note [defaultdict is a dict with a factory]
+                tx.output.side_effects.mutation(self)
+                items[key] = self.default_factory.call_function(tx, [], {})
             if key not in items:
                 unimplemented(f"KeyError {key!r} while tracing")
             return items[key]
@@ -64,7 +83,7 @@ class ConstDictVariable(VariableTracker):
         if name in ("keys", "values", "items") and not args and not kwargs:
             return DictViewVariable(self, name)  # Note [Dict views are live]
         if name == "copy":
-            return ConstDictVariable(items, self.user_cls)
+            return ConstDictVariable(items, self.user_cls, self.default_factory)
         # mutations
         if name in ("__setitem__", "update", "pop", "clear", "setdefault", "__delitem__", "popitem"):
             tx.output.side_effects.mutation(self)
@@ -107,9 +126,17 @@ class ConstDictVariable(VariableTracker):
         if self.source is not None:
             return codegen.source_expr(self.source)
         body = ", ".join(f"{codegen.constant_expr(k)}: {codegen.expr(v)}" for k, v in self.items.items())
+        if self.user_cls is collections.defaultdict:
+            factory = "None" if self.default_factory is None else codegen.expr(self.default_factory)
+            return f"{codegen.constant_expr(self.user_cls)}({factory}, {{{body}}})"
         if self.user_cls is not dict:  # OrderedDict (the only other class made here): cls({...}) keeps the order
             return f"{codegen.constant_expr(self.user_cls)}({{{body}}})"
         return "{" + body + "}"
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "default_factory" and self.user_cls is collections.defaultdict:
+            return self.default_factory if self.default_factory is not None else ConstantVariable(None)
+        return super().var_getattr(tx, name)
 
     def __repr__(self) -> str:
         return f"ConstDictVariable({list(self.items)})"

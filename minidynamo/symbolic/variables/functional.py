@@ -10,10 +10,11 @@ into lists of trackers. Mirrors ``torch/_dynamo/variables/functions.py``
 ``__wrapped__``) and ``torch/_dynamo/variables/iter.py`` (``ItertoolsVariable``).
 
 Note [Lazy itertools over iterators are refused]
-    ``chain`` and ``islice`` pull from their arguments lazily: materializing
-    ``chain(it, ...)`` would advance ``it`` further than eager does if the caller stops
-    early and uses ``it`` again. So those two accept only sequences (list, tuple,
-    range, constants); an iterator argument is a graph break. ``product`` and
+    ``chain`` pulls from its arguments lazily: materializing ``chain(it, ...)`` would
+    advance ``it`` further than eager does if the caller stops early and uses ``it``
+    again. So it accepts only sequences (list, tuple, range, constants); an iterator
+    argument is a graph break. ``islice`` over an iterator is traced lazily instead
+    (Note [islice over an iterator is lazy]). ``product`` and
     ``combinations`` read their whole inputs first in CPython too, so any finite
     iterable is fine.
 """
@@ -125,9 +126,81 @@ def _combinations(tx, seq, r):
     return ListIteratorVariable([TupleVariable(list(row)) for row in rows])
 
 
+class IsliceIteratorVariable(ListIteratorVariable):
+    """``itertools.islice(it, ...)`` over an iterator: pulls from ``it`` only as CPython's islice does.
+
+    Note [islice over an iterator is lazy]
+        ``islice(chain(a, b), 1, 3)`` or ``next(islice(it, 1, None))`` must leave ``it``
+        exactly where eager leaves it: islice skips up to the next index it yields,
+        takes one item, and stops without reading past ``stop``. So instead of
+        materializing, this tracker keeps the underlying iterator tracker and the
+        counters of ``itertoolsmodule.c``'s ``islice_next`` (``cnt``, ``next``), and
+        pulls from it on each ``next``. Rebuilt, unfinished, as ``islice(rest, ...)``
+        over the underlying iterator's own rebuild (which shares it with its other names).
+    """
+
+    def __init__(self, inner: ListIteratorVariable, start: int, stop, step: int, **kwargs):
+        super().__init__([], **kwargs)
+        self.inner = inner
+        self.stop = stop  # None: no bound
+        self.step = step
+        self.cnt = 0
+        self.next_index = start
+        self.exhausted = False
+
+    def next_variable(self, tx):
+        if self.index < len(self.items):
+            return super().next_variable(tx)
+        if self.exhausted:
+            return None
+        while self.cnt < self.next_index:  # skip to the next index this islice yields
+            if self.inner.next_variable(tx) is None:
+                self.exhausted = True
+                return None
+            self.cnt += 1
+        if self.stop is not None and self.cnt >= self.stop:
+            self.exhausted = True
+            return None
+        item = self.inner.next_variable(tx)
+        if item is None:
+            self.exhausted = True
+            return None
+        self.cnt += 1
+        self.next_index += self.step
+        if self.stop is not None and self.next_index > self.stop:
+            self.next_index = self.stop
+        self.items.append(item)
+        return super().next_variable(tx)
+
+    def unpack_var_sequence(self, tx) -> list:
+        rest = []
+        while (v := self.next_variable(tx)) is not None:
+            rest.append(v)
+        return rest
+
+    def reconstruct(self, codegen) -> str:
+        if self.exhausted:
+            return "___ResumeIterator([])"
+        start = self.next_index - self.cnt
+        stop = None if self.stop is None else self.stop - self.cnt
+        return f"{codegen.constant_expr(itertools.islice)}({codegen.expr(self.inner)}, {start}, {stop}, {self.step})"
+
+    def __repr__(self) -> str:
+        return f"IsliceIteratorVariable({self.inner!r}, next={self.next_index}, stop={self.stop})"
+
+
 def _islice(tx, seq, *bounds):
     b = [_const(v, "itertools.islice's bounds") for v in bounds]
-    return ListIteratorVariable(list(itertools.islice(_lazy_seq(tx, seq, "itertools.islice"), *b)))
+    if isinstance(seq, ListIteratorVariable):  # Note [islice over an iterator is lazy]
+        try:
+            s = slice(*b)
+            start, stop, step = s.start or 0, s.stop, 1 if s.step is None else s.step
+            if start < 0 or (stop is not None and stop < 0) or step < 1:
+                raise ValueError
+        except (TypeError, ValueError):
+            unimplemented("itertools.islice with these bounds (eager raises ValueError)")
+        return IsliceIteratorVariable(seq, start, stop, step)
+    return ListIteratorVariable(list(itertools.islice(_seq(tx, seq), *b)))
 
 
 class InspectSignatureVariable(VariableTracker):
@@ -194,9 +267,14 @@ def _ordered_dict_fromkeys(tx, keys, value=None):
     return _dict_fromkeys(tx, keys, value, cls=collections.OrderedDict)
 
 
+def _defaultdict_fromkeys(tx, keys, value=None):
+    return _dict_fromkeys(tx, keys, value, cls=collections.defaultdict)  # its default_factory is None
+
+
 # ``itertools.chain.from_iterable`` is a new bound object at each lookup: keyed by (owner, name)
 CLASS_METHODS = {(itertools.chain, "from_iterable"): _chain_from_iterable, (dict, "fromkeys"): _dict_fromkeys,
-                 (collections.OrderedDict, "fromkeys"): _ordered_dict_fromkeys}
+                 (collections.OrderedDict, "fromkeys"): _ordered_dict_fromkeys,
+                 (collections.defaultdict, "fromkeys"): _defaultdict_fromkeys}
 
 
 def is_functional(value: Any) -> bool:

@@ -195,13 +195,28 @@ class ListIteratorVariable(VariableTracker):
     def next_variable(self, tx):
         if self.index >= len(self.items):
             return None
+        if self.source is not None:  # Note [A carried iterator is advanced in place]
+            tx.output.side_effects.mutation(self)
         self.index += 1
         return self.items[self.index - 1]
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        return self.items[self.index :]
+        """The rest of the items; the iterator is consumed to the end, as eager's ``list(it)`` leaves it."""
+        rest = self.items[self.index :]
+        if rest and self.source is not None:
+            tx.output.side_effects.mutation(self)
+        self.index = len(self.items)
+        return rest
 
     def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            # Note [A carried iterator is advanced in place]
+            #     An iterator carried over a graph break (a ResumeIterator argument) may be
+            #     held by another object too (an ``islice`` over it, run eagerly). So the
+            #     items the trace took from it are taken from the real one too: its
+            #     ``resume_index`` is written back after the graph (side_effects.py), and
+            #     the object itself, not a copy, is what the rest of the frame gets.
+            return codegen.source_expr(self.source)
         rest = [codegen.expr(v) for v in self.items[self.index :]]
         return f"___ResumeIterator([{', '.join(rest)}])"
 

@@ -413,6 +413,11 @@ class UserDefinedClassVariable(VariableTracker):
             return _new_namedtuple(tx, cls, args, kwargs)
         if is_dataclass_dict(cls):
             return DataclassDictVariable.create(tx, cls, args, kwargs)  # Note [ModelOutput]
+        from .containers import construct
+
+        made = construct(tx, cls, args, kwargs)  # deque, defaultdict, OrderedDict
+        if made is not None:
+            return made
         if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
             from .nn_module import NewModuleVariable
 

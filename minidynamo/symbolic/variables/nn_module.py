@@ -255,6 +255,19 @@ class NNModuleVariable(VariableTracker):
         unimplemented("a module is not a constant")
 
 
+def _torch_nn_init(cls: type) -> bool:
+    """Every ``__init__`` Python runs for ``cls(...)`` is torch.nn's own code (no user __new__/__call__)."""
+    for klass in cls.__mro__:
+        if klass is torch.nn.Module:
+            return True
+        init = klass.__dict__.get("__init__")
+        if init is not None and not (getattr(init, "__module__", None) or "").startswith("torch.nn"):
+            return False
+        if "__new__" in klass.__dict__ or "__call__" in klass.__dict__:
+            return False
+    return False
+
+
 class NewModuleVariable(NNModuleVariable):
     """A stateless ``torch.nn`` module constructed inside the trace (``loss_fct = CrossEntropyLoss()``).
 
@@ -262,9 +275,11 @@ class NewModuleVariable(NNModuleVariable):
         BERT's classification head builds its loss module in ``forward``. Dynamo
         inlines ``__init__`` and tracks the new module (``AttributeMutationNew``). We
         take a shorter road that gives the same result for the classes it accepts:
-        a class from ``torch.nn.modules`` called with constant arguments is
-        constructed for real at trace time (its constructor only stores its
-        arguments), and kept only if it holds no parameters, buffers or children. Its
+        a class whose ``__init__`` is torch.nn's own code (a ``torch.nn.modules``
+        class, or a user subclass that defines no ``__init__``, ``__new__`` or
+        ``__call__``: ``class SmallNN(nn.Module)`` with only a ``forward``) called with
+        constant arguments is constructed for real at trace time (its constructor
+        runs no user code), and kept only if it holds no parameters, buffers or children. Its
         attributes are then constants of the trace (every call of the frame would
         build the same object), its ``forward`` is inlined, and after a graph break it
         is rebuilt by calling the class again with the same arguments.
@@ -277,7 +292,7 @@ class NewModuleVariable(NNModuleVariable):
     @staticmethod
     def create(cls: type, args: list, kwargs: dict):
         """The tracker, or None where the class or its arguments are not for this road."""
-        if not (cls.__module__.startswith("torch.nn.modules.") and issubclass(cls, torch.nn.Module)):
+        if not (issubclass(cls, torch.nn.Module) and type(cls) is type and _torch_nn_init(cls)):
             return None
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             return None
@@ -304,7 +319,9 @@ class NewModuleVariable(NNModuleVariable):
     def reconstruct(self, codegen) -> str:
         parts = [codegen.constant_expr(a) for a in self.ctor_args]
         parts += [f"{k}={codegen.constant_expr(v)}" for k, v in self.ctor_kwargs.items()]
-        return f"{codegen.constant_expr(type(self.value))}({', '.join(parts)})"
+        name = f"___tmp_{len(codegen.temps)}"  # built once, shared by every name of it (``m is m``)
+        codegen.temps.append(f"{name} = {codegen.constant_expr(type(self.value))}({', '.join(parts)})")
+        return name
 
 
 __all__ = ["NNModuleVariable", "NewModuleVariable", "ModuleListSliceVariable", "is_plain_call"]
