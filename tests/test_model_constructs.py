@@ -541,3 +541,40 @@ def test_custom_autograd_function_keeps_its_backward(backend):
     compiled(x)
     assert counters["frames_traced"] == traced, "the second call traced again"
     check(f, x.detach())
+
+
+# -- logger.warning_once (transformers' lru_cache'd Logger method, in GPT-2's loss_function) --------
+
+def test_warning_once_logs_once_and_adds_no_break():
+    import logging
+
+    import transformers.utils.logging  # noqa: F401  (installs logging.Logger.warning_once)
+
+    logger = logging.getLogger("minidynamo.test.warning_once")
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger.addHandler(handler)
+    logger.propagate = False
+    message = "minidynamo test: this loss type is unrecognized"
+
+    def f(x):
+        x = x.sin()
+        logger.warning_once(message)
+        return x * 2
+
+    try:
+        x = torch.randn(3)
+        compiled = md.compile(f, backend="eager")
+        torch.testing.assert_close(compiled(x), x.sin() * 2)
+        torch.testing.assert_close(compiled(x), x.sin() * 2)
+        assert seen == [message]  # once, as eager
+        traced = counters["frames_traced"]
+        compiled(x)
+        assert counters["frames_traced"] == traced
+        logging.Logger.warning_once.cache_clear()  # eager would log again: the guard fails, we do too
+        compiled(x)
+        assert seen == [message, message]
+        check(f, x)  # ours 1 graph; torch breaks at the logger call
+    finally:
+        logger.removeHandler(handler)
