@@ -49,7 +49,7 @@ def check_graph_count(answer) -> str:
         hint = "fewer" if answer > found else "more"
         raise NotYet(f"not {answer}: md.explain finds {hint} graphs; run it and read .graph_count, "
                      "or count the entries of .graphs")
-    return correct(f"{found} graphs, each sent to AOTAutograd on its own")
+    return correct(f"{found} graph(s), each sent to AOTAutograd on its own")
 
 
 def solution_graph_count():
