@@ -474,3 +474,10 @@ def torch_symbolic_run(fn, t, dynamic_dims=(0,)):
     with mode:
         out = fn(x)
     return out, [s.node.expr for s in x.shape if isinstance(s, torch.SymInt)]
+
+
+def dynamo_unique_graphs() -> int:
+    """torch._dynamo.utils.counters["stats"]["unique_graphs"]: graphs torch's Dynamo compiled since reset."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])

@@ -528,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump({"frame_hook": report}, f, indent=2)
         return 0
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
+    dynamic_row = not args.only or "dynamic_shapes" in workloads  # bench_dynamic.py: 20 batch sizes
+    workloads = tuple(w for w in workloads if w != "dynamic_shapes")
     unknown = [w for w in workloads if w not in _BUILDERS]
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
@@ -537,6 +539,11 @@ def main(argv: list[str] | None = None) -> int:
     report = run(workloads, args.quick, not args.no_scaling, not args.no_cold,
                  progress=lambda msg: print(msg, file=sys.stderr, flush=True), repeats=repeats)
     print(format_table(report))
+    if dynamic_row:
+        from minidynamo import bench_dynamic
+
+        report["dynamic_shapes"] = bench_dynamic.run(args.quick)
+        print(bench_dynamic.format_report(report["dynamic_shapes"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
