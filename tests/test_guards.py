@@ -7,6 +7,7 @@ requires_grad, a Python constant).
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import pytest
@@ -258,3 +259,93 @@ def test_overlapping_view_of_a_mutated_input(real_dynamo):
     cf(torch.zeros(2), torch.zeros(2))
     z, z_eager = torch.zeros(2), torch.zeros(2)
     torch.testing.assert_close(cf(z, z[:]), f(z_eager, z_eager[:]))
+
+
+def _timm_like():
+    """Nested containers of every kind a CNN uses: Sequential, ModuleList, ModuleDict, a child None."""
+    torch.manual_seed(0)
+    blocks = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)),
+                                 torch.nn.ReLU())
+    heads = torch.nn.ModuleDict({"fc": torch.nn.Linear(4, 2)})
+    extra = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2, bias=False)])
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks, self.heads, self.extra, self.unused = blocks, heads, extra, None
+            self.register_buffer("scale", torch.ones(2))
+
+        def forward(self, x):
+            x = self.blocks(x).mean((2, 3))
+            return (self.extra[-1](self.extra[0](self.heads["fc"](x))) * self.scale).sum()
+
+    return Net()
+
+
+def test_module_attributes_are_read_from_their_tables_and_are_the_same_objects():
+    """Note [Module attributes are read from their tables]: each fast read is the object its name reads."""
+    net = _timm_like()
+    x = torch.randn(2, 3, 6, 6)
+    compiled = md.compile(net)
+    compiled(x)
+    entry = compiled.cache.entries[0]
+    gs_reads = [line.split(" = ", 1)[1] for line in entry.check.source.splitlines() if " = " in line]
+    assert any("._parameters['weight']" in r for r in gs_reads) and any("._modules['0']" in r for r in gs_reads)
+    assert "._modules['blocks']._modules['0']._modules['0']._parameters['weight']" in entry.transformed_source
+    assert "._buffers['scale']" in entry.transformed_source and "._modules['1']._parameters['weight']" in \
+        entry.transformed_source  # extra[-1] is _modules['1']
+    from minidynamo.symbolic.guards import GuardSet
+
+    L, G = {"self": net, "x": x}, {}
+    sources = {g.source.name(): g.source for g in entry.guards if g.source is not None}
+    gs = GuardSet()
+    for g in entry.guards:  # the layouts, as the trace recorded them
+        if g.kind == "NN_MODULE_LAYOUT" and g.source.name() not in gs.module_layouts:
+            gs.NN_MODULE_LAYOUT(g.source, eval(g.source.name(), {"L": L, "G": G}), "test")  # noqa: S307
+    fast = [n for n, s in sources.items() if gs.read_expr(s) != n]
+    assert len(fast) > 10
+    for name in fast:
+        read, named = (eval(e, {"L": L, "G": G}) for e in (gs.read_expr(sources[name]), name))  # noqa: S307
+        assert read is named or (isinstance(read, types.MethodType) and read == named), name  # a new bound method
+
+
+def test_a_compiled_call_runs_no_module_getattr():
+    """The hot path of a CNN-like model reads no attribute through Module.__getattr__ (guards nor arguments)."""
+    import sys
+
+    net = _timm_like()
+    x = torch.randn(2, 3, 6, 6)
+    compiled = md.compile(net)
+    compiled(x).backward()
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            calls.append(frame.f_code)
+
+    sys.setprofile(profile)
+    try:
+        compiled(x)
+    finally:
+        sys.setprofile(None)
+    assert torch.nn.Module.__getattr__.__code__ not in calls
+    assert torch.nn.Sequential.__getitem__.__code__ not in calls
+
+
+def test_a_hook_or_a_replaced_attribute_after_the_call_still_recompiles():
+    """The fast reads rest on the layout guards: changing a module's tables or hooks is still seen."""
+    net = _timm_like()
+    x = torch.randn(2, 3, 6, 6)
+    compiled = md.compile(net)
+    expected = net(x)
+    assert torch.allclose(compiled(x), expected)
+    seen = []
+    handle = net.heads["fc"].register_forward_hook(lambda m, a, out: seen.append(1) or out * 2)
+    assert torch.allclose(compiled(x), net(x)) and seen  # the hook ran, in the compiled call too
+    handle.remove()
+    net.extra[0] = torch.nn.Linear(2, 2)  # a new child: same type and shapes, new weights
+    assert torch.allclose(compiled(x), net(x))
+    net.blocks[0][0].bias = None
+    assert torch.allclose(compiled(x), net(x))
+    net.blocks[0][0].weight = torch.nn.Parameter(torch.randn(4, 3, 3, 3))
+    assert torch.allclose(compiled(x), net(x))

@@ -209,3 +209,87 @@ def test_cpp_and_python_global_state_agree(traced_under):
                 assert gs.global_state() is python
         with traced_under():
             assert gs.global_state() is True
+
+
+# --- ModuleMatch (Note [A module's layout is one C++ call]) ---------------------------
+
+
+class _Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.seq = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(4, 4))
+        self.ml = torch.nn.ModuleList([torch.nn.Linear(4, 4)])
+
+    def forward(self, x):
+        x = self.bn(self.conv(x)).mean((2, 3))
+        return self.ml[0](self.seq(x)).sum()
+
+
+def _net_changes() -> list:
+    """(name, change of a fresh _Net): hooks, tables, children, an instance forward, each one at a time."""
+    import collections
+
+    def reorder(m):
+        m.seq._modules = dict(reversed(list(m.seq._modules.items())))
+
+    def ordered(m):
+        m.conv._parameters = collections.OrderedDict(m.conv._parameters)
+
+    def ordered_moved(m):
+        m.conv._parameters = collections.OrderedDict(m.conv._parameters)
+        m.conv._parameters.move_to_end("weight")
+
+    return [
+        ("nothing", lambda m: None),
+        ("forward_hook", lambda m: m.conv.register_forward_hook(lambda *a: None)),
+        ("forward_pre_hook", lambda m: m.seq[1].register_forward_pre_hook(lambda *a: None)),
+        ("backward_hook", lambda m: m.bn.register_full_backward_hook(lambda *a: None)),
+        ("instance_forward", lambda m: setattr(m.ml[0], "forward", lambda x: x)),
+        ("bias_none", lambda m: setattr(m.conv, "bias", None)),
+        ("new_parameter", lambda m: m.conv.register_parameter("extra", torch.nn.Parameter(torch.ones(1)))),
+        ("new_buffer", lambda m: m.bn.register_buffer("extra", torch.ones(1))),
+        ("appended_child", lambda m: m.seq.append(torch.nn.ReLU())),
+        ("replaced_child", lambda m: m.seq.__setitem__(0, torch.nn.Tanh())),
+        ("same_kind_child", lambda m: m.ml.__setitem__(0, torch.nn.Linear(4, 4))),
+        ("deleted_child", lambda m: delattr(m, "ml")),
+        ("new_weight_same_shape", lambda m: setattr(m.conv, "weight", torch.nn.Parameter(torch.randn(4, 3, 3, 3)))),
+        ("new_weight_other_shape", lambda m: setattr(m.conv, "weight", torch.nn.Parameter(torch.randn(4, 3, 5, 5)))),
+        ("reordered_children", reorder),
+        ("ordered_dict_table", ordered),
+        ("ordered_dict_moved", ordered_moved),
+    ]
+
+
+@pytest.mark.parametrize("change", [c for _, c in _net_changes()], ids=[n for n, _ in _net_changes()])
+def test_cpp_module_match_says_what_the_python_guards_say(change):
+    """One ModuleMatch call per module agrees with the readable guards, one by one, on every change."""
+    if tensor_match.module_match() is None:
+        pytest.skip(tensor_match.reason())
+    torch.manual_seed(0)
+    net = _Net()
+
+    def f(x):
+        return net(x)
+
+    x = torch.randn(2, 3, 6, 6)
+    python_check = _entry_check(f, (x,), python=True)
+    cpp_check = _entry_check(f, (x,), python=False)
+    assert "___module_match" in cpp_check.source and "___module_match" not in python_check.source
+    change(net)
+    L = {"x": x, "net": net}
+    readable = cpp_check.first_failure(L, globals())[0] is None
+    assert cpp_check(L, globals()) is readable
+    assert python_check(L, globals()) is readable
+
+
+def test_module_match_refuses_what_is_not_a_module():
+    if tensor_match.module_match() is None:
+        pytest.skip(tensor_match.reason())
+    match = tensor_match.module_match()([], [("weight", False), ("bias", True)], [], True)
+    assert match(torch.nn.Linear(2, 2, bias=False)) is True
+    assert match(torch.nn.Linear(2, 2)) is False
+    with pytest.raises(AttributeError):
+        match(3)  # no __dict__: the Python guard raises too, and the check function says False
+    assert "parameters=[('weight', False), ('bias', True)]" in repr(match)

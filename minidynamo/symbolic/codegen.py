@@ -91,7 +91,7 @@ class PyCodegen:
         return self._memo[key]
 
     def source_expr(self, source) -> str:
-        return source.name()
+        return self.output.guards.read_expr(source)  # Note [Module attributes are read from their tables]
 
     def install(self, value: Any, hint: str = "const") -> str:
         """Put an object the code needs into its globals under a readable name."""
@@ -123,22 +123,23 @@ class PyCodegen:
 
     def tensor_expr(self, var) -> str:
         if var.source is not None:
-            return var.source.name()
+            return self.source_expr(var.source)
         node = var.proxy.node
         if node not in self.graph_outputs:
             self.graph_outputs.append(node)
         return f"___graph_out[{self.graph_outputs.index(node)}]"
 
 
-def graph_args(sources: list, guards: list) -> str:
+def graph_args(sources: list, guards: list, read: Any = None) -> str:
     """The graph call's argument list: ``L['xs'][0], ..., L['xs'][199]`` becomes ``*L['xs']``.
 
     Note [A whole sequence is passed with a star]
         When the graph's inputs include every item of one tuple or list, in order,
         and guards have fixed its type and length, ``*L['xs']`` passes the same tensors
         as the 200 subscripts, and CPython unpacks it in C. Any other run of
-        sources is written out one by one.
+        sources is written out one by one, as ``read(source)`` says (default: its name).
     """
+    read = read or (lambda source: source.name())
     from .source import GetItemSource
 
     sequences = {g.source.name() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None
@@ -154,10 +155,10 @@ def graph_args(sources: list, guards: list) -> str:
                    and sources[i + n].base == base and sources[i + n].index == n):
                 n += 1
             if lengths.get(base.name()) == str(n):
-                parts.append(f"*{base.name()}")
+                parts.append(f"*{read(base)}")
                 i += n
                 continue
-        parts.append(src.name())
+        parts.append(read(src))
         i += 1
     return ", ".join(parts)
 

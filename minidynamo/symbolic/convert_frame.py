@@ -249,7 +249,7 @@ def finish(tx, frame, config) -> CacheEntry:
         gm, fn, sources = compiled
         # the graph runs with the frame hook off, as torch wraps it in `disable` (Note [The frame hook])
         cg.scope[name] = fn if config.hook is None else functools.partial(config.hook.call_with, None, fn)
-        graph_call = f"___graph_out = {name}({graph_args(sources, tx.output.guards.guards)})"
+        graph_call = f"___graph_out = {name}({graph_args(sources, tx.output.guards.guards, tx.output.guards.read_expr)})"
         graphs.append(gm)
         if config.on_graph is not None:
             config.on_graph(gm)

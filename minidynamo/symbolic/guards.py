@@ -32,7 +32,7 @@ import torch
 from minidynamo import events
 
 from . import tensor_match
-from .source import Source
+from .source import AttrSource, GetItemSource, Source
 
 
 @dataclass
@@ -134,6 +134,8 @@ class GuardSet:
         # "is_contiguous()", requires_grad): what its Python guards test, for the C++ TensorMatch
         self.tensor_specs: dict[str, tuple] = {}
         self.global_state: Optional[Any] = None  # the C++ GlobalState made by GLOBAL_STATE(), when available
+        self.module_layouts: dict[str, ModuleLayout] = {}  # NN_MODULE_LAYOUT'd source -> its layout
+        self._reads: dict[str, str] = {}  # source name -> read_expr(source), memoized
 
     def name_for(self, obj: Any, hint: str = "obj") -> str:
         """A stable scope name for an object that a guard compares by identity."""
@@ -215,6 +217,49 @@ class GuardSet:
             test = f"{n} == {self.name_for(value, type(value).__name__)}"
         self.add(source, "CONSTANT_MATCH", test, why, n)
 
+    def NN_MODULE_LAYOUT(self, source: Source, value: torch.nn.Module, why: str) -> None:
+        """The names in ``_modules``, ``_parameters``, ``_buffers``, in order, and which hold None."""
+        n = source.name()
+        tables = []
+        for table in _MODULE_TABLES:
+            layout = [(k, v is None) for k, v in getattr(value, table).items()]
+            self.add(source, "NN_MODULE_LAYOUT", f"[(k, v is None) for k, v in {n}.{table}.items()] == {layout!r}",
+                     why, f"{n}.{table}")
+            tables.append(tuple(layout))
+        self.module_layouts.setdefault(n, _module_layout(value, tuple(tables)))
+
+    def read_expr(self, source: Source, bound: Optional[dict[str, str]] = None) -> str:
+        """How generated code reads ``source``: its name, with module attributes read from their tables.
+
+        ``L['m'].layer1[0].conv1.weight`` is read as
+        ``L['m']._modules['layer1']._modules['0']._modules['conv1']._parameters['weight']``
+        where each module on the way is NN_MODULE_LAYOUT-guarded (Note [Module attributes
+        are read from their tables]); with ``bound`` (source name -> local) the read
+        starts from the nearest enclosing source already in a local.
+        """
+        name = source.name()
+        if bound is not None and name in bound:
+            return bound[name]
+        if bound is None and name in self._reads:
+            return self._reads[name]
+        base = getattr(source, "base", None)
+        expr = name
+        if isinstance(base, Source):
+            base_name, base_expr = base.name(), self.read_expr(base, bound)
+            layout = self.module_layouts.get(base_name)
+            if isinstance(source, AttrSource) and layout is not None and source.member in layout.members:
+                expr = f"{base_expr}.{layout.members[source.member]}[{source.member!r}]"
+            elif isinstance(source, GetItemSource) and layout is not None and type(source.index) in (int, str) \
+                    and source.index in layout.items:
+                expr = f"{base_expr}._modules[{layout.items[source.index]!r}]"
+            elif name.startswith(base_name):
+                expr = base_expr + name[len(base_name):]
+            elif isinstance(source, AttrSource):  # getattr(base, 'not an identifier')
+                expr = f"getattr({base_expr}, {source.member!r})"
+        if bound is None:
+            self._reads[name] = expr
+        return expr
+
     def LENGTH_CHECK(self, source: Source, value: Any, why: str) -> None:
         self.TYPE_MATCH(source, value, why)
         self.add(source, "LENGTH_CHECK", f"len({source.name()}) == {len(value)}", why, f"len({source.name()})")
@@ -261,6 +306,71 @@ class GuardSet:
         self.add(source, "TENSOR_MATCH", " and ".join([f"{n}.dim() == {value.dim()}"] + static), why, f"{n}.shape")
         self.add(source, "TENSOR_MATCH", f"{n}.is_contiguous()", why, f"{n}.stride()")
         self.add(source, "TENSOR_MATCH", f"{n}.requires_grad is {value.requires_grad}", why, f"{n}.requires_grad")
+
+
+_MODULE_TABLES = ("_modules", "_parameters", "_buffers")
+
+
+@dataclass
+class ModuleLayout:
+    """What NN_MODULE_LAYOUT fixed about one module, and the reads it makes exact."""
+
+    tables: tuple  # for each of _MODULE_TABLES: ((name, value is None), ...), in order
+    members: dict  # attribute -> the table Module.__getattr__ finds it in ("_parameters", ...)
+    items: dict  # index -> _modules key, for Sequential / ModuleList / ModuleDict's own __getitem__
+
+
+# Note [Module attributes are read from their tables]
+#     ``m.weight`` on an nn.Module is not an attribute of the object: Python looks in
+#     the class and the instance ``__dict__``, finds nothing, and calls
+#     ``Module.__getattr__`` (a Python function, about 0.3 us), which looks in
+#     ``_parameters``, ``_buffers`` and ``_modules``. ``seq[0]`` on a Sequential runs
+#     two Python functions and an iterator. A ResNet-18 call read about 600 such
+#     attributes in its guards and again to fetch the graph's arguments. Once the
+#     module's NN_MODULE_LAYOUT guards hold, its type is the traced one and its
+#     tables hold the traced names in the traced order, so ``m.weight`` is
+#     ``m._parameters['weight']`` and ``seq[0]`` is ``seq._modules['0']``: the guards and
+#     the transformed function read those (``GuardSet.read_expr``), dict lookups, as
+#     torch's guard sources do (``L['m']._modules['fc']._parameters['weight']``). Only
+#     where the class does not define the name itself (no property, no class
+#     attribute) and does not override ``__getattr__``/``__getitem__``; Module's own
+#     ``__setattr__`` keeps a table's names out of the instance ``__dict__``. The
+#     guards you read (``entry.guards``, ``md.explain``) keep the attribute names.
+def _module_layout(value: torch.nn.Module, tables: tuple) -> ModuleLayout:
+    cls = type(value)
+    members: dict[str, str] = {}
+    if cls.__getattr__ is torch.nn.Module.__getattr__ and cls.__getattribute__ is object.__getattribute__:
+        in_class = set().union(*(vars(c) for c in cls.__mro__))
+        for table in ("_parameters", "_buffers", "_modules"):  # the order Module.__getattr__ looks in
+            for k in getattr(value, table):
+                if isinstance(k, str) and k.isidentifier() and k not in in_class and k not in vars(value):
+                    members.setdefault(k, table)
+    keys = [k for k, _ in tables[0]]
+    getitem = getattr(cls, "__getitem__", None)
+    items: dict = {}
+    if getitem is torch.nn.Sequential.__getitem__:  # the idx-th of _modules.values()
+        items = {i: k for i, k in enumerate(keys)} | {i - len(keys): k for i, k in enumerate(keys)}
+    elif getitem is torch.nn.ModuleList.__getitem__:  # _modules[str(idx mod len)]
+        items = {i: str(i % len(keys)) for i in range(-len(keys), len(keys)) if str(i % len(keys)) in keys}
+    elif getitem is torch.nn.ModuleDict.__getitem__:
+        items = {k: k for k in keys if isinstance(k, str)}
+    return ModuleLayout(tables, members, items)
+
+
+# Note [A module's layout is one C++ call]
+#     Every module the trace reads has three NN_MODULE_LAYOUT guards, and every one it
+#     calls one NN_MODULE_CALL guard (no hooks, no ``forward`` of its own): as Python,
+#     three list comprehensions and five attribute reads, about 2 us per module, 60
+#     us for a small CNN's 30 modules. Where the C++ extension is built, the check
+#     function runs them as one ``ModuleMatch`` call per module
+#     (``___module_match_0(___s4)``), which reads the same dicts from the module's
+#     ``__dict__`` and compares the same (name, is None) pairs (tensor_match.cpp);
+#     modules alike (every ReLU) share one. As for TENSOR_MATCH, the readable guards
+#     stay the Python ones, and ``first_failure`` evaluates them to name a failure.
+def _no_hooks_expr(n: str) -> str:
+    """The NN_MODULE_CALL guard of a module called without hooks (variables/nn_module.py writes it)."""
+    return (f"not ({n}._forward_pre_hooks or {n}._forward_hooks or {n}._backward_pre_hooks or "
+            f"{n}._backward_hooks or 'forward' in {n}.__dict__)")
 
 
 # Note [is_contiguous() as the stride guard]
@@ -346,7 +456,7 @@ def _unrolled_not_aliased(guard: Guard, bound: dict[str, str]) -> str:
 
 
 def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
-                     tensor_specs: Optional[dict[str, tuple]] = None) -> str:
+                     tensor_specs: Optional[dict[str, tuple]] = None, guard_set: Optional[GuardSet] = None) -> str:
     """One function checking every guard, each source read once (Note [Each source is read once]).
 
     Note [Each source is read once]
@@ -361,9 +471,14 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         source, child managers for items and attributes, the checks as leaves.
 
     With ``tensor_specs`` (the C++ ``TensorMatch`` is available), a source's
-    TENSOR_MATCH guards run as one call (Note [TENSOR_MATCH runs in C++]).
+    TENSOR_MATCH guards run as one call (Note [TENSOR_MATCH runs in C++]), and
+    with ``guard_set`` a module's layout guards too (Note [A module's layout is one
+    C++ call]); sources are read as ``guard_set.read_expr`` says (Note [Module
+    attributes are read from their tables]).
     """
     matchers: dict[tuple, str] = {}  # one TensorMatch per distinct spec: 200 alike inputs share one
+    module_matchers: dict[tuple, str] = {}  # one ModuleMatch per distinct layout: every ReLU shares one
+    layouts = guard_set.module_layouts if guard_set is not None and tensor_match.module_match() is not None else {}
     groups: dict[str, list[Guard]] = {}
     sources: dict[str, Any] = {}
     over_many = [g for g in guards if g.source is None and g.kind == "NO_TENSOR_ALIASING"]  # checked last
@@ -384,14 +499,20 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
     bound: dict[str, str] = {}  # source name -> the local holding it
     for i, (name, group) in enumerate(groups.items()):
         local = f"___s{i}"
+        read = guard_set.read_expr(sources[name], bound) if guard_set is not None else \
+            _read_from_bound(sources[name], bound)
         bound[name] = local
-        lines.append(f"    {local} = {_read_from_bound(sources[name], bound)}")
+        lines.append(f"    {local} = {read}")
         pattern = re.compile(re.escape(name) + r"(?![\w'\]])")
         spec = tensor_specs.get(name) if tensor_specs else None
+        fused = _module_fused(name, group, layouts)
         tests = [f"({_hoist_torch_constants(pattern.sub(local, g.expr), scope)})" for g in group
-                 if spec is None or g.kind != "TENSOR_MATCH"]  # with a spec, one TensorMatch call replaces them
+                 if (spec is None or g.kind != "TENSOR_MATCH") and g not in fused]  # one C++ call replaces those
         if spec is not None:
             tests.append(f"{_tensor_matcher(spec, scope, matchers)}({local})")
+        if fused:
+            no_hooks = len(fused) == len(_MODULE_TABLES) + 1
+            tests.insert(1, f"{_module_matcher(layouts[name].tables + (no_hooks,), scope, module_matchers)}({local})")
         tests = " and ".join(tests)
         lines.append(f"    if not ({tests}):")
         lines.append("        return False")
@@ -403,6 +524,24 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         lines.append("        return False")
     lines.append("    return True")
     return "\n".join(lines) + "\n"
+
+
+def _module_fused(name: str, group: list[Guard], layouts: dict) -> list[Guard]:
+    """The guards of a module's group that one ``ModuleMatch`` call replaces (none without the extension)."""
+    if name not in layouts:
+        return []
+    fused = [g for g in group if g.kind == "NN_MODULE_LAYOUT"]
+    if len(fused) != len(_MODULE_TABLES):
+        return []
+    return fused + [g for g in group if g.kind == "NN_MODULE_CALL" and g.expr == _no_hooks_expr(name)][:1]
+
+
+def _module_matcher(spec: tuple, scope: dict[str, Any], matchers: dict[tuple, str]) -> str:
+    """The scope name of the ``ModuleMatch`` for ``spec`` (three layouts, no_hooks), one per distinct spec."""
+    if spec not in matchers:
+        name = matchers[spec] = f"___module_match_{len(matchers)}"
+        scope[name] = tensor_match.module_match()(*spec)
+    return matchers[spec]
 
 
 def _tensor_matcher(spec: tuple, scope: dict[str, Any], matchers: dict[tuple, str]) -> str:
@@ -442,7 +581,7 @@ class CheckFunction:
         if guard_set.global_state is not None:
             self.scope["___global_state"] = guard_set.global_state
         specs = guard_set.tensor_specs if tensor_match.get() is not None else None
-        self.source = _check_fn_source(self.guards, self.scope, specs)
+        self.source = _check_fn_source(self.guards, self.scope, specs, guard_set)
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
         self.fn = self.scope["___check_guards"]
 

@@ -31,6 +31,14 @@
 // called with no argument it says whether they are all still the same. One
 // call replaces the GLOBAL_STATE guards of guards.py (Note [Global state is one
 // guard]), which test exactly these fields.
+//
+// ModuleMatch is the structure of one nn.Module (guards.py, Note [A module's
+// layout is one C++ call]): made from the (name, value is None) pairs of its
+// _modules, _parameters and _buffers, and whether it must have no hooks and no
+// forward of its own, it reads those dicts from the module's __dict__ and says
+// whether they still hold the same names in the same order, None where None
+// was. It replaces the NN_MODULE_LAYOUT guards and the NN_MODULE_CALL guard of
+// a module called without hooks, which test exactly that.
 
 #include <Python.h>
 
@@ -45,6 +53,7 @@
 
 #include <exception>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -228,6 +237,158 @@ PyObject* global_state_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
 
 PyTypeObject GlobalStateType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+
+// --- ModuleMatch ---------------------------------------------------------------
+
+PyObject* kTableNames[3];  // "_modules", "_parameters", "_buffers" (interned at import)
+PyObject* kHookNames[4];   // "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks"
+PyObject* kForward;        // "forward"
+
+struct ModuleMatch {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  std::vector<std::pair<PyObject*, bool>> tables[3];  // (name, value is None), owned references
+  bool no_hooks;  // also: no forward hooks, no backward hooks, no instance "forward"
+  PyObject* args;
+};
+
+int same_key(PyObject* key, PyObject* expected) {
+  return key == expected ? 1 : PyObject_RichCompareBool(key, expected, Py_EQ);
+}
+
+// [(k, v is None) for k, v in table.items()] == expected, for any mapping: its own items()
+int items_match(PyObject* table, const std::vector<std::pair<PyObject*, bool>>& expected) {
+  PyObject* items = PyObject_CallMethod(table, "items", nullptr);
+  if (items == nullptr) return -1;
+  PyObject* it = PyObject_GetIter(items);
+  Py_DECREF(items);
+  if (it == nullptr) return -1;
+  int ok = 1;
+  size_t i = 0;
+  PyObject* pair;
+  while (ok == 1 && (pair = PyIter_Next(it)) != nullptr) {
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || i >= expected.size()) {
+      ok = 0;
+    } else {
+      const auto& e = expected[i++];
+      ok = (PyTuple_GET_ITEM(pair, 1) == Py_None) != e.second ? 0 : same_key(PyTuple_GET_ITEM(pair, 0), e.first);
+    }
+    Py_DECREF(pair);
+  }
+  Py_DECREF(it);
+  if (PyErr_Occurred()) return -1;
+  return ok == 1 && i == expected.size() ? 1 : ok < 0 ? -1 : 0;
+}
+
+// [(k, v is None) for k, v in table.items()] == expected
+int table_matches(PyObject* table, const std::vector<std::pair<PyObject*, bool>>& expected) {
+  if (!PyDict_CheckExact(table)) return items_match(table, expected);  // an OrderedDict keeps its own order
+  if (PyDict_GET_SIZE(table) != static_cast<Py_ssize_t>(expected.size())) return 0;
+  Py_ssize_t pos = 0, i = 0;
+  PyObject *key, *value;
+  while (PyDict_Next(table, &pos, &key, &value)) {
+    const auto& e = expected[i++];
+    if ((value == Py_None) != e.second) return 0;
+    int same = same_key(key, e.first);
+    if (same <= 0) return same;
+  }
+  return 1;
+}
+
+PyObject* module_match_call(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<ModuleMatch*>(self_);
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != nullptr) {
+    PyErr_SetString(PyExc_TypeError, "ModuleMatch takes one module");
+    return nullptr;
+  }
+  PyObject* dict = PyObject_GenericGetDict(args[0], nullptr);
+  if (dict == nullptr) return nullptr;
+  int ok = PyDict_Check(dict);
+  for (int t = 0; ok == 1 && t < 3; ++t) {
+    PyObject* table = PyDict_GetItemWithError(dict, kTableNames[t]);  // borrowed
+    ok = table == nullptr ? (PyErr_Occurred() ? -1 : 0) : table_matches(table, self->tables[t]);
+  }
+  for (int h = 0; ok == 1 && self->no_hooks && h < 4; ++h) {
+    PyObject* hooks = PyDict_GetItemWithError(dict, kHookNames[h]);
+    ok = hooks == nullptr ? (PyErr_Occurred() ? -1 : 0) : PyObject_Not(hooks);  // empty: 1
+  }
+  if (ok == 1 && self->no_hooks) {
+    int has = PyDict_Contains(dict, kForward);
+    ok = has < 0 ? -1 : !has;
+  }
+  Py_DECREF(dict);
+  if (ok < 0) return nullptr;
+  return PyBool_FromLong(ok);
+}
+
+bool read_layout(PyObject* seq, std::vector<std::pair<PyObject*, bool>>& out) {
+  PyObject* fast = PySequence_Fast(seq, "ModuleMatch: a layout is a sequence of (name, is_none) pairs");
+  if (fast == nullptr) return false;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i) {
+    PyObject* pair = PySequence_Fast_GET_ITEM(fast, i);
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+      PyErr_SetString(PyExc_TypeError, "ModuleMatch: a layout is a sequence of (name, is_none) pairs");
+      Py_DECREF(fast);
+      return false;
+    }
+    int none = PyObject_IsTrue(PyTuple_GET_ITEM(pair, 1));
+    if (none < 0) {
+      Py_DECREF(fast);
+      return false;
+    }
+    PyObject* key = PyTuple_GET_ITEM(pair, 0);
+    Py_INCREF(key);
+    out.emplace_back(key, none == 1);
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+PyObject* module_match_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject *modules, *parameters, *buffers, *no_hooks;
+  static const char* names[] = {"modules", "parameters", "buffers", "no_hooks", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO", const_cast<char**>(names), &modules, &parameters, &buffers,
+                                   &no_hooks))
+    return nullptr;
+  auto* self = reinterpret_cast<ModuleMatch*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->vectorcall = module_match_call;
+  for (auto& t : self->tables) new (&t) std::vector<std::pair<PyObject*, bool>>();
+  self->args = nullptr;
+  int nh = PyObject_IsTrue(no_hooks);
+  if (nh < 0 || !read_layout(modules, self->tables[0]) || !read_layout(parameters, self->tables[1]) ||
+      !read_layout(buffers, self->tables[2])) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  self->no_hooks = nh == 1;
+  self->args = PyTuple_Pack(4, modules, parameters, buffers, no_hooks);
+  if (self->args == nullptr) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void module_match_dealloc(PyObject* self_) {
+  auto* self = reinterpret_cast<ModuleMatch*>(self_);
+  for (auto& t : self->tables) {
+    for (auto& e : t) Py_DECREF(e.first);
+    t.~vector();
+  }
+  Py_XDECREF(self->args);
+  Py_TYPE(self_)->tp_free(self_);
+}
+
+PyObject* module_match_repr(PyObject* self_) {
+  PyObject* a = reinterpret_cast<ModuleMatch*>(self_)->args;
+  return PyUnicode_FromFormat("ModuleMatch(modules=%R, parameters=%R, buffers=%R, no_hooks=%R)",
+                              PyTuple_GET_ITEM(a, 0), PyTuple_GET_ITEM(a, 1), PyTuple_GET_ITEM(a, 2),
+                              PyTuple_GET_ITEM(a, 3));
+}
+
+PyTypeObject ModuleMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
 // torch.utils.cpp_extension names the module (tensor_match.py puts a hash of this file in the name)
 #ifndef TORCH_EXTENSION_NAME
 #define TORCH_EXTENSION_NAME minidynamo_tensor_match
@@ -238,7 +399,7 @@ PyTypeObject GlobalStateType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 #define MD_STR(a) MD_STR2(a)
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, MD_STR(TORCH_EXTENSION_NAME),
-                          "TENSOR_MATCH and GLOBAL_STATE guards checked in C++ (minidynamo/symbolic/guards.py).", -1, nullptr};
+                          "TENSOR_MATCH, GLOBAL_STATE and module-layout guards checked in C++ (minidynamo/symbolic/guards.py).", -1, nullptr};
 
 }  // namespace
 
@@ -262,6 +423,24 @@ PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
   GlobalStateType.tp_call = PyVectorcall_Call;
   GlobalStateType.tp_new = global_state_new;
   if (PyType_Ready(&GlobalStateType) < 0) return nullptr;
+  const char* tables[3] = {"_modules", "_parameters", "_buffers"};
+  const char* hooks[4] = {"_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks"};
+  for (int i = 0; i < 3; ++i)
+    if ((kTableNames[i] = PyUnicode_InternFromString(tables[i])) == nullptr) return nullptr;
+  for (int i = 0; i < 4; ++i)
+    if ((kHookNames[i] = PyUnicode_InternFromString(hooks[i])) == nullptr) return nullptr;
+  if ((kForward = PyUnicode_InternFromString("forward")) == nullptr) return nullptr;
+  ModuleMatchType.tp_name = "minidynamo.ModuleMatch";
+  ModuleMatchType.tp_doc = "ModuleMatch(modules, parameters, buffers, no_hooks)(module) -> bool: the module's "
+                           "_modules/_parameters/_buffers hold these (name, is_none) pairs in order (and no hooks)";
+  ModuleMatchType.tp_basicsize = sizeof(ModuleMatch);
+  ModuleMatchType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  ModuleMatchType.tp_vectorcall_offset = offsetof(ModuleMatch, vectorcall);
+  ModuleMatchType.tp_call = PyVectorcall_Call;
+  ModuleMatchType.tp_new = module_match_new;
+  ModuleMatchType.tp_dealloc = module_match_dealloc;
+  ModuleMatchType.tp_repr = module_match_repr;
+  if (PyType_Ready(&ModuleMatchType) < 0) return nullptr;
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;
   Py_INCREF(&GlobalStateType);
@@ -273,6 +452,12 @@ PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
   Py_INCREF(&TensorMatchType);
   if (PyModule_AddObject(m, "TensorMatch", reinterpret_cast<PyObject*>(&TensorMatchType)) < 0) {
     Py_DECREF(&TensorMatchType);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  Py_INCREF(&ModuleMatchType);
+  if (PyModule_AddObject(m, "ModuleMatch", reinterpret_cast<PyObject*>(&ModuleMatchType)) < 0) {
+    Py_DECREF(&ModuleMatchType);
     Py_DECREF(m);
     return nullptr;
   }

@@ -1,7 +1,8 @@
-"""The C++ TENSOR_MATCH and GLOBAL_STATE (``tensor_match.cpp``): built on first use, or the reason not.
+"""The C++ TENSOR_MATCH, GLOBAL_STATE and module layout (``tensor_match.cpp``): built on first use, or the reason not.
 
-Place in the pipeline: ``guards.py`` asks ``get()`` for the ``TensorMatch`` type and
-``global_state()`` for the ``GlobalState`` type when it compiles a check function. The first call in a fresh environment compiles
+Place in the pipeline: ``guards.py`` asks ``get()`` for the ``TensorMatch`` type,
+``global_state()`` for the ``GlobalState`` type and ``module_match()`` for the
+``ModuleMatch`` type when it compiles a check function. The first call in a fresh environment compiles
 ``tensor_match.cpp`` with ``torch.utils.cpp_extension.load`` (about 30 s on two cores;
 ``python -m minidynamo tour`` does it as part of the install) into
 ``~/.cache/minidynamo/<name>/`` (``MINIDYNAMO_CACHE`` moves it), the name carrying a hash
@@ -34,6 +35,7 @@ def get() -> Optional[type]:
         module, _state["reason"] = _load()
         _state["type"] = getattr(module, "TensorMatch", None)
         _state["global_state"] = getattr(module, "GlobalState", None)
+        _state["module_match"] = getattr(module, "ModuleMatch", None)
     return _state["type"]
 
 
@@ -41,6 +43,12 @@ def global_state() -> Optional[type]:
     """The ``GlobalState`` type (Note [Global state is one guard]); None where the extension is missing."""
     get()
     return _state.get("global_state")
+
+
+def module_match() -> Optional[type]:
+    """The ``ModuleMatch`` type (Note [A module's layout is one C++ call]); None where the extension is missing."""
+    get()
+    return _state.get("module_match")
 
 
 def reason() -> str:
@@ -53,7 +61,7 @@ def reason() -> str:
 def python_guards() -> Iterator[None]:
     """Check functions built inside run the Python TENSOR_MATCH guards, as where the extension is missing."""
     saved = dict(_state)
-    _state.update(type=None, global_state=None, reason="inside tensor_match.python_guards()")
+    _state.update(type=None, global_state=None, module_match=None, reason="inside tensor_match.python_guards()")
     try:
         yield
     finally:

@@ -125,11 +125,7 @@ class VariableBuilder:
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
             # the trace reads is guarded through its own source, parameters are graph inputs.
             guards.TYPE_MATCH(source, value, "the trace inlined this module's forward")
-            n = source.name()
-            for table in ("_modules", "_parameters", "_buffers"):
-                layout = [(k, v is None) for k, v in getattr(value, table).items()]
-                guards.add(source, "NN_MODULE_LAYOUT", f"[(k, v is None) for k, v in {n}.{table}.items()] == {layout!r}",
-                           "the trace read this module's children, parameters and buffers", f"{n}.{table}")
+            guards.NN_MODULE_LAYOUT(source, value, "the trace read this module's children, parameters and buffers")
             # hooks and forward: the NN_MODULE_CALL guard of each module the trace calls (nn_module.py)
             return NNModuleVariable(value, source=source)
         if isinstance(value, types.ModuleType):
