@@ -324,3 +324,56 @@ def test_native_batch_norm_legit_on_inputs_compiles():
             torch.testing.assert_close(stats_c, stats_e)
             torch.testing.assert_close(torch.autograd.grad(out_c, w_c), torch.autograd.grad(out_e, w_e))
     assert not c.artifacts.fallback
+
+
+# -- a mutated input that autograd saved (graph_capture's Note [A mutated input that autograd saved])
+
+
+def _linear_then_mutate(x, w, b):
+    y = torch.nn.functional.linear(x, w, b).relu()
+    x.add_(1)  # x was saved for w's gradient: eager's backward() raises
+    return y.sum(-1), y.view(-1)
+
+
+def _add_then_mutate(x, w, b):
+    y = (x + w).relu() * b  # add saves nothing of x: eager's backward() works
+    x.mul_(2)
+    return y.sum(-1), y.view(-1)
+
+
+def _backward_outcome(out):
+    try:
+        (out[0].sum() + out[1].sum()).backward()
+    except RuntimeError as exc:
+        return "raised", str(exc).split("Hint")[0]
+    return "ok", None
+
+
+@pytest.mark.parametrize("fn", [_linear_then_mutate, _add_then_mutate], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("entry", ["aot_function", "aot_function_keep", "md.compile"])
+def test_mutated_input_saved_by_autograd_compiles_and_matches_eager(fn, entry):
+    if entry == "md.compile":
+        md.reset()
+        cf = md.compile(fn)
+    else:
+        cf = aot_function(fn, keep_inference_input_mutations=entry.endswith("keep"))
+    g = torch.Generator().manual_seed(0)
+    shapes = [(4, 3), (5, 3), (5,)] if fn is _linear_then_mutate else [(4, 3), (4, 3), (4, 3)]
+    base = [torch.randn(*s, generator=g) for s in shapes]
+    for _ in range(2):
+        results = []
+        for f in (cf, fn):
+            x, w, b = base[0].clone(), base[1].clone().requires_grad_(), base[2].clone().requires_grad_()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", AOTFallbackWarning)
+                out = f(x, w, b)
+            results.append((out, x, _backward_outcome(out), w.grad, b.grad))
+        (out_c, x_c, bw_c, gw_c, gb_c), (out_e, x_e, bw_e, gw_e, gb_e) = results
+        torch.testing.assert_close(out_c, out_e)
+        torch.testing.assert_close(x_c, x_e)
+        assert bw_c == bw_e
+        torch.testing.assert_close((gw_c, gb_c), (gw_e, gb_e))
+    if fn is _linear_then_mutate:
+        assert bw_e[0] == "raised"
+    if entry != "md.compile":
+        assert cf.artifacts.fallback is None and cf.artifacts.compiled_function is not None

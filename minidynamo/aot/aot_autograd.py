@@ -160,6 +160,22 @@ def _check_metadata_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_arg
             )
 
 
+def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: Any) -> Any:
+    """The joint graph; traced again with saved-value hooks if autograd saw a saved input mutated.
+
+    See graph_capture's Note [A mutated input that autograd saved]: the first trace
+    is torch's; only a program on which torch's own joint trace fails is retraced.
+    """
+    from minidynamo.fake import FakeTensorMode
+
+    try:
+        return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+    except RuntimeError as exc:
+        if "modified by an inplace operation" not in str(exc):
+            raise
+    return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=FakeTensorMode(), saved_value_hooks=True)
+
+
 def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art: CompiledArtifacts, *,
                  as_strided_inputs: frozenset[int] = frozenset(), meta: Any = None) -> Callable:
     """Compile a flat function with no duplicate and no aliased-and-mutated inputs."""
@@ -172,14 +188,15 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
         meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=keep)
     fake_mode = FakeTensorMode()
     if training:
-        joint = aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+        joint = _trace_joint(flat_fn, flat_args, meta, fake_mode)
         part = _partition(config, joint, flat_args, meta)
         saved = {n.name for n in part.saved_values}
-        if any(f"primals_{i + 1}" in saved for i in meta.mutated_graph_handled_indices):
+        if any(f"primals_{i + 1}" in saved or i in joint.saved_then_mutated
+               for i in meta.mutated_graph_handled_indices):
             # The backward reads an input the forward's copy_ overwrote: write it back outside
             # instead, after save_for_backward, so its version counter catches it (as eager does).
             meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=False)
-            joint = aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=FakeTensorMode())
+            joint = _trace_joint(flat_fn, flat_args, meta, FakeTensorMode())
             part = _partition(config, joint, flat_args, meta)
     art.meta = meta
     if training:
@@ -194,6 +211,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             fw_out_requires_grad=joint.fw_out_requires_grad,
             num_inputs=len(flat_args),
             bw_mutated=joint.bw_mutated_inputs,
+            version_checked=joint.saved_then_mutated,
         )
         compiled_fn = fn_cls.apply
         art.compiled_function = fn_cls

@@ -93,6 +93,8 @@ class JointGraph:
     # primals the backward mutates (Note [Input mutations in the backward]); their new
     # values are the joint graph's last outputs, after the gradients
     bw_mutated_inputs: tuple[int, ...] = ()
+    # primals autograd saved and the forward then mutated (Note [A mutated input that autograd saved])
+    saved_then_mutated: tuple[int, ...] = ()
 
     def print_readable(self) -> str:
         from minidynamo.notebook import normalize_graph
@@ -261,11 +263,60 @@ def _copy_into_inputs(func_mode: Any, raw: tuple, fun: list, indices: list[int],
             torch.ops.aten.copy_.default(raw[i], new)
 
 
+def _saved_value_hooks(func_mode: Any, info: dict, num_primals: int):
+    """Note [A mutated input that autograd saved]: saved tensors keep the value they had when saved.
+
+    ``y = F.linear(x, w); x.add_(1)`` with ``w`` requiring grad: autograd saved
+    ``x`` for ``w``'s gradient, then the program mutated it. Under
+    functionalization the mutation only swapped the wrapper's value, so the
+    backward would read the *new* value; and autograd, seeing the version
+    counter move, refuses to trace the backward at all (torch's AOTAutograd
+    fails on this program). Eager runs the forward and raises only at
+    ``backward()``. So, in the joint trace, every saved tensor is packed with its
+    functional value and version (``saved_tensors_hooks``); unpacked, an input
+    whose version moved gives the value it had when saved (the graph stays
+    functional and correct), and is reported: the compiled forward then also
+    ``save_for_backward``s that input and the write-back happens after it, so a
+    real ``backward()`` raises eager's own error. A stale saved *intermediate*
+    still raises here (the graph runs eagerly).
+    """
+    from minidynamo.aot.functional_tensor import FunctionalStorage, FunctionalTensor
+
+    def pack(t):
+        if not isinstance(t, FunctionalTensor):
+            return t
+        return (t, t._version, func_mode.from_fun(t))
+
+    def unpack(packed):
+        if not isinstance(packed, tuple):
+            return packed
+        t, version, value = packed
+        if t._version == version:
+            return t
+        primal = next((i for i, p in enumerate(info["fun"][:num_primals]) if p is t), None)
+        if primal is None:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: a saved [{tuple(t.shape)}] intermediate is at version {t._version}; expected "
+                f"version {version} instead"
+            )
+        info.setdefault("saved_then_mutated", set()).add(primal)
+        with func_mode._below():
+            return FunctionalTensor(value, FunctionalStorage(value))
+
+    return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+
+
 def aot_dispatch_autograd_graph(
     flat_fn: Callable, flat_args: list[Any], meta: ViewAndMutationMeta, *, fake_mode: Any = None,
-    functionalize: bool = True,
+    functionalize: bool = True, saved_value_hooks: bool = False,
 ) -> JointGraph:
-    """Trace the joint graph of ``flat_fn`` on fake copies of ``flat_args``."""
+    """Trace the joint graph of ``flat_fn`` on fake copies of ``flat_args``.
+
+    ``saved_value_hooks``: trace under Note [A mutated input that autograd saved]'s
+    hooks (the caller retries with them when the plain trace meets a saved input
+    that the forward mutated; the plain trace's graph is torch's op for op).
+    """
     prepped = fn_prepped_for_autograd(flat_fn, meta)
     primals = list(flat_args)
     tangents = _make_tangents(meta)
@@ -290,7 +341,11 @@ def aot_dispatch_autograd_graph(
         args = _to_fun(func_mode, list(args))
         info["fun"] = args
         ps, ts = args[:num_primals], args[num_primals:]
-        outs, grads = create_joint(prepped, on_forward_done=forward_done)(ps, ts)
+        if func_mode is not None and saved_value_hooks:
+            with _saved_value_hooks(func_mode, info, num_primals):
+                outs, grads = create_joint(prepped, on_forward_done=forward_done)(ps, ts)
+        else:
+            outs, grads = create_joint(prepped, on_forward_done=forward_done)(ps, ts)
         info["num_fwd_outputs"] = len(outs)
         info["fw_out_requires_grad"] = [isinstance(o, torch.Tensor) and o.requires_grad for o in outs]
         # Note [Input mutations in the backward]
@@ -324,6 +379,7 @@ def aot_dispatch_autograd_graph(
             i for i, p in enumerate(primals) if isinstance(p, torch.Tensor) and p.requires_grad
         ],
         bw_mutated_inputs=info.get("bw_mutated", ()),
+        saved_then_mutated=tuple(sorted(info.get("saved_then_mutated", ()))),
     )
 
 

@@ -173,6 +173,7 @@ def create_compiled_function(
     fw_out_requires_grad: list[bool],
     num_inputs: int,
     bw_mutated: tuple[int, ...] = (),
+    version_checked: tuple[int, ...] = (),
 ) -> type[torch.autograd.Function]:
     """The ``autograd.Function`` that runs the compiled forward and backward (torch: CompiledFunction).
 
@@ -187,7 +188,12 @@ def create_compiled_function(
         error instead of computing a gradient from the new ``w``. A saved view is
         detached first (torch does the same: saving a view would keep its whole
         autograd history alive); ints and other non-tensors stay on ``ctx``.
+        ``version_checked`` inputs (graph_capture's Note [A mutated input that
+        autograd saved]) are saved too, unused, so that the write-back after the
+        forward makes ``backward()`` raise as eager's does, whichever values the
+        partitioner chose to save.
     """
+    n_checked = len(version_checked)
     num_fw_outs = meta.num_forward_returns
     n_mut = meta.num_mutated_inp_runtime_indices
     # Forward-return positions to box: metadata-only mutated inputs and aliased outputs.
@@ -212,11 +218,12 @@ def create_compiled_function(
             fw_outs, saved = list(outs[:num_fw_outs]), outs[num_fw_outs:]
             # Note [Saved tensors go through save_for_backward]
             tensors = [s for s in saved if isinstance(s, torch.Tensor)]
+            checked = [args[i] for i in version_checked]
             if len(tensors) == len(saved):
-                ctx.save_for_backward(*[t.detach() if t._is_view() else t for t in saved])
+                ctx.save_for_backward(*[t.detach() if t._is_view() else t for t in saved], *checked)
                 ctx.non_tensors = None
             else:
-                ctx.save_for_backward(*[t.detach() if t._is_view() else t for t in tensors])
+                ctx.save_for_backward(*[t.detach() if t._is_view() else t for t in tensors], *checked)
                 ctx.non_tensors = [(i, s) for i, s in enumerate(saved) if not isinstance(s, torch.Tensor)]
             # torch: Note [Intermediate Bases Optimization]. Hide this aliasing from autograd.
             for i in unsafe_view:
@@ -240,7 +247,9 @@ def create_compiled_function(
                 elif not g.is_contiguous():
                     g = g.contiguous()
                 tangents.append(g)
-            saved = ctx.saved_tensors
+            saved = ctx.saved_tensors  # raises here if a saved tensor was modified since (as eager)
+            if n_checked:
+                saved = saved[:-n_checked]
             if ctx.non_tensors is not None:
                 saved = list(saved)
                 for i, s in ctx.non_tensors:
