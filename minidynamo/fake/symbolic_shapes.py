@@ -403,6 +403,7 @@ class ShapeEnv:
     replacements: dict = field(default_factory=dict)
     specializations: list = field(default_factory=list)
     duck_guards: list = field(default_factory=list)  # (source, first source): sizes duck-sized together
+    divisible: dict = field(default_factory=dict)  # symbol -> k, after the guard Eq(Mod(s, k), 0)
 
     # -- symbols ---------------------------------------------------------------------------
     def create_symbol(self, val: int, source: str) -> "sympy.Symbol | int":
@@ -436,11 +437,13 @@ class ShapeEnv:
             expr = expr.xreplace(self.replacements)
         return expr
 
-    def statically_known(self, expr: sympy.Basic) -> Optional[bool]:
+    def statically_known(self, expr: sympy.Basic, use_guards: bool = True) -> Optional[bool]:
         """True/False when ``expr`` holds for every value of its symbols (each ``>= 2``), else None.
 
-        The test: write each symbol as ``t + 2`` with ``t >= 0`` and let sympy decide.
-        (Torch's ``_maybe_evaluate_static`` uses value ranges the same way, and more.)
+        The test: write each symbol as ``t + 2`` with ``t >= 0`` and let sympy decide;
+        a symbol already guarded divisible by ``k`` is written ``k*t`` with ``t >= 1``
+        (so after ``s0 % 8 == 0``, ``(3*s0) // 24 >= 0`` needs no guard of its own).
+        (Torch's ``_maybe_evaluate_static`` uses value ranges and divisibility the same way, and more.)
         """
         expr = self.simplify(_sympify(expr))
         if expr in (sympy.true, sympy.false):
@@ -450,7 +453,9 @@ class ShapeEnv:
                 return bool(expr)
             except TypeError:
                 return None
-        shifted = {s: sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + 2 for s in expr.free_symbols}
+        shifted = {s: sympy.Symbol(f"_t_{s.name}", integer=True, positive=True) * self.divisible[s]
+                   if use_guards and s in self.divisible else sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + 2
+                   for s in expr.free_symbols}
         try:
             out = sympy.simplify(expr.xreplace(shifted))
         except Exception:  # noqa: BLE001 - sympy could not decide
@@ -490,6 +495,10 @@ class ShapeEnv:
         expr = _canonical(expr)
         if not any(g.expr == expr for g in self.guards):
             self.guards.append(ShapeGuard(expr, why))
+        if isinstance(expr, sympy.Eq) and expr.rhs == 0 and isinstance(expr.lhs, sympy.Mod):
+            s, k = expr.lhs.args
+            if isinstance(s, sympy.Symbol) and k.is_Integer:
+                self.divisible[s] = int(k)
 
     def _unify(self, eq: sympy.Eq) -> None:
         """After ``Eq(s1, s0)`` held, write ``s1`` as ``s0`` from now on (Note [Duck sizing])."""
@@ -527,7 +536,8 @@ class ShapeEnv:
                         f"the trace needed {sym} == {repl} (the two sizes were unified)"))
         for g in self.guards:
             e = self.simplify(g.expr)
-            if e in (sympy.true, sympy.false) or self.statically_known(e) is True:
+            # a guard is dropped only when true with no guard's help (it may be a fact used by others)
+            if e in (sympy.true, sympy.false) or self.statically_known(e, use_guards=False) is True:
                 continue
             if isinstance(e, sympy.Eq) and (isinstance(e.lhs, sympy.Symbol) or isinstance(e.rhs, sympy.Symbol)):
                 if g.expr.free_symbols <= set(self.replacements):
