@@ -578,3 +578,20 @@ def test_warning_once_logs_once_and_adds_no_break():
         check(f, x)  # ours 1 graph; torch breaks at the logger call
     finally:
         logger.removeHandler(handler)
+
+
+# -- getattr(obj, name, default) takes the default only when the attribute is missing ---------------
+
+class Opaque:
+    @property
+    def scale(self):
+        return len(repr(object())) * 0 + 3.0  # repr of an object: not traced (a graph break)
+
+
+def test_getattr_default_is_not_taken_for_an_attribute_we_cannot_trace():
+    def f(x, obj):
+        x = x.sin()
+        return x * getattr(obj, "scale", 100.0) + getattr(obj, "missing", 1.0)
+
+    x = torch.randn(3)
+    torch.testing.assert_close(md.compile(f, backend="eager")(x, Opaque()), f(x, Opaque()))

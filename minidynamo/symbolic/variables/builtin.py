@@ -267,6 +267,9 @@ class BuiltinVariable(VariableTracker):
             try:
                 return obj.var_getattr(tx, attr)
             except Exception:  # noqa: BLE001
+                real = getattr(obj, "value", None) if not isinstance(obj, TensorVariable) else None
+                if real is not None and hasattr(real, attr):
+                    raise  # the attribute exists: the default would be a wrong value, so break instead
                 return default[0]
         return obj.var_getattr(tx, attr)
 
