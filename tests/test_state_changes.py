@@ -777,6 +777,88 @@ for _kind, (_a, _b) in CONSTANT_VALUES.items():
     case(f"constant-{_kind}-kept")(lambda a=_a: _const_world(a, a))
 
 
+# --- a class attribute the trace inlined, reassigned on the class (Note [A class attribute the trace used])
+
+def _class_forward_world(replace):
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.lin(x) + 1
+
+    net = Net()
+    return World(net, lambda: (torch.ones(2, 3),), change=lambda w: replace(type(w.fn)))
+
+
+case("class-forward-replaced")(lambda: _class_forward_world(
+    lambda cls: setattr(cls, "forward", lambda self, x: self.lin(x) * 100)))
+
+
+def _class_forward_called_world():
+    world = _class_forward_world(lambda cls: setattr(cls, "forward", lambda self, x: self.lin(x) - 5))
+    net = world.fn
+    world.fn = lambda x: net(x) * 2  # the module called from a compiled function, not compiled itself
+    world.change = lambda w: setattr(type(net), "forward", lambda self, x: self.lin(x) - 5)
+    return world
+
+
+case("class-forward-replaced-called-inside")(_class_forward_called_world)
+
+
+def _class_attr_world(kind):
+    class Thing:
+        @property
+        def k(self):
+            return 2.0
+
+        @staticmethod
+        def s(x):
+            return x + 1
+
+        @classmethod
+        def c(cls, x):
+            return x * 3
+
+    thing = Thing()
+    fns = {"property": lambda x: x * thing.k, "staticmethod": lambda x: thing.s(x) + Thing.s(x),
+           "classmethod": lambda x: thing.c(x)}
+    changes = {"property": lambda: setattr(Thing, "k", property(lambda self: 5.0)),
+               "staticmethod": lambda: setattr(Thing, "s", staticmethod(lambda x: x * 10)),
+               "classmethod": lambda: setattr(Thing, "c", classmethod(lambda cls, x: x - 7))}
+    return World(fns[kind], lambda: (torch.arange(3.0),), change=lambda w: changes[kind]())
+
+
+for _kind in ("property", "staticmethod", "classmethod"):
+    case(f"class-{_kind}-replaced")(lambda _kind=_kind: _class_attr_world(_kind))
+
+
+# --- torch.backends flags read by the trace (Note [torch.backends flags are guarded]) ----
+
+@contextlib.contextmanager
+def _flipped(module, attr, value):
+    old = getattr(module, attr)
+    setattr(module, attr, value)
+    try:
+        yield
+    finally:
+        setattr(module, attr, old)
+
+
+def _backend_flag_world(module, attr, value):
+    src = f"def fn(x):\n    return x + 1 if torch.backends.{module.__name__.split('.')[-1]}.{attr} == {value!r} else x - 1\n"
+    scope = {"torch": torch}
+    exec(src, scope)  # noqa: S102 - the flag read as an attribute chain, as user code reads it
+    return World(scope["fn"], lambda: (torch.ones(3),), change=lambda w: _flipped(module, attr, value))
+
+
+for _module, _attr, _value in ((torch.backends.cudnn, "enabled", False), (torch.backends.cudnn, "benchmark", True),
+                               (torch.backends.mkldnn, "enabled", False), (torch.backends.cudnn, "deterministic", True)):
+    case(f"backend-flag-{_module.__name__.split('.')[-1]}-{_attr}")(
+        lambda m=_module, a=_attr, v=_value: _backend_flag_world(m, a, v))
+
+
 # --- the tests -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -306,7 +306,8 @@ class OptimizedModule:
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         m = self._orig_mod
         try:
-            if is_plain_call(m):  # Note [A module call is guarded like torch's _call_impl]
+            # Note [A module call is guarded like torch's _call_impl]; ``M.forward = g`` later: trace the call
+            if is_plain_call(m) and type(m).forward is self._forward.fn:
                 return self._forward(m, *args, **kwargs)
             return self._call_impl(m, *args, **kwargs)  # hooks or an instance forward: trace nn.Module.__call__
         except Exception as exc:

@@ -493,8 +493,8 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         tests = "___global_state()" if "___global_state" in scope else \
             " and ".join(f"({_hoist_torch_constants(g.expr, scope)})" for g in global_state)
         lines += [f"    if not ({tests}):", "        return False"]
-    for g in guards:  # a flag read as a constant, not part of the C++ GlobalState (allow_tf32); warning_once's cache
-        if g.source is None and g.kind in ("BACKEND_FLAG", "LRU_CACHE"):
+    for g in guards:  # a flag read as a constant (allow_tf32), warning_once's cache, a class attribute inlined
+        if g.source is None and g.kind in ("BACKEND_FLAG", "LRU_CACHE", "CLASS_ATTRIBUTE"):
             lines += [f"    if not ({_hoist_torch_constants(g.expr, scope)}):", "        return False"]
     bound: dict[str, str] = {}  # source name -> the local holding it
     for i, (name, group) in enumerate(groups.items()):

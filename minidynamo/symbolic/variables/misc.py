@@ -136,6 +136,8 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
     from .builder import wrap_sourceless
     from .functions import UserFunctionVariable, UserMethodVariable
 
+    if isinstance(cls_attr, (property, staticmethod, classmethod)) or (inspect.isfunction(cls_attr) and source is None):
+        guard_class_attribute(tx, obj_var.python_type(), name, cls_attr)
     if isinstance(cls_attr, property) and cls_attr.fget is not None:
         return UserFunctionVariable(cls_attr.fget).call_function(tx, [obj_var], {})
     if isinstance(cls_attr, staticmethod):
@@ -149,6 +151,27 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
                                  "the trace inlined this method, looked up on the instance as Python does", n)
         return UserMethodVariable(cls_attr, obj_var, source=source)
     return None
+
+
+def guard_class_attribute(tx, cls: type, name: str, cls_attr: Any) -> None:
+    """Guard that ``cls.name`` is still what the trace used (Note [A class attribute the trace used]).
+
+    Note [A class attribute the trace used]
+        A property's getter, a staticmethod or classmethod, a module's ``forward``
+        read from the class are inlined; ``Cls.prop = property(g)`` or
+        ``Cls.forward = g`` after compile must recompile. The guard reads the
+        attribute the way the class's ``__dict__`` chain (MRO) stores it, through
+        ``inspect.getattr_static``: ``___getattr_static(___Cls, 'forward') is ___forward``.
+        One guard per class and name, however many instances the trace read it through
+        (the instances' types are guarded themselves).
+    """
+    guards = tx.output.guards
+    if not isinstance(name, str) or not isinstance(cls, type):
+        return
+    guards.scope.setdefault("___getattr_static", inspect.getattr_static)
+    c, a = guards.name_for(cls, cls.__name__), guards.name_for(cls_attr, name)
+    guards.add(None, "CLASS_ATTRIBUTE", f"___getattr_static({c}, {name!r}, None) is {a}",
+               f"the trace used {cls.__name__}.{name} as it was then", f"___getattr_static({c}, {name!r}, None)")
 
 
 class UserDefinedObjectVariable(VariableTracker):

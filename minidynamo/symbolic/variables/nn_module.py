@@ -49,7 +49,8 @@ def is_plain_call(m: torch.nn.Module) -> bool:
         hooks and global hooks are not traced: a graph break (guarded absent).
         ``md.compile(m)`` (``OptimizedModule``) runs the compiled ``type(m).forward``
         directly only while ``is_plain_call(m)``; otherwise it compiles the call.
-        Not guarded: the class's own ``forward`` reassigned (``M.forward = g``).
+        The class's own ``forward`` reassigned (``M.forward = g``) fails a
+        CLASS_ATTRIBUTE guard (Note [A class attribute the trace used], misc.py).
     """
     return not (m._forward_pre_hooks or m._forward_hooks or m._backward_pre_hooks or m._backward_hooks  # noqa: SLF001
                 or "forward" in m.__dict__ or _global_hooks())
@@ -167,6 +168,9 @@ class NNModuleVariable(VariableTracker):
             forward = inspect.getattr_static(type(m), "forward", None)
             if not inspect.isfunction(forward):
                 unimplemented(f"{name}.forward is not a Python function")
+            from .misc import guard_class_attribute
+
+            guard_class_attribute(tx, type(m), "forward", forward)  # ``M.forward = g`` later recompiles
             result = UserMethodVariable(forward, self).call_function(tx, list(args), dict(kwargs))
         for key, hook in post.items():
             fn = hook_var("_forward_hooks", key)(hook)
@@ -314,6 +318,9 @@ class NewModuleVariable(NNModuleVariable):
         forward = inspect.getattr_static(type(self.value), "forward", None)
         if not inspect.isfunction(forward):
             unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
+        from .misc import guard_class_attribute
+
+        guard_class_attribute(tx, type(self.value), "forward", forward)
         return UserMethodVariable(forward, self).call_function(tx, list(args), dict(kwargs))
 
     def reconstruct(self, codegen) -> str:

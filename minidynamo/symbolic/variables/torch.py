@@ -25,6 +25,7 @@ from minidynamo.trace_rules import is_library_module
 from ..exc import unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
+from .constant import ConstantVariable
 
 # Torch callables that only look at their (constant) arguments: fold them.
 CONSTANT_FOLD = {
@@ -181,6 +182,16 @@ class PythonModuleVariable(VariableTracker):
         attr = getattr(self.value, name)
         if self.source is not None and not is_library_module(self.value):
             return VariableBuilder(tx, AttrSource(self.source, name))(attr)
+        if _is_backend_flag(self.value, attr):
+            # Note [torch.backends flags are guarded]
+            #     ``torch.backends.cudnn.enabled``, ``.benchmark``, ``torch.backends.mkldnn.enabled``...
+            #     are process-wide switches a user flips between calls. Read as a constant,
+            #     each is guarded by name (``torch.backends.cudnn.enabled is True``), so a
+            #     change recompiles instead of running a trace that folded the old value.
+            expr = f"{self.value.__name__}.{name}"
+            tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} {'is' if attr in (True, False, None) else '=='} {attr!r}",
+                                 "the trace read this backend flag", expr)
+            return ConstantVariable(attr)
         return wrap_sourceless(tx, attr)
 
     def reconstruct(self, codegen) -> str:
@@ -188,6 +199,13 @@ class PythonModuleVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.value.__name__})"
+
+
+def _is_backend_flag(module: types.ModuleType, value: Any) -> bool:
+    """A switch of ``torch.backends.*`` (Note [torch.backends flags are guarded]): a bool, int, str or None."""
+    name = getattr(module, "__name__", "") or ""
+    return name.startswith("torch.backends.") and (
+        value is None or type(value) in (bool, int, str))
 
 
 _OP_TYPES = (type(torch.ops.aten.add), type(torch.ops.aten.add.Tensor))
