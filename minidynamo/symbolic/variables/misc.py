@@ -166,8 +166,8 @@ def guard_class_attribute(tx, cls: type, name: str, cls_attr: Any) -> None:
         (the instances' types are guarded themselves).
     """
     guards = tx.output.guards
-    if not isinstance(name, str) or not isinstance(cls, type):
-        return
+    if not isinstance(name, str) or not isinstance(cls, type) or inspect.getattr_static(cls, name, None) is not cls_attr:
+        return  # found past the class (``super().name``): the MRO lookup from ``cls`` finds another one
     guards.scope.setdefault("___getattr_static", inspect.getattr_static)
     c, a = guards.name_for(cls, cls.__name__), guards.name_for(cls_attr, name)
     guards.add(None, "CLASS_ATTRIBUTE", f"___getattr_static({c}, {name!r}, None) is {a}",
