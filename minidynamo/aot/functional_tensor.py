@@ -543,6 +543,10 @@ class FunctionalTensorMode(TorchDispatchMode):
         for (_, t), new in zip(written, results):
             if tuple(new.shape) != tuple(t.shape):
                 self._resize(aten.resize_.default, (t, list(new.shape)), {})
+            elif tuple(new.stride()) != tuple(t.stride()):
+                # eager's out= kernel writes into out's own strides (torch's functionalization
+                # keeps the twin's layout here, so a later read of the base gets other strides)
+                new = aten.copy.default(self._unwrap(t), new)
             self._commit(t, new)
         by_alias = {frozenset(func._schema.arguments[i].alias_info.before_set): t for i, t in written}
         outs = [by_alias.get(frozenset(r.alias_info.before_set)) if r.alias_info is not None else None
