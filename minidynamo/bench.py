@@ -22,7 +22,13 @@ per-call overhead / torch's. The machine is noisy: absolute times drift between
 runs, ratios measured in one run hold to about 5%. Nothing here asserts a time.
 
     python -m minidynamo.bench [--json PATH] [--plot PATH] [--quick] [--only NAME,...] [--no-scaling]
-                               [--no-cold] [--repeats N] [--frame-hook]
+                               [--no-cold] [--repeats N] [--frame-hook] [--compare PATH] [--no-imports]
+
+``cold_ratio`` = our cold figure / torch's: ``compile()`` plus the first call in a fresh
+process (Note [The cold figure is compile() and the first call]). The output ends with
+the import time of a first compile by group (Note [Import time of a first compile]) and
+any ratio more than 10% worse than in the previous full run (``test-artifacts/bench.json``,
+or ``--compare PATH``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -276,9 +283,16 @@ def worker(spec: dict) -> dict:
         warm(x).backward()
         _reset(system)
 
-    compiled = _compile(system, wl.fn)
+    cold = not spec.get("warm", True)
+    if system == "torch":
+        from minidynamo.real_passes import counting_backend  # noqa: F401 - ours, imported before the timer
+    # Note [The cold figure is compile() and the first call]: torch.compile() imports
+    # torch._dynamo before the first call, md.compile() its stages at the first call;
+    # a learner's first `compile(f)(x)` pays both, so the cold figure times both.
+    setup_s = _timed(lambda: _store(spec, "_compiled", _compile(system, wl.fn)))
+    compiled = spec.pop("_compiled")
     args = wl.make_inputs()
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"compile_fn_s": setup_s}
     if system == "ours":
         from minidynamo import events
 
@@ -292,6 +306,9 @@ def worker(spec: dict) -> dict:
             result["compile_s"] = _timed(lambda: _store(result, "out", compiled(*args)))
         ops = real_log.counts()
     out = result.pop("out")
+    if cold:
+        result["first_call_s"] = result["compile_s"]
+        result["compile_s"] += setup_s
     result["ops_per_pass"] = ops
     if wl.backward:
         result["first_backward_s"] = _timed(lambda: out.backward())
@@ -407,6 +424,7 @@ def run(workloads: tuple[str, ...], quick: bool, scaling: bool, cold: bool, prog
         ours, theirs = figures["ours"], figures["torch"]
         report[name] = {
             "compile_ratio": _ratio(ours["compile_s"], theirs["compile_s"]),
+            "cold_ratio": _ratio(ours.get("compile_cold_s", 0.0), theirs.get("compile_cold_s", 0.0)),
             "overhead_ratio": _ratio(ours["overhead_s"], theirs["overhead_s"]),
             "ops_per_pass": {"ours": ours["ops_per_pass"], "torch": theirs["ops_per_pass"]},
             "ours": {k: v for k, v in ours.items() if k != "ops_per_pass"},
@@ -425,6 +443,83 @@ def run(workloads: tuple[str, ...], quick: bool, scaling: bool, cold: bool, prog
     return report
 
 
+def _workloads(report: dict) -> list:
+    """The workload rows of a report (not ``_imports`` or ``dynamic_shapes``)."""
+    return [(n, e) for n, e in report.items() if isinstance(e, dict) and "compile_ratio" in e and "ours" in e]
+
+
+# --- one-time costs: what a first compile imports -----------------------------------
+
+_IMPORT_PROBE = (
+    "import torch\n"
+    "import minidynamo as md\n"
+    "model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())\n"
+    "md.compile(lambda x: model(x).sum())(torch.randn(2, 8)).backward()\n"
+)
+
+
+def import_breakdown() -> dict:
+    """``python -X importtime`` of ``import torch`` plus a first ``md.compile(...)(x)``, grouped.
+
+    Note [Import time of a first compile]
+        Seconds of a learner's first compile can be imports, not tracing: real
+        Dynamo's ``torch._dynamo`` pulls in sympy and half of torch. The probe runs a
+        tiny MLP's first compile and backward in a fresh process and sums each
+        module's own import time into groups: ``import torch`` itself, modules of
+        ours, ``torch._dynamo`` (imported by torch's Python meta kernels, which are
+        wrapped in ``torch._disable_dynamo``), sympy, the rest.
+    """
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", _IMPORT_PROBE],
+                          capture_output=True, text=True, timeout=600)
+    own: dict[str, float] = {}
+    for line in proc.stderr.splitlines():
+        parts = [p.strip() for p in line[len("import time:"):].split("|")] if line.startswith("import time:") else []
+        if len(parts) == 3 and parts[0].isdigit():
+            own[parts[2]] = own.get(parts[2], 0.0) + int(parts[0]) / 1e6
+    groups = {"torch (import torch)": 0.0, "minidynamo": 0.0, "torch._dynamo": 0.0, "sympy": 0.0, "other": 0.0}
+    for name, t in own.items():
+        top = name.split(".")[0]
+        if top == "minidynamo":
+            groups["minidynamo"] += t
+        elif name.startswith(("torch._dynamo", "torch._inductor")):
+            groups["torch._dynamo"] += t
+        elif top in ("sympy", "torch"):
+            groups["sympy" if top == "sympy" else "torch (import torch)"] += t
+        else:
+            groups["other"] += t
+    ours = sorted(((t, n) for n, t in own.items() if n.startswith("minidynamo")), reverse=True)[:6]
+    return {"groups_s": groups, "ours_top_s": {n: t for t, n in ours}, "ok": proc.returncode == 0}
+
+
+def format_imports(imports: dict) -> str:
+    g = imports["groups_s"]
+    return "\n".join([
+        "import time of a first md.compile(...)(x), own time per group (ms): "
+        + ", ".join(f"{k} {v * 1000:.0f}" for k, v in g.items()),
+        "  our slowest modules (ms): " + ", ".join(f"{n} {t * 1000:.0f}" for n, t in imports["ours_top_s"].items()),
+    ])
+
+
+# --- regressions against the previous run ---------------------------------------------
+
+RATIOS = ("compile_ratio", "cold_ratio", "overhead_ratio")
+PREVIOUS = "test-artifacts/bench.json"  # the last full run's figures, compared with the next one
+
+
+def regressions(report: dict, previous: dict, tolerance: float = 0.10) -> list[str]:
+    """Each ratio more than ``tolerance`` worse (higher) than in ``previous``, as a line to print."""
+    lines = []
+    for name, e in _workloads(report):
+        old = previous.get(name)
+        if not isinstance(old, dict):
+            continue
+        for key in RATIOS:
+            a, b = e.get(key), old.get(key)
+            if a is not None and b and a > b * (1 + tolerance):
+                lines.append(f"REGRESSION {name} {key}: {b:.2f} -> {a:.2f} ({(a / b - 1) * 100:+.0f}%)")
+    return lines
+
+
 def format_table(report: dict) -> str:
     def ms(x: float | None) -> str:
         return "-" if x is None else f"{x * 1000:.1f}"
@@ -433,28 +528,28 @@ def format_table(report: dict) -> str:
         return "-" if x is None else f"{x:.2f}"
 
     lines = [
-        f"{'workload':<18}{'compile ms (ours/torch)':>26}{'ratio':>7}{'cold ms (ours/torch)':>24}"
+        f"{'workload':<24}{'compile ms (ours/torch)':>26}{'ratio':>7}{'cold ms (ours/torch)':>24}{'ratio':>7}"
         f"{'overhead ms (ours/torch)':>27}{'ratio':>7}",
     ]
-    for name, e in report.items():
+    for name, e in _workloads(report):
         o, t = e["ours"], e["torch"]
         lines.append(
-            f"{name:<18}{ms(o['compile_s']) + ' / ' + ms(t['compile_s']):>26}{ratio(e['compile_ratio']):>7}"
-            f"{ms(o.get('compile_cold_s')) + ' / ' + ms(t.get('compile_cold_s')):>24}"
+            f"{name:<24}{ms(o['compile_s']) + ' / ' + ms(t['compile_s']):>26}{ratio(e['compile_ratio']):>7}"
+            f"{ms(o.get('compile_cold_s')) + ' / ' + ms(t.get('compile_cold_s')):>24}{ratio(e.get('cold_ratio')):>7}"
             f"{ms(o.get('overhead_s')) + ' / ' + ms(t.get('overhead_s')):>27}{ratio(e['overhead_ratio']):>7}"
         )
     lines.append("")
     lines.append("FakeTensor ops per pass (ours | torch):")
-    for name, e in report.items():
+    for name, e in _workloads(report):
         ours = ", ".join(f"{k}={v}" for k, v in e["ops_per_pass"]["ours"].items())
         theirs = ", ".join(f"{k}={v}" for k, v in e["ops_per_pass"]["torch"].items())
         lines.append(f"  {name:<18} {ours} | {theirs}")
-    for name, e in report.items():
+    for name, e in _workloads(report):
         on, off = e["ours"].get("compile_recording_on_s"), e["ours"].get("compile_recording_off_s")
         if on and off:
             lines.append(f"event log, {name}: our compile {ms(on)} ms recording, {ms(off)} ms not "
                          f"({(on / off - 1) * 100:+.0f}%)")
-    for name, e in report.items():
+    for name, e in _workloads(report):
         if "first_backward_s" in e["ours"]:
             lines.append(f"first backward, {name}: ours {ms(e['ours']['first_backward_s'])} ms, "
                          f"torch {ms(e['torch']['first_backward_s'])} ms")
@@ -476,7 +571,7 @@ def plot(report: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(report)
+    names = [n for n, _ in _workloads(report)]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     axes[0].bar(names, [report[n]["compile_ratio"] or 0 for n in names])
     axes[0].axhline(0.5, color="red", linestyle="--", label="target 0.5")
@@ -512,6 +607,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="workers per system and workload, alternating; figures are medians (default 5, --quick 1)")
     parser.add_argument("--frame-hook", action="store_true",
                         help="only the frame hook's figures (minidynamo/bench_frame_hook.py), in a fresh process")
+    parser.add_argument("--compare", metavar="PATH", default=None,
+                        help=f"a previous run's --json to compare ratios with (default {PREVIOUS}, if present); "
+                             f"a full run (no --quick/--only) saves its figures there")
+    parser.add_argument("--no-imports", action="store_true", help="skip the import-time breakdown")
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -538,12 +637,27 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeats must be at least 1")
     report = run(workloads, args.quick, not args.no_scaling, not args.no_cold,
                  progress=lambda msg: print(msg, file=sys.stderr, flush=True), repeats=repeats)
+    if not (args.no_imports or args.quick):
+        report["_imports"] = import_breakdown()
     print(format_table(report))
     if dynamic_row:
         from minidynamo import bench_dynamic
 
         report["dynamic_shapes"] = bench_dynamic.run(args.quick)
         print(bench_dynamic.format_report(report["dynamic_shapes"]))
+    if "_imports" in report:
+        print(format_imports(report["_imports"]))
+    compare = args.compare or (PREVIOUS if os.path.exists(PREVIOUS) else None)
+    if compare:
+        with open(compare) as f:
+            found = regressions(report, json.load(f))
+        print(f"against {compare}: " + ("no ratio more than 10% worse" if not found else f"{len(found)} regression(s)"))
+        for line in found:
+            print("  " + line)
+    if not (args.quick or args.only):
+        os.makedirs(os.path.dirname(PREVIOUS), exist_ok=True)
+        with open(PREVIOUS, "w") as f:
+            json.dump(report, f, indent=2)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

@@ -61,3 +61,24 @@ def test_recording_cost_is_measured_and_printed(report):
     ours = data["mutation_views"]["ours"]
     assert ours["compile_recording_on_s"] > 0 and ours["compile_recording_off_s"] > 0
     assert "event log, mutation_views: our compile" in stdout
+
+
+def test_a_ratio_more_than_ten_percent_worse_is_flagged():
+    from minidynamo import bench
+
+    def row(**ratios):
+        return {"ours": {}, "torch": {}, "compile_ratio": 0.2, "cold_ratio": 0.5, "overhead_ratio": 0.4, **ratios}
+
+    previous = {"mlp": row(), "gpt2_tiny": row()}
+    now = {"mlp": row(overhead_ratio=0.45), "gpt2_tiny": row(cold_ratio=0.54), "new": row(), "_imports": {}}
+    found = bench.regressions(now, previous)
+    assert len(found) == 1 and "mlp overhead_ratio" in found[0] and "+12%" in found[0]
+
+
+def test_import_breakdown_groups_a_first_compile():
+    from minidynamo import bench
+
+    imports = bench.import_breakdown()
+    assert imports["ok"] and imports["groups_s"]["minidynamo"] > 0 and imports["groups_s"]["torch (import torch)"] > 0
+    assert any(n.startswith("minidynamo.symbolic") for n in imports["ours_top_s"])
+    assert "import time of a first md.compile" in bench.format_imports(imports)

@@ -341,6 +341,12 @@ class FunctionalTensorMode(TorchDispatchMode):
     ``torch._subclasses.functional_tensor.FunctionalTensorMode``.
     """
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # not wrapped in torch._disable_dynamo: that imports real Dynamo (seconds) at the first op (issue 17)
+        return False
+
+
     def __init__(self) -> None:
         super().__init__()
         self.num_rewrites = 0

@@ -115,6 +115,12 @@ class PythonKeyTracer:
 class ProxyTorchDispatchMode(TorchDispatchMode):
     """The tracer on the Python dispatch key: record the op, then let it run below."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # not wrapped in torch._disable_dynamo: that imports real Dynamo (seconds) at the first op (issue 17)
+        return False
+
+
     def __init__(self, tracer: PythonKeyTracer) -> None:
         super().__init__()
         self.tracer = tracer

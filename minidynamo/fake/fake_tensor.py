@@ -244,6 +244,12 @@ class FakeTensorMode(TorchDispatchMode):
     :meth:`from_tensor` instead of raising MixedFakeTensorError (as torch's flag).
     """
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # not wrapped in torch._disable_dynamo: that imports real Dynamo (seconds) at the first op (issue 17)
+        return False
+
+
     def __init__(self, *, allow_non_fake_inputs: bool = False):
         super().__init__()
         from minidynamo.fake.converter import FakeTensorConverter

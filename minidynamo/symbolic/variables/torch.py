@@ -15,6 +15,7 @@ Note [torch functions go into the graph whole]
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from typing import Any
 
@@ -86,8 +87,14 @@ BREAK = {
 }
 
 
-@functools.lru_cache(None)
 def _graph_break_fns() -> tuple:
+    """``torch._dynamo.graph_break``, once torch._dynamo is imported; before, no user code can hold it.
+
+    Importing torch._dynamo costs seconds (sympy, the whole of real Dynamo): a first
+    compile must not pay that to recognise one function its code does not call.
+    """
+    if "torch._dynamo" not in sys.modules:
+        return ()
     from minidynamo._torch_private import dynamo_graph_break_fn
 
     return (dynamo_graph_break_fn(),)
