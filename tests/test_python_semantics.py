@@ -19,6 +19,7 @@ raised in compiled code), in our own words.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import traceback
 import types
@@ -659,3 +660,79 @@ def test_exception_inside_the_block_after_a_break_restores_grad_mode():
         with contextlib.redirect_stdout(io.StringIO()), pytest.raises(ValueError, match="inside the block"):
             compiled(torch.randn(3, requires_grad=True))
         assert torch.is_grad_enabled()
+
+
+# --- min/max with key= / default=, sets holding tensors, lru_cache on a method -----------
+
+def max_with_key(x):
+    return max([3, 1, 2], key=lambda v: -v) * x, min(3, -4, key=abs)
+
+
+def min_of_empty_with_default(x):
+    return min([], default=4) * x, max((), default=None) is None
+
+
+def max_of_tensors_by_a_python_key(x):
+    return max([x, x + 1, x - 1], key=lambda t: t.sum().item())
+
+
+def set_of_tensors(x):
+    y = x + 1
+    s = {x, y}
+    s.add(x)  # tensors hash by identity: still two
+    return len(s), x in s, (x * 2) in s
+
+
+class _Cached:
+    @functools.lru_cache  # noqa: B019 - the pattern under test
+    def double(self, x):
+        return x * 2
+
+
+_CACHED = _Cached()
+
+
+def lru_cached_method(x):
+    return _CACHED.double(x) + 1
+
+
+@pytest.mark.parametrize("fn", [max_with_key, min_of_empty_with_default, max_of_tensors_by_a_python_key,
+                                set_of_tensors, lru_cached_method])
+def test_builtins_with_keys_sets_and_cached_methods_match_eager(fn):
+    x = torch.randn(3)
+    with _quiet():
+        got = md.compile(fn, backend="eager")(x)
+    want = fn(x)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        if isinstance(w, torch.Tensor):
+            torch.testing.assert_close(g, w)
+        else:
+            assert g == w
+
+
+@pytest.mark.parametrize("fn", [max_with_key, min_of_empty_with_default, set_of_tensors, lru_cached_method])
+def test_builtins_with_keys_sets_and_cached_methods_count_like_torch(fn):
+    x = torch.randn(3)
+    with _quiet():
+        theirs, ours = dynamo_explain(fn, x), md.explain(fn, x)
+    assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
+
+
+def test_a_cached_method_replaced_recompiles():
+    class Holder:
+        @functools.lru_cache  # noqa: B019
+        def f(self, x):
+            return x * 2
+
+    h = Holder()
+
+    def fn(x):
+        return h.f(x) + 1
+
+    compiled, x = md.compile(fn, backend="eager"), torch.ones(2)
+    torch.testing.assert_close(compiled(x), fn(x))
+    h.f = lambda x: x * 50  # an instance attribute now hides the class's cached method
+    torch.testing.assert_close(compiled(x), fn(x))
+    del h.f
+    Holder.f = functools.lru_cache(lambda self, x: x - 9)
+    torch.testing.assert_close(compiled(x), fn(x))

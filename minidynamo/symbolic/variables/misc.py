@@ -140,6 +140,15 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
         guard_class_attribute(tx, obj_var.python_type(), name, cls_attr)
     if isinstance(cls_attr, property) and cls_attr.fget is not None:
         return UserFunctionVariable(cls_attr.fget).call_function(tx, [obj_var], {})
+    from .functional import is_lru_cache_of_user_function
+
+    if is_lru_cache_of_user_function(cls_attr):  # ``@lru_cache`` on a method: its body inlined, as for a function
+        guard_class_attribute(tx, obj_var.python_type(), name, cls_attr)
+        if obj_var.source is not None:  # the instance dict does not hide it (``obj.g = f`` later recompiles)
+            owner = obj_var.source.name()
+            tx.output.guards.add(obj_var.source, "NOT_IN_DICT", f"{name!r} not in {owner}.__dict__",
+                                 "the trace inlined the class's cached method: no instance attribute hides it", owner)
+        return UserMethodVariable(cls_attr.__wrapped__, obj_var)
     if isinstance(cls_attr, staticmethod):
         return wrap_sourceless(tx, cls_attr.__func__)
     if isinstance(cls_attr, classmethod):
