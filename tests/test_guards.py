@@ -349,3 +349,24 @@ def test_a_hook_or_a_replaced_attribute_after_the_call_still_recompiles():
     assert torch.allclose(compiled(x), net(x))
     net.blocks[0][0].weight = torch.nn.Parameter(torch.randn(4, 3, 3, 3))
     assert torch.allclose(compiled(x), net(x))
+
+
+def test_class_attribute_guard_as_dict_lookups_sees_a_forward_replaced_on_the_class_or_its_base():
+    """Note [A class attribute guard without inspect]: inherited forward, replaced on the subclass or the base."""
+    class Base(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    class Child(Base):
+        pass
+
+    m = Child()
+    compiled = md.compile(lambda x: m(x))
+    x = torch.randn(3)
+    assert torch.equal(compiled(x), x + 1)
+    source = compiled.cache.entries[0].check.source
+    assert "'forward' not in" in source and "__dict__.get('forward')" in source and "getattr_static" not in source
+    Base.forward = lambda self, x: x * 3
+    assert torch.equal(compiled(x), x * 3)
+    Child.forward = lambda self, x: x - 2
+    assert torch.equal(compiled(x), x - 2)
