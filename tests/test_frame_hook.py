@@ -318,3 +318,27 @@ def test_benchmark_reports_the_loop_break_and_the_hook_cost(tmp_path):
     assert lb["hook"] and lb["callee_graphs"] >= 1  # the callee was compiled though its caller was skipped
     assert set(lb["per_call_s"]) == {"eager", "hooked", "explicit", "torch"}
     assert report["hook_cost"]["plain_call_s"] > 0
+
+
+# --- what the hook exposed: frames the explicit design never traced -------------------
+
+class Base:
+    def step(self, x):
+        print("", end="")  # a graph break inside the method super() finds
+        return x + 1
+
+
+class Child(Base):
+    def step(self, x):
+        return super().step(x) * 2  # at the break: Base.step bound to self, not self.step
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_method_found_through_super_is_called_at_a_break(on):
+    # rebuilt as ``self.step`` the call would find Child.step again: recursion without end
+    x = torch.randn(3)
+    with frame_hook.using(on):
+        compiled = md.compile(lambda c, x: c.step(x), backend="eager")
+        for _ in range(2):
+            torch.testing.assert_close(compiled(Child(), x), Child().step(x))
+

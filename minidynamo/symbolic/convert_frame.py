@@ -247,8 +247,7 @@ def finish(tx, frame, config) -> CacheEntry:
     graphs = []
     if compiled is not None:
         gm, fn, sources = compiled
-        # the graph runs with the frame hook off, as torch wraps it in `disable` (Note [The frame hook])
-        cg.scope[name] = fn if config.hook is None else functools.partial(config.hook.call_with, None, fn)
+        cg.scope[name] = fn  # the transformed code runs with the frame hook off (Note [The frame hook])
         graph_call = f"___graph_out = {name}({graph_args(sources, tx.output.guards.guards, tx.output.guards.read_expr)})"
         graphs.append(gm)
         if config.on_graph is not None:
@@ -289,7 +288,7 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
         # function is a different frame, so it cannot run them for the user's frame.
         unimplemented(f"{fn.as_python_constant().__name__}() without arguments at a graph break")
     fn_expr = cg.expr(fn)
-    if _routes_through_compiler(fn) and config.hook is None:  # with the frame hook the callee's frame is hooked
+    if _routes_through_compiler(fn):  # the callee goes through the cache (with the hook: its frame is hooked)
         fn_expr = f"___compiled({fn_expr})"
     line = f"___r = {fn_expr}({', '.join(arg_exprs)})   # graph break: run eagerly"
     stack_exprs = [cg.expr(v) for v in below] + ["___r"]

@@ -15,12 +15,16 @@ Note [The frame hook]
     original function. CPython hands each fresh frame to the C hook, which calls
     ``frame_callback(function, args)`` with the hook off: our own code, torch's and the
     stdlib's answer SKIP (the code object is marked, never asked again); a user frame
-    goes through ``call_frame``, which runs a cache entry with the hook on again, or
-    answers DEFAULT: CPython runs the frame itself, its callees still hooked. A frame
-    Dynamo skips (a graph break in a loop) thus runs at CPython's speed while the
-    functions it calls are compiled. Resume functions are not code objects here (Note
-    [A resume function is a frame that starts in the middle]): compiled code still
-    calls them, and they still pass ``call_frame`` explicitly.
+    goes through ``call_frame``, which runs a cache entry, or answers DEFAULT: CPython
+    runs the frame itself, its callees still hooked. A frame Dynamo skips (a graph
+    break in a loop) thus runs at CPython's speed while the functions it calls are
+    compiled. A cache entry's code runs with the hook off, as in the explicit design:
+    only the user call it makes eagerly at a graph break turns it on
+    (``___compiled(fn)``, ``compiled_callee``), so what the code rebuilds after the graph
+    (a ``ModelOutput(...)``, a setattr) is not traced as frames of its own, which torch
+    does not trace either. Resume functions are not code objects here (Note [A resume
+    function is a frame that starts in the middle]): compiled code still calls them,
+    and they still pass ``call_frame`` explicitly.
 
 Note [No PEP 523: calls go through the cache explicitly]
     Without the hook (no C compiler, another Python, ``MINIDYNAMO_NO_FRAME_HOOK=1``;
@@ -136,7 +140,15 @@ class CompileConfig:
         return wrapper if wrapper.fn is fn else OptimizedFunction(fn, self)
 
     def compiled_callee(self, fn: Any) -> Callable:
-        """Route a call made eagerly at a graph break through the cache (Note [No PEP 523 ...])."""
+        """Route a call made eagerly at a graph break through the cache (Note [No PEP 523 ...]).
+
+        With the frame hook, the call runs with the hook on: the frames it makes pass the cache.
+        """
+        if self.hook is not None:
+            if isinstance(fn, torch.nn.Module) or is_user_function(fn) or (
+                    isinstance(fn, types.MethodType) and is_user_function(fn.__func__)):
+                return functools.partial(self.hook.call_with, self.frame_callback, fn)
+            return fn
         if isinstance(fn, torch.nn.Module):
             forward = getattr(type(fn), "forward", None)
             if not is_plain_call(fn) or not is_user_function(forward):  # hooks run eagerly, with forward
@@ -168,13 +180,6 @@ def _not_user_code(func: types.FunctionType) -> bool:
     if module.startswith("minidynamo.") and not module.startswith(("minidynamo.bench", "minidynamo.exercises", "minidynamo.corpus")):
         return True  # code minidynamo made at run time (a dataclass's __init__ is exec'd)
     return filename.startswith(_PACKAGE) and not filename.startswith(_WORKLOADS)
-
-
-def _hooked(config: CompileConfig, fn: Callable, *args: Any) -> Any:
-    """``fn(*args)`` with the frame hook on for ``config`` (Note [The frame hook]); plain without it."""
-    if config.hook is None:
-        return fn(*args)
-    return config.hook.call_with(config.frame_callback, fn, *args)
 
 
 def _make_binder(fn: Callable) -> Callable:
@@ -337,7 +342,7 @@ def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
 
     No user code runs inside an ``except`` block of ours, so nothing of ours is chained
     to the user's exception as its ``__context__`` (Note [The user's exception reaches
-    the user unchanged]). With the frame hook, the lookup runs with the hook off and the frame's code with it on.
+    the user unchanged]). With the frame hook, the lookup and the entry's code run with the hook off.
     """
     if config.hook is None:
         return _call_frame(frame, L, config, eager, run_skipped or frame.run_eagerly)
@@ -354,7 +359,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
     for entry in cache.entries:
         if entry.check(L, G):
             counters["cache_hits"] += 1
-            return _hooked(config, entry.fn, L, G)
+            return entry.fn(L, G)
     if cache.entries:
         guard, change = cache.entries[-1].check.first_failure(L, G)
         from .dynamic_shapes import automatic_dynamic_changes
@@ -395,7 +400,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
     warn_if_retried(frame, cache.frame_state, entry)
     if entry is not None:
         cache.entries.append(entry)
-        return _hooked(config, entry.fn, L, G)
+        return entry.fn(L, G)
     if fallback == "user error?":
         out = eager()
         if config.hook is not None and out is config.hook.DEFAULT:

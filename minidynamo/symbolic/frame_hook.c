@@ -195,17 +195,18 @@ static PyObject *set_callback(PyObject *self, PyObject *cb) {
     return previous ? previous : Py_NewRef(Py_None); /* the reference the slot held */
 }
 
-/* call_with(cb or None, fn, *args): fn(*args) with this thread's callback set to cb. */
-static PyObject *call_with(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+/* call_with(cb or None, fn, *args, **kwargs): fn(*args, **kwargs) with this thread's callback set to cb. */
+static PyObject *call_with(PyObject *self, PyObject *const *argv, Py_ssize_t nargsf, PyObject *kwnames) {
+    Py_ssize_t argc = PyVectorcall_NARGS(nargsf);
     if (argc < 2) {
-        PyErr_SetString(PyExc_TypeError, "call_with(callback, fn, *args)");
+        PyErr_SetString(PyExc_TypeError, "call_with(callback, fn, *args, **kwargs)");
         return NULL;
     }
     PyObject *previous = set_callback(self, argv[0]);
     if (previous == NULL) {
         return NULL;
     }
-    PyObject *out = PyObject_Vectorcall(argv[1], argv + 2, (size_t)(argc - 2), NULL);
+    PyObject *out = PyObject_Vectorcall(argv[1], argv + 2, (size_t)(argc - 2), kwnames);
     PyObject *back = set_callback(self, previous);
     Py_DECREF(previous);
     Py_XDECREF(back);
@@ -240,7 +241,7 @@ static PyObject *stats(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"set_callback", set_callback, METH_O, "Set this thread's callback (None: off); returns the previous one."},
-    {"call_with", (PyCFunction)(void (*)(void))call_with, METH_FASTCALL, "call_with(cb, fn, *args)"},
+    {"call_with", (PyCFunction)(void (*)(void))call_with, METH_FASTCALL | METH_KEYWORDS, "call_with(cb, fn, *args, **kwargs)"},
     {"unskip", unskip, METH_O, "Forget that a code object was marked SKIP."},
     {"is_skipped", is_skipped, METH_O, "Was this code object marked SKIP?"},
     {"stats", stats, METH_NOARGS, "Frames the hook looked at, callbacks made, whether it is installed."},

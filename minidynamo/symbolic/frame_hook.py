@@ -34,7 +34,7 @@ from typing import Any, Iterator, Optional
 _SOURCE = Path(__file__).with_name("frame_hook.c")
 _MODULE = "minidynamo_frame_hook"  # the C file's PyInit_ name
 _state: dict[str, Any] = {}
-ON_BY_DEFAULT = False  # until the whole suite passes with it; MINIDYNAMO_FRAME_HOOK=1 turns it on
+ON_BY_DEFAULT = True  # MINIDYNAMO_NO_FRAME_HOOK=1 turns it off (the explicit-call design)
 
 
 def get() -> Optional[ModuleType]:

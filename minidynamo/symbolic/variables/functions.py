@@ -196,7 +196,16 @@ class UserMethodVariable(UserFunctionVariable):
         return UserFunctionVariable(self.fn, source=self.source and AttrSource(self.source, "__func__")).closure_cells(tx)
 
     def reconstruct(self, codegen) -> str:
-        return f"{codegen.expr(self.obj)}.{self.fn.__name__}"
+        obj = codegen.expr(self.obj)
+        try:
+            plain = getattr(self.obj.python_type(), self.fn.__name__, None) is self.fn
+        except Exception:  # noqa: BLE001 - no type known: bind explicitly
+            plain = False
+        if plain:
+            return f"{obj}.{self.fn.__name__}"
+        # found through super() (or under another name): ``obj.name`` would find a different function
+        method_type = codegen.install(types.MethodType, "MethodType")
+        return f"{method_type}({codegen.install(self.fn, self.fn.__name__)}, {obj})"
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn.__qualname__})"
