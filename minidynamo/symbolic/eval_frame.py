@@ -93,6 +93,7 @@ class FrameCache:
     fallback: Any = None  # why this frame runs eagerly for good
     skipped: bool = False  # Dynamo's SkipFrame: eager, but the frames it calls are still compiled
     frame_state: dict = field(default_factory=dict)  # input sizes traced so far (Note [Automatic dynamic])
+    no_ops: bool = False  # Note [A frame the hook met that traced no ops is skipped]
 
 
 @dataclass(eq=False)
@@ -110,6 +111,7 @@ class CompileConfig:
     on_entry: Optional[Callable] = None
     hook: Any = field(default_factory=frame_hook.get)  # the C frame hook, or None (Note [The frame hook])
     by_id: dict = field(default_factory=dict)  # id(code) -> OptimizedFunction, for the hook's callback
+    targets: set = field(default_factory=set)  # the code objects md.compile / md.explain was given
 
     def frame_callback(self, func: types.FunctionType, args: tuple) -> Any:
         """Called by ``frame_hook.c`` for a fresh frame: a cache entry's result, or DEFAULT / SKIP."""
@@ -127,7 +129,10 @@ class CompileConfig:
                 L[name] = cell.cell_contents
             except ValueError:
                 pass
-        return _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here
+        out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here
+        if out is self.hook.DEFAULT and self.frames[code].no_ops:
+            return self.hook.SKIP  # never asked again, as torch's SkipFrame marks the code
+        return out
 
     def _in_cpython(self, *_: Any) -> Any:
         return self.hook.DEFAULT
@@ -306,6 +311,7 @@ class OptimizedModule:
     def __init__(self, module: torch.nn.Module, config: CompileConfig):
         self._orig_mod = module
         self._forward = config.optimized(type(module).forward)
+        config.targets.add(type(module).forward.__code__)
         self._call_impl = config.optimized(_call_module)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
@@ -398,6 +404,9 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         if entry is not None or not retry_static(frame, cache.frame_state, fallback):
             break
     warn_if_retried(frame, cache.frame_state, entry)
+    if entry is not None and _traced_no_ops(frame, entry, L, config):
+        cache.fallback, cache.skipped, cache.no_ops = "no ops traced", True, True
+        return run_skipped(L)
     if entry is not None:
         cache.entries.append(entry)
         return entry.fn(L, G)
@@ -410,6 +419,25 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return out
     _eager_for_good(frame, cache, config, fallback)
     return run_skipped(L) if cache.skipped else eager()
+
+
+def _traced_no_ops(frame, entry, L: dict, config: CompileConfig) -> bool:
+    """Note [A frame the hook met that traced no ops is skipped]
+
+    torch's ``InstructionTranslator.RETURN_VALUE`` raises ``SkipFrame("No ops traced
+    for the FX graph")`` when a frame returned without a graph (and without a break,
+    outside fullgraph, no nn.Module class among its locals): the frame runs eagerly and
+    its code is marked SKIP, its callees still hooked. We do the same for the frames the
+    hook meets (a config's ``__getattribute__``, a helper that only reads attributes),
+    so they neither fill the cache (one entry per constant argument, up to the cache
+    size limit) nor cost a guard check per call. A function given to ``md.compile``
+    itself keeps its entry, so that ``.cache`` and ``md.explain`` show what was traced.
+    """
+    if config.hook is None or config.fullgraph or entry.graphs or entry.break_reason is not None:
+        return False
+    if not isinstance(frame, OptimizedFunction) or frame.code in config.targets:
+        return False
+    return not any(isinstance(v, type) and issubclass(v, torch.nn.Module) for v in L.values())
 
 
 def _eager_for_good(frame, cache: FrameCache, config: CompileConfig, explanation: GraphBreak) -> None:
@@ -518,7 +546,9 @@ def _optimize_with(fn: Callable, config: CompileConfig):
     if isinstance(fn, torch.nn.Module):
         return OptimizedModule(fn, config)
     if isinstance(fn, types.MethodType):
+        config.targets.add(fn.__func__.__code__)
         return types.MethodType(config.optimized(fn.__func__), fn.__self__)
+    config.targets.add(fn.__code__)
     return config.optimized(fn)
 
 
