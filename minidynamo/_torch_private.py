@@ -93,6 +93,17 @@ def dynamo_explain(fn, *args, **kwargs):
     return torch._dynamo.explain(fn)(*args, **kwargs)
 
 
+def dynamo_cache_entries(code) -> list:
+    """Oracle: the cache entries torch's frame hook keeps for a code object (chapter 05).
+
+    ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list``: one per compiled
+    version of the frame; none for a frame torch skips.
+    """
+    from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    return list(_debug_get_cache_entry_list(code))
+
+
 def dynamo_graph_break_fn():
     """torch._dynamo.graph_break: user code may call it; our interpreter breaks there too."""
     import torch._dynamo

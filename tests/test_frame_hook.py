@@ -342,3 +342,18 @@ def test_a_method_found_through_super_is_called_at_a_break(on):
         for _ in range(2):
             torch.testing.assert_close(compiled(Child(), x), Child().step(x))
 
+
+
+def test_a_frame_run_eagerly_for_good_is_marked_skip_until_a_new_config(hooked):
+    # as torch marks a skipped frame's code: CPython runs it unasked, its callees still hooked
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    compiled = md.compile(forward_break_in_loop, backend="eager")
+    compiled(x, w)
+    assert HOOK.is_skipped(forward_break_in_loop.__code__) and not HOOK.is_skipped(layer.__code__)
+    hits = compiled.config.frames[layer.__code__].entries
+    torch.testing.assert_close(compiled(x, w), forward_break_in_loop(x, w))
+    assert hits  # the callee still passed its cache
+    out = md.explain(forward_break_in_loop, x, w)  # a new config asks again: the same counts
+    assert out.graph_count == md.explain(forward_break_in_loop, x, w).graph_count >= 1
+    md.reset()
+    assert not HOOK.is_skipped(forward_break_in_loop.__code__)

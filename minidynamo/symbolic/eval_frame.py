@@ -130,9 +130,15 @@ class CompileConfig:
             except ValueError:
                 pass
         out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here
-        if out is self.hook.DEFAULT and self.frames[code].no_ops:
-            return self.hook.SKIP  # never asked again, as torch's SkipFrame marks the code
+        if out is self.hook.DEFAULT and self.frames[code].fallback is not None:
+            # eager for good (a break in a loop, no ops, the cache size limit): never asked
+            # again, as torch marks the code SKIP; a new config or md.reset() asks again
+            _decided_skips.add(code)
+            return self.hook.SKIP
         return out
+
+    def __post_init__(self) -> None:
+        forget_decided_skips()
 
     def _in_cpython(self, *_: Any) -> Any:
         return self.hook.DEFAULT
@@ -167,6 +173,16 @@ class CompileConfig:
 
 
 _all_configs: "weakref.WeakSet[CompileConfig]" = weakref.WeakSet()
+_decided_skips: set = set()  # code objects the hook passes by because a config runs them eagerly for good
+
+
+def forget_decided_skips() -> None:
+    """Ask the callback again for frames some config decided to run eagerly (a new config, md.reset)."""
+    module = frame_hook.get() if _decided_skips else None
+    if module is not None:
+        for code in _decided_skips:
+            module.unskip(code)
+    _decided_skips.clear()
 _PACKAGE = __file__.rsplit("/symbolic/", 1)[0] + "/"
 _WORKLOADS = tuple(_PACKAGE + name for name in ("bench", "exercises/", "corpus/", "__main__.py"))  # our workloads
 
@@ -561,6 +577,7 @@ def reset() -> None:
         config.resumes.clear()
     counters.clear()
     warned_internal.clear()
+    forget_decided_skips()
     # fresh numbering, so that names in a chapter's output do not depend on what ran before
     convert_frame._graph_ids = itertools.count()  # noqa: SLF001
     resume_execution._ids = itertools.count(1)  # noqa: SLF001
