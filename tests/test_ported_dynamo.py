@@ -527,7 +527,7 @@ if not _frame_hook_on():
     COUNT_DIFFERENCES["module:sequential_child_breaks"] = (
         "without the PEP 523 hook: a break inside a child of nn.Sequential makes ours call the Sequential eagerly, "
         "and frames inside torch.nn code are not sent to the cache, so the child's graph is missing; with the hook "
-        "(MINIDYNAMO_FRAME_HOOK=1) they are, and the counts equal torch's")
+        "(the default where frame_hook.c builds) they are, and the counts equal torch's")
 
 
 def _counts(explain, fn, args, kwargs):

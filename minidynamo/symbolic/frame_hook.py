@@ -109,7 +109,7 @@ def _load(force: bool = False) -> tuple[Optional[ModuleType], str]:
     if os.environ.get("MINIDYNAMO_NO_FRAME_HOOK"):
         return None, "MINIDYNAMO_NO_FRAME_HOOK is set"
     if not (force or ON_BY_DEFAULT or os.environ.get("MINIDYNAMO_FRAME_HOOK")):
-        return None, "the frame hook is off by default for now (MINIDYNAMO_FRAME_HOOK=1 turns it on)"
+        return None, "the frame hook is turned off here (ON_BY_DEFAULT is False; MINIDYNAMO_FRAME_HOOK=1 turns it on)"
     if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
         return None, f"the hook supports CPython 3.11-3.13, not {sys.implementation.name} {sys.version.split()[0]}"
     try:
