@@ -10,7 +10,8 @@ are taken: ``torch.set_num_threads(1)``, medians of paired rounds, a fresh proce
   ``torch.compile`` (backend "eager"); the number of graphs compiled for the callees.
 - ``hook_cost``: a call of a plain function, 100k times: with no hook installed; with
   the hook installed and the function's code marked SKIP (torch's, the stdlib's); and a
-  user function whose cache says "run in CPython" (the callback into Python each call).
+  user function whose cache says "run in CPython": asked once, then marked SKIP too
+  (Note [The frame hook]), so it costs what a SKIP-marked call costs.
 """
 
 from __future__ import annotations
