@@ -34,14 +34,13 @@ Note [AOT backends specialize per size]
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
 from minidynamo import events
 
-from .source import AttrSource, Source
+from .source import AttrSource, SizeSource, Source
 
 __all__ = ["mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
            "install_shape_guards", "specialize_per_size", "automatic_dynamic_changes"]
@@ -70,17 +69,6 @@ def mark_static(t: torch.Tensor, dim=None) -> None:
     setattr(t, _STATIC, marked)
 
 
-@dataclass(frozen=True, repr=False)
-class SizeSource(Source):
-    """``L['x'].size()[0]``: one size of a tensor input (torch's ``TensorPropertySource``)."""
-
-    base: Source
-    dim: int
-
-    def name(self) -> str:
-        return f"{self.base.name()}.size()[{self.dim}]"
-
-
 # --- which dims are dynamic -----------------------------------------------------------
 
 
@@ -88,12 +76,7 @@ def _static_by_rule(source: Source, value: torch.Tensor) -> bool:
     """Parameters and module attributes stay static (Note [Automatic dynamic])."""
     if isinstance(value, torch.nn.Parameter):
         return True
-    s = source
-    while s is not None:
-        if isinstance(s, AttrSource):
-            return True
-        s = getattr(s, "base", None)
-    return False
+    return isinstance(source, AttrSource) or any(isinstance(s, AttrSource) for s in source.bases())
 
 
 def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:

@@ -606,12 +606,10 @@ def _read_from_bound(source: Source, bound: dict[str, str]) -> str:
     not 200 times.
     """
     name = source.name()
-    base = getattr(source, "base", None)
-    while base is not None:
+    for base in source.bases():
         base_name = base.name()
         if base_name in bound and name.startswith(base_name):
             return bound[base_name] + name[len(base_name):]
-        base = getattr(base, "base", None)
     return name
 
 

@@ -39,6 +39,13 @@ class Source:
     def __repr__(self) -> str:
         return self.name()
 
+    def bases(self):
+        """The sources this one is read through, nearest first (``L['m'].fc`` -> ``L['m']``)."""
+        base = getattr(self, "base", None)
+        while isinstance(base, Source):
+            yield base
+            base = getattr(base, "base", None)
+
 
 @dataclass(frozen=True, repr=False)
 class LocalSource(Source):
@@ -105,6 +112,17 @@ class ClosureSource(Source):
 
     def name(self) -> str:
         return f"{self.base.name()}.__closure__[{self.index}].cell_contents"
+
+
+@dataclass(frozen=True, repr=False)
+class SizeSource(Source):
+    """``L['x'].size()[0]``: one size of a tensor input (torch's ``TensorPropertySource``)."""
+
+    base: Source
+    dim: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}.size()[{self.dim}]"
 
 
 def globals_source_for(fn_globals: dict, code, fn_source: Any = None) -> Any:
