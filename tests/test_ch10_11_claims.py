@@ -15,8 +15,8 @@ from minidynamo.aot import aot_function, collect_metadata
 pytestmark = pytest.mark.ch10
 
 
-def _torch_graphs(fn, *args):
-    """The real aot_function: its forward and (after a backward) backward graphs, and its outputs."""
+def _torch_aot(fn):
+    """The real aot_function of ``fn``, and the dict its forward and (after a backward) backward graphs go into."""
     graphs = {}
 
     def compiler(name):
@@ -26,7 +26,13 @@ def _torch_graphs(fn, *args):
 
         return compile_
 
-    return graphs, torch_aot_function(fn, compiler("fw"), compiler("bw"))(*args)
+    return graphs, torch_aot_function(fn, compiler("fw"), compiler("bw"))
+
+
+def _torch_graphs(fn, *args):
+    """The real aot_function: its forward and (after a backward) backward graphs, and its outputs."""
+    graphs, compiled = _torch_aot(fn)
+    return graphs, compiled(*args)
 
 
 def _placeholders(gm, tangents=True):
@@ -356,17 +362,9 @@ def _double_saved_function():
 def test_mutation_in_a_custom_backward_is_copied_back_like_torch():
     """11: eager, torch and ours leave a = 2 and a.grad = 6; torch's backward graph ends with copy_."""
     f9 = _double_saved_function()
-    graphs = {}
-
-    def keep(name):
-        def compile_(gm, ex):
-            graphs[name] = gm
-            return torch_make_boxed_func(gm)
-
-        return compile_
-
+    graphs, torch_f9 = _torch_aot(f9)
     results = []
-    for fn in (f9, aot_function(f9), torch_aot_function(f9, keep("fw"), keep("bw"))):
+    for fn in (f9, aot_function(f9), torch_f9):
         a = torch.ones(3, requires_grad=True)
         fn(a, torch.full((3,), 3.0)).sum().backward()
         results.append((a.detach().tolist(), a.grad.tolist()))
