@@ -144,19 +144,9 @@ def run_case(name: str) -> list:
 
 # --- 1. global state: grad mode, inference mode, autocast, default dtype, determinism ------
 
-@contextlib.contextmanager
-def grad_disabled():
-    old = torch.is_grad_enabled()
-    torch.set_grad_enabled(False)
-    try:
-        yield
-    finally:
-        torch.set_grad_enabled(old)
-
-
 GLOBAL_CHANGES = {
     "no_grad": torch.no_grad,
-    "set_grad_enabled_false": grad_disabled,
+    "set_grad_enabled_false": lambda: torch.set_grad_enabled(False),  # off when made, restored on exit
     "inference_mode": torch.inference_mode,
     "autocast_bf16": lambda: torch.autocast("cpu", dtype=torch.bfloat16),
     "autocast_f16": lambda: torch.autocast("cpu", dtype=torch.float16),
@@ -513,7 +503,6 @@ case("class-attribute-changed")(_class_attr)
 
 
 def _closure_world():
-    state = {"k": 2}
     k = 2
 
     def f(x):
