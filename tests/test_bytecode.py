@@ -42,8 +42,10 @@ def _corpus() -> list[types.CodeType]:
     import contextlib
 
     import minidynamo.interpreter as interp
+    from minidynamo import ceval_312_313, ceval_calls, ceval_control, ceval_data, ceval_names, frameobject, genobject
 
-    modules = [json.decoder, json.encoder, textwrap, inspect, re._parser, contextlib, interp]
+    modules = [json.decoder, json.encoder, textwrap, inspect, re._parser, contextlib, interp,
+               frameobject, ceval_names, ceval_data, ceval_control, ceval_calls, genobject, ceval_312_313]
     codes = []
     for mod in modules:
         codes += list(_all_code(compile(inspect.getsource(mod), mod.__file__, "exec")))
