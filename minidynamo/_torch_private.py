@@ -492,3 +492,8 @@ def dynamo_unique_graphs() -> int:
     from torch._dynamo.utils import counters
 
     return int(counters["stats"]["unique_graphs"])
+
+
+def sym_sqrt():
+    """``torch._sym_sqrt``: the graph target Dynamo records for ``math.sqrt`` of a SymInt (dynamic shapes)."""
+    return torch._sym_sqrt

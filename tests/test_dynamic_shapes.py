@@ -11,9 +11,7 @@ output sizes with torch's ShapeEnv on the same ops.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from typing import Any, Callable
 
 import pytest
 import sympy
@@ -22,7 +20,10 @@ import torch
 import minidynamo as md
 from minidynamo import _torch_private as tp
 from minidynamo.fake import FakeTensorMode
-from minidynamo.fake.symbolic_shapes import ShapeEnv, _canonical, is_symbolic
+from minidynamo.corpus.dynamic_cases import PORTED
+from minidynamo.corpus.dynamic_compare import Case, _dims_and_names, agreement as _agreement, run_ours, run_torch
+from minidynamo.corpus.dynamic_compare import compare, run_eager as _eager, same as _same
+from minidynamo.fake.symbolic_shapes import ShapeEnv, is_symbolic
 
 pytestmark = pytest.mark.ch15
 
@@ -32,15 +33,6 @@ pytestmark = pytest.mark.ch15
 W = torch.randn(3, 4)
 W48 = torch.randn(48, 2)
 LIN = torch.nn.Linear(3, 2)
-
-
-@dataclasses.dataclass
-class Case:
-    fn: Callable
-    inputs: Callable[[Any], tuple]  # size -> args
-    sizes: list
-    dynamic: Any = None
-    mark: Callable | None = None  # (args, mark_dynamic, mark_static) -> None, before each call
 
 
 def _x(n):
@@ -166,122 +158,7 @@ CASES: dict[str, Case] = {
 }
 
 
-# --- running one side ---------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Run:
-    graphs: int
-    entries: int
-    dynamic_dims: frozenset
-    shape_guards: frozenset
-    outputs: list
-
-
-def _dims_and_names(gm, source_of) -> tuple[frozenset, dict]:
-    """Symbolic dims of the graph's tensor inputs, as ``L['x'].size()[0]``; and symbol -> first source."""
-    dims, names = set(), {}
-    for n in gm.graph.nodes:
-        if n.op != "placeholder":
-            continue
-        v = n.meta.get("example_value")
-        src = source_of(n)
-        if isinstance(v, torch.Tensor) and src is not None:
-            for i, s in enumerate(v.shape):
-                if isinstance(s, torch.SymInt) and s.node.maybe_as_int() is None:
-                    name = f"{src}.size()[{i}]"
-                    dims.add(name)
-                    expr = s.node.expr
-                    if isinstance(expr, sympy.Symbol):
-                        names.setdefault(expr, name)
-    return frozenset(dims), names
-
-
-def _comparable(exprs, names: dict) -> frozenset:
-    """Guards over sources: each symbol renamed after where it was read, one spelling per guard."""
-    rename = {s: sympy.Symbol(n.replace("'", "").replace("[", "_").replace("]", "_").replace(".", "_")
-                              .replace("(", "").replace(")", ""), integer=True, positive=True)
-              for s, n in names.items()}
-    from minidynamo.fake.symbolic_shapes import FloorDiv
-
-    out = set()
-    for e in exprs:
-        e = e.replace(lambda a: type(a).__name__ == "FloorDiv", lambda a: FloorDiv(*a.args))  # torch's -> ours
-        if not e.free_symbols <= set(rename):
-            continue  # a symbol of no input (not comparable)
-        out.add(str(_canonical(e.xreplace(rename))))
-    return frozenset(out)
-
-
-def _torch_source(n):
-    ga = n.meta.get("grapharg")
-    name = getattr(getattr(ga, "source", None), "name", None)
-    return name() if callable(name) else name
-
-
-def run_torch(case: Case) -> Run:
-    tp.dynamo_reset()
-    graphs, last = [], {}
-
-    def backend(gm, example_inputs):  # read at compile time: torch drops the example values later
-        graphs.append(gm)
-        dims, names = _dims_and_names(gm, _torch_source)
-        env = tp.tracing_shape_env()
-        last.update(dims=dims, guards=_comparable([g.expr for g in env.guards], names) if env else frozenset())
-        return gm.forward
-
-    outs = _calls(case, torch.compile(case.fn, backend=backend, dynamic=case.dynamic),
-                  tp.dynamo_mark_dynamic, tp.dynamo_mark_static)
-    entries = len(tp.dynamo_cache_entries(case.fn.__code__))
-    return Run(len(graphs), entries, last.get("dims", frozenset()), last.get("guards", frozenset()), outs)
-
-
-def _calls(case: Case, compiled, mark_dynamic, mark_static) -> list:
-    import warnings
-
-    torch.manual_seed(0)
-    outs = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for n in case.sizes:
-            args = case.inputs(n)
-            if case.mark:
-                case.mark(args, mark_dynamic, mark_static)
-            outs.append(compiled(*args))
-    return outs
-
-
-def run_ours(case: Case, backend="eager") -> Run:
-    md.reset()
-    graphs, last = [], {}
-
-    def counting(gm, example_inputs):
-        graphs.append(gm)
-        dims, names = _dims_and_names(gm, lambda n: n.meta.get("source"))
-        env = _env_of(gm)
-        last.update(dims=dims, guards=_comparable([g.expr for g in env.guards], names) if env else frozenset())
-        return gm.forward
-
-    compiled = md.compile(case.fn, backend=counting if backend == "eager" else backend, dynamic=case.dynamic)
-    outs = _calls(case, compiled, md.mark_dynamic, md.mark_static)
-    return Run(len(graphs), len(compiled.cache.entries), last.get("dims", frozenset()),
-               last.get("guards", frozenset()), outs)
-
-
-def _env_of(gm):
-    for n in gm.graph.nodes:
-        v = n.meta.get("example_value")
-        if n.op == "placeholder" and isinstance(v, torch.SymInt):
-            return v.node.shape_env
-    return None
-
-
-def _eager(case: Case) -> list:
-    torch.manual_seed(0)
-    outs = []
-    for n in case.sizes:
-        outs.append(case.fn(*case.inputs(n)))
-    return outs
+# --- running one side: minidynamo/corpus/dynamic_compare.py -----------------------------------
 
 
 @functools.lru_cache(maxsize=None)
@@ -292,14 +169,6 @@ def torch_run(name: str) -> Run:
 @functools.lru_cache(maxsize=None)
 def our_run(name: str) -> Run:
     return run_ours(CASES[name])
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
-    if isinstance(a, (tuple, list)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
 
 
 # Where we knowingly differ from torch (each still equal to eager).
@@ -487,3 +356,105 @@ def test_random_size_sequences_match_eager(fn, sizes, dynamic):
     ours = run_ours(case)
     assert all(_same(o, e) for o, e in zip(ours.outputs, _eager(case)))
     assert ours.entries <= len(set(sizes))
+
+
+# --- the corpus ported from PyTorch's test/dynamo (minidynamo/corpus/dynamic_cases.py) --------
+
+# Where we knowingly differ from torch on the ported corpus (each still equal to eager).
+PORTED_DIFFERENCES: dict[str, str] = {
+    "float_arg_changes": "torch 2.13 passes a changed float argument into the graph as a 0-d tensor "
+                         "(specialize_float=False); ours keeps floats constants, one graph per value",
+    "tensor_of_sizes": "torch.tensor([s0, s1]) of symbolic sizes: our fake tensors fix each size (guard_int), "
+                       "torch records the list of SymInts",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def ported(name: str) -> dict:
+    return compare(PORTED[name])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PORTED))
+def test_ported_case_against_torch(name):
+    r = ported(name)
+    assert r["eager"], "a result differs from eager"
+    ours, theirs = r["ours"], r["torch"]
+    if name in PORTED_DIFFERENCES and not (r["counts"] and r["dims"]):
+        pytest.xfail(PORTED_DIFFERENCES[name])
+    assert (ours.graphs, ours.entries) == (theirs.graphs, theirs.entries)
+    assert ours.dynamic_dims == theirs.dynamic_dims
+
+
+@pytest.mark.slow
+def test_ported_corpus_agreement_at_least_90_percent():
+    a = _agreement({n: ported(n) for n in PORTED})
+    assert a["cases"] >= 50
+    assert a["eager_equal"] == a["cases"], a
+    assert a["counts_equal"] / a["cases"] >= 0.9, a
+    assert a["dims_equal"] / a["cases"] >= 0.9, a
+
+
+def test_int_argument_becomes_a_symint_after_it_changes():
+    """Note [Automatic dynamic for ints]: static first, a SymInt input after a change, as torch's graph shows."""
+    from minidynamo.corpus.dynamic_cases import add_int
+
+    md.reset()
+    f = md.compile(add_int, backend="eager")
+    for n in (2, 3, 4, 5):
+        assert torch.equal(f(torch.ones(3), n), torch.ones(3) + n)
+    assert len(f.cache.entries) == 2
+    assert [str(r).split("now dynamic: ")[-1] for r in f.cache.recompiles] == ["L['n']"]
+    gm = f.cache.entries[-1].graphs[-1]
+    ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert [p.meta["source"] for p in ph] == ["L['x']", "L['n']"] and isinstance(ph[1].meta["example_value"], torch.SymInt)
+    theirs = run_torch(Case(add_int, lambda n: (torch.ones(3), n), [2, 3, 4, 5]))
+    assert (theirs.graphs, theirs.entries, theirs.dynamic_dims) == (2, 2, frozenset({"L['n']"}))
+
+
+def test_max_int_sqrt_of_a_size_are_graph_nodes_like_torch():
+    """Note [max, int, math.sqrt of a size are graph nodes]: the same sym_* targets as torch's graph."""
+    import math
+
+    def fn(x):
+        return x * max(x.size(0), 3) + int(x.size(0) / 2) + math.sqrt(x.size(0))
+
+    md.reset()
+    f = md.compile(fn, backend="eager", dynamic=True)
+    for n in (2, 5, 9):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), fn(x))
+    assert len(f.cache.entries) == 1
+    targets = {n.target for n in f.cache.entries[0].graphs[0].graph.nodes if n.op == "call_function"}
+    theirs = []
+    tp.dynamo_reset()
+    torch.compile(fn, backend=lambda gm, _: theirs.append(gm) or gm.forward, dynamic=True)(torch.randn(5))
+    torch_targets = {n.target for n in theirs[0].graph.nodes if n.op == "call_function"}
+    sym = {t for t in torch_targets if getattr(t, "__name__", "").startswith(("sym_", "_sym_"))}
+    assert sym and sym <= targets
+
+
+# hypothesis: int arguments and size builtins over random values; results eager's, entries no more than torch's
+from minidynamo.corpus import dynamic_cases as _dc  # noqa: E402
+
+_INT_FNS = [_dc.add_int, _dc.branch_on_int, _dc.arange_int, _dc.int_scale_shift]
+_SIZE_FNS = [_dc.max_min_size, _dc.int_of_size_ratio, _dc.scaled_by_sqrt, _dc.size_inplace_binops]
+
+
+@pytest.mark.slow
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(which=st.integers(0, 7), values=st.lists(st.integers(min_value=0, max_value=12), min_size=1, max_size=5),
+       dynamic=st.sampled_from([None, True, False]))
+def test_random_ints_and_sizes_match_eager_and_torch(which, values, dynamic):
+    fn = (_INT_FNS + _SIZE_FNS)[which]
+    if fn is _dc.int_scale_shift:
+        inputs = lambda n: (torch.randn(3), n, n % 3)  # noqa: E731
+    elif which < len(_INT_FNS):
+        inputs = lambda n: (torch.randn(3), n)  # noqa: E731
+    else:
+        values = [v + 1 for v in values]
+        inputs = lambda n: (torch.randn(n, 4),)  # noqa: E731
+    case = Case(fn, inputs, values, dynamic=dynamic)
+    ours = run_ours(case)
+    assert all(_same(o, e) for o, e in zip(ours.outputs, _eager(case)))
+    assert ours.entries <= run_torch(case).entries

@@ -55,6 +55,7 @@ Note [Duck sizing]
 from __future__ import annotations
 
 import builtins
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -81,6 +82,18 @@ class FloorDiv(sympy.Function):
             if q.is_integer or (q.is_polynomial() and sympy.denom(q) == 1 and all(
                     c.is_Integer for c in sympy.Poly(q, *q.free_symbols).coeffs()) if q.free_symbols else q.is_Integer):
                 return q
+        return None
+
+
+class TruncToInt(sympy.Function):
+    """``int(a)`` of a float that may be negative: toward zero (torch's ``TruncToInt``)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a):
+        if a.is_Number:
+            return sympy.Integer(int(a))
         return None
 
 
@@ -111,6 +124,20 @@ class _PythonPrinter(StrPrinter):
 
     def _print_Not(self, expr):
         return f"not ({self._print(expr.args[0])})"
+
+    def _print_TruncToInt(self, expr):
+        return f"int({self._print(expr.args[0])})"
+
+    def _print_floor(self, expr):
+        return f"int(({self._print(expr.args[0])}) // 1)"  # no `math` in a guard's scope
+
+    def _print_ceiling(self, expr):
+        return f"-int(-({self._print(expr.args[0])}) // 1)"
+
+    def _print_Pow(self, expr):
+        if expr.exp == sympy.Rational(1, 2):
+            return f"({self._print(expr.base)}) ** 0.5"
+        return super()._print_Pow(expr)
 
     def _print_Max(self, expr):
         return f"max({', '.join(self._print(a) for a in expr.args)})"
@@ -274,7 +301,22 @@ class SymNode:
         return self._new(self.expr, float, float(self.hint))
 
     def sym_int(self):
-        return self._new(self.expr, int, int(self.hint))
+        """``int(s0 / 2)``: truncation toward zero; ``floor`` when the value cannot be negative."""
+        e = self.expr
+        if not e.is_integer:
+            e = sympy.floor(e) if e.is_nonnegative else TruncToInt(e)
+        return self._new(e, int, int(self.hint))
+
+    trunc = sym_int  # math.trunc(SymFloat), which torch.sym_int calls
+
+    def floor(self):
+        return self._new(self.expr if self.expr.is_integer else sympy.floor(self.expr), int, math.floor(self.hint))
+
+    def ceil(self):
+        return self._new(self.expr if self.expr.is_integer else sympy.ceiling(self.expr), int, math.ceil(self.hint))
+
+    def sym_sqrt(self):
+        return self._new(sympy.sqrt(self.expr), float, math.sqrt(self.hint))
 
     def abs(self):
         return self._new(sympy.Abs(self.expr), self.pytype, builtins.abs(self.hint))
@@ -404,6 +446,7 @@ class ShapeEnv:
     specializations: list = field(default_factory=list)
     duck_guards: list = field(default_factory=list)  # (source, first source): sizes duck-sized together
     divisible: dict = field(default_factory=dict)  # symbol -> k, after the guard Eq(Mod(s, k), 0)
+    int_symbols: set = field(default_factory=set)  # symbols of int inputs: any int (Note [An int input ...])
 
     # -- symbols ---------------------------------------------------------------------------
     def create_symbol(self, val: int, source: str) -> "sympy.Symbol | int":
@@ -422,6 +465,21 @@ class ShapeEnv:
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.val_to_var.setdefault(val, sym)
+        return sym
+
+    def create_int_symbol(self, val: int, source: str) -> sympy.Symbol:
+        """Note [An int input becomes a symbol]
+
+        An int argument that changed between calls (or any, under ``dynamic=True``)
+        gets a symbol of its own, as torch's ``create_unspecified_symbol``: it is not
+        duck-sized with a tensor size of the same value, not specialized for 0 and 1
+        (torch specializes 0/1 plain ints only inside Meta), and its range is every
+        int, so it has no ``>= 2`` guard; a decision on it (``n > 3``) is a guard.
+        """
+        sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True)
+        self.var_to_val[sym] = val
+        self.var_to_sources[sym] = [source]
+        self.int_symbols.add(sym)
         return sym
 
     def create_symint(self, expr, hint: int):
@@ -455,7 +513,7 @@ class ShapeEnv:
                 return None
         shifted = {s: sympy.Symbol(f"_t_{s.name}", integer=True, positive=True) * self.divisible[s]
                    if use_guards and s in self.divisible else sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + 2
-                   for s in expr.free_symbols}
+                   for s in expr.free_symbols if s not in self.int_symbols}
         try:
             out = sympy.simplify(expr.xreplace(shifted))
         except Exception:  # noqa: BLE001 - sympy could not decide
@@ -526,7 +584,7 @@ class ShapeEnv:
         names = self.source_names()
         out: list[tuple[str, str]] = []
         for sym, sources in self.var_to_sources.items():
-            if sym in self.replacements:
+            if sym in self.replacements or sym in self.int_symbols:
                 continue
             out.append((f"{sources[0]} >= 2", f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"))
         for source, first in self.duck_guards:

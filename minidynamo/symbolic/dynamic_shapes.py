@@ -43,7 +43,7 @@ from minidynamo import events
 from .source import AttrSource, SizeSource, Source
 
 __all__ = ["mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
-           "install_shape_guards", "specialize_per_size", "automatic_dynamic_changes"]
+           "install_shape_guards", "specialize_per_size", "automatic_dynamic_changes", "int_input"]
 
 _TRACED_DYNAMIC, _STATIC_NOW = "___traced_dynamic", "___static"  # frame_state flags, not sources
 _DYNAMIC = "_minidynamo_dynamic_dims"
@@ -153,6 +153,68 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     return fake
 
 
+# --- int inputs ------------------------------------------------------------------------
+
+_INTS = "___ints"  # frame_state[_INTS]: {source: the int traced, or None once it changed}
+
+
+def _int_static_by_rule(output, source: Source) -> bool:
+    """Ints torch keeps static: globals, defaults, and attributes of modules (``is_int_specialization_case``)."""
+    from .source import LocalSource
+
+    chain = [source, *source.bases()]
+    if not isinstance(chain[-1], LocalSource):
+        return True
+    if any(isinstance(s, AttrSource) and s.member in ("__defaults__", "__kwdefaults__") for s in chain):
+        return True
+    for base in chain[1:]:
+        try:
+            if isinstance(base.get(output.L, output.root_globals), torch.nn.Module):
+                return True
+        except Exception:  # noqa: BLE001 - a source we cannot read back: keep the int static
+            return True
+    return False
+
+
+def int_input(tx, source: Source, value: int):
+    """Note [Automatic dynamic for ints]
+
+    An int argument is a constant of the trace (guard ``L['n'] == 2``) until a call
+    passes another value; then, as torch's automatic dynamic does for sizes, the next
+    trace makes it a ``SymInt`` graph input (``L_n_: torch.SymInt``) and later values
+    reuse that graph. ``dynamic=True`` does so from the first call, ``dynamic=False``
+    never. An int where a tensor was (or the reverse) counts as a change. Returns
+    the ``SymNodeVariable``, or None to keep the int a constant.
+    """
+    output = tx.output
+    mode = getattr(output, "dynamic", None)
+    if mode is False or output.frame_state.get(_STATIC_NOW) or _int_static_by_rule(output, source):
+        return None
+    name = source.name()
+    ints = output.frame_state.setdefault(_INTS, {})
+    if name not in ints:
+        ints[name] = None if name in output.frame_state else value  # a tensor was here before: changed
+    elif ints[name] is not None and ints[name] != value:
+        ints[name] = None
+    if mode is not True and ints[name] is not None:
+        return None
+    from .variables.sym_node import SymNodeVariable
+
+    env = shape_env_of(output)
+    output.fake_mode.shape_env = env
+    output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
+    sym = env.create_int_symbol(value, name)
+    symint = env.create_symint(sym, value)
+    node = output._new_placeholder(source.fx_name())
+    node.type = torch.SymInt
+    node.meta["example_value"] = symint
+    node.meta["source"] = name
+    proxy = output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
+    output.graphargs.append((source, node, value))
+    output.guards.TYPE_MATCH(source, value, "an int input traced as a SymInt (automatic dynamic)")
+    return SymNodeVariable(proxy, symint, source=source)
+
+
 # --- sizes read in the trace --------------------------------------------------------------
 
 
@@ -237,17 +299,24 @@ def automatic_dynamic_changes(frame_state: dict, L: dict, G: dict, dynamic) -> l
         return []
     changed = []
     for name, state in frame_state.items():
+        if name == _INTS:
+            changed += [n for n, v in state.items() if v is not None and _read(n, L, G, v) != v]
+            continue
         if name.startswith("___"):
             continue
-        try:
-            value = eval(name, {"L": L, "G": G})  # noqa: S307 - a source expression of ours
-        except Exception:  # noqa: BLE001
-            continue
+        value = _read(name, L, G, None)
         if not isinstance(value, torch.Tensor) or value.dim() != len(state):
             continue
         changed += [f"{name}.size()[{i}]" for i, (old, new) in enumerate(zip(state, value.shape))
                     if old is not None and old != new]
     return changed
+
+
+def _read(name: str, L: dict, G: dict, default):
+    try:
+        return eval(name, {"L": L, "G": G})  # noqa: S307 - a source expression of ours
+    except Exception:  # noqa: BLE001
+        return default
 
 
 # --- backends -------------------------------------------------------------------------

@@ -112,7 +112,8 @@ class OutputGraph:
         # remove_unused_graphargs: inputs nothing reads do not become graph arguments
         used = []
         for source, node, value in self.graphargs:
-            if node.users or isinstance(node.meta.get("example_value"), torch.SymInt):  # a symbol stays, as torch's
+            if node.users or (isinstance(node.meta.get("example_value"), torch.SymInt)  # a size's symbol stays,
+                              and ".size()" in source.name()):  # as torch's; an unused int input goes
                 used.append((source, node, value))
             else:
                 self.graph.erase_node(node)

@@ -89,6 +89,12 @@ class VariableBuilder:
             var = tx.output.add_graph_input(source, value, dynamic_dims=dims)
             var.class_type = type(value)  # what type(x) and isinstance see: Tensor, Parameter, a subclass
             return var
+        if type(value) is int:  # Note [Automatic dynamic for ints] (dynamic_shapes.py)
+            from ..dynamic_shapes import int_input
+
+            var = int_input(tx, source, value)
+            if var is not None:
+                return var
         if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, tuple)):
             guards.CONSTANT_MATCH(source, value, "Python value folded into the trace")
             return ConstantVariable(value, source=source)
@@ -296,7 +302,7 @@ def wrap_example(tx, proxy, example: Any) -> VariableTracker:
         if isinstance(example, tuple):
             return TupleVariable(items, tuple_cls=type(example))
         return ListVariable(items)
-    if isinstance(example, (torch.SymInt, torch.SymBool)):  # a symbolic size or decision (dynamic_shapes.py)
+    if isinstance(example, (torch.SymInt, torch.SymBool, torch.SymFloat)):  # a symbolic size or decision (dynamic_shapes.py)
         from .sym_node import SymNodeVariable
 
         return SymNodeVariable(proxy, example)

@@ -193,6 +193,13 @@ class BuiltinVariable(VariableTracker):
         functional = handler_for(fn)  # functools / itertools helpers, run at trace time
         if functional is not None:
             return functional(tx, *args, **kwargs)
+        from .sym_node import call_sym_builtin, specialize_args
+
+        sym = call_sym_builtin(tx, fn, args, kwargs)  # max(x.size(0), 4), int(n / 2), math.sqrt(n)
+        if sym is not None:
+            return sym
+        if fn is range:  # range(n) unrolls a loop: n needs its value (a guard fixing it), as in torch
+            args = specialize_args(args)
         handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
         if handler is not None:
             result = handler(tx, *args, **kwargs)

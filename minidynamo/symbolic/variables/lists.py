@@ -39,6 +39,9 @@ class BaseListVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         return self.kind(v.as_python_constant() for v in self.items)
 
+    def is_python_constant(self) -> bool:  # asking must not fix a symbolic size inside (sym_node.py)
+        return all(v.is_python_constant() for v in self.items)
+
     def as_proxy(self) -> Any:
         return self.kind(v.as_proxy() for v in self.items)
 

@@ -37,7 +37,7 @@ class SymNodeVariable(VariableTracker):
         return self.proxy
 
     def python_type(self) -> type:
-        return bool if isinstance(self.sym_num, torch.SymBool) else int
+        return bool if isinstance(self.sym_num, torch.SymBool) else float if isinstance(self.sym_num, torch.SymFloat) else int
 
     def is_python_constant(self) -> bool:
         return False  # asking must not fix the symbol (as_python_constant does)
@@ -97,7 +97,59 @@ class SymNodeVariable(VariableTracker):
         if not node.expr.free_symbols <= set(names):
             return codegen.tensor_expr(self)
         text = python_expr(node.expr, names)
-        return f"({text})" if self.python_type() is int else f"bool({text})"
+        return f"bool({text})" if self.python_type() is bool else f"({text})"
 
     def __repr__(self) -> str:
         return f"SymNodeVariable({self.proxy.node.name}, {self.sym_num})"
+
+
+def _sym_targets() -> dict:
+    import builtins
+    import math
+
+    from minidynamo._torch_private import sym_sqrt
+
+    return {builtins.max: torch.sym_max, builtins.min: torch.sym_min, builtins.int: torch.sym_int,
+            builtins.float: torch.sym_float, math.sqrt: sym_sqrt(), math.floor: math.floor, math.ceil: math.ceil}
+
+
+def call_sym_builtin(tx, fn, args: list, kwargs: dict):
+    """Note [max, int, math.sqrt of a size are graph nodes]
+
+    ``max(x.size(0), 4)``, ``int(n / 2)``, ``float(n)``, ``math.sqrt(n)`` on a symbolic
+    size would need its Python value (a guard fixing the size, or a break); torch
+    records them instead as graph nodes over the SymInt (``torch.sym_max(s0, 4)``,
+    ``torch.sym_int(truediv)``, ``torch._sym_sqrt(s0)``), their results symbolic too
+    (``Max(s0, 4)``), so one graph serves every size. So do we. Returns None when no
+    argument is symbolic (the ordinary builtin path folds constants).
+    """
+    if kwargs or not any(isinstance(a, SymNodeVariable) for a in args):
+        return None
+    targets = _sym_targets()
+    if fn not in targets:
+        return None
+    from .builder import wrap_fx_proxy
+    from .constant import ConstantVariable
+
+    if not all(isinstance(a, SymNodeVariable) or (isinstance(a, ConstantVariable) and type(a.value) in (int, float))
+               for a in args):
+        return None  # a tensor in max(): BuiltinVariable's own min/max
+    if fn in (max, min):
+        if len(args) < 2:
+            return None
+        acc = args[0]
+        for b in args[1:]:
+            acc = wrap_fx_proxy(tx, "call_function", targets[fn], (acc.as_proxy(), b.as_proxy()), {})
+        return acc
+    if len(args) != 1:
+        return None
+    if fn is int and args[0].python_type() is int:
+        return args[0]
+    return wrap_fx_proxy(tx, "call_function", targets[fn], (args[0].as_proxy(),), {})
+
+
+def specialize_args(args: list) -> list:
+    """``range(n)`` and other builtins that need ints: each symbolic arg fixed to its value (a guard), as torch."""
+    from .constant import ConstantVariable
+
+    return [ConstantVariable(a.as_python_constant()) if isinstance(a, SymNodeVariable) else a for a in args]
