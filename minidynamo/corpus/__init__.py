@@ -11,6 +11,11 @@ and they hold no test logic: the tests that run them live in ``tests/``.
                                        AOT stage (tests/test_aot_metadata.py, test_aot_runtime.py)
     metadata_compare  chapter 09       ours vs torch's ViewAndMutationMeta, field by field
 
+Both corpora are façades over themed modules (a case's module is its theme; the façade
+imports them in the corpus's order): dynamo_testing, dynamo_helpers, dynamo_tracing_values,
+dynamo_tracing_control, dynamo_tracing_torch, dynamo_tracing_more, dynamo_guards,
+dynamo_breaks; aot_testing, aot_mutation, aot_aliasing, aot_inputs.
+
 The counterparts in PyTorch's own tree are test/dynamo/test_functions.py,
 test/dynamo/test_misc.py and test/functorch/test_aotdispatch.py.
 """
