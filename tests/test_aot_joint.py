@@ -19,7 +19,9 @@ from minidynamo.aot import aot_function
 from minidynamo.aot.make_fx import TraceError, make_fx
 from minidynamo.aot.partitioners import saved_values_table
 from minidynamo.fake import FakeTensor, FakeTensorMode
-from minidynamo._torch_private import torch_aot_function, torch_make_boxed_func, torch_make_fx
+from minidynamo._torch_private import torch_make_fx
+
+from _aot_helpers import torch_aot_keeping_graphs  # tests/ is on sys.path (no package)
 
 pytestmark = pytest.mark.ch10
 
@@ -83,16 +85,8 @@ FUNCTIONS = [linear_relu, mul_sum, softmax_mm, layer_norm, mutate_input, alias_i
 
 def _torch_graphs(fn, args):
     """The forward and backward graphs real aot_function compiles (backward run to get it)."""
-    captured = {}
-
-    def compiler(name):
-        def compile_(gm, example_inputs):
-            captured[name] = gm
-            return torch_make_boxed_func(gm)
-
-        return compile_
-
-    outs = torch_aot_function(fn, compiler("fw"), compiler("bw"))(*args)
+    captured, compiled = torch_aot_keeping_graphs(fn)
+    outs = compiled(*args)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     torch.autograd.backward([o.sum() for o in outs if o.requires_grad])
     return captured["fw"], captured["bw"]

@@ -16,6 +16,8 @@ import minidynamo as md
 from minidynamo.aot import aot_function
 from minidynamo.aot.aot_autograd import AOTFallbackWarning
 
+from _aot_helpers import MulSavedInBackward  # tests/ is on sys.path (no package)
+
 
 def _grads(fn, *args):
     out = fn(*args)
@@ -190,23 +192,8 @@ def test_aliasing_that_changes_between_calls_compiles_its_own_variant():
     torch.testing.assert_close(base_c, base_e)
 
 
-class _MulSavedInBackward(torch.autograd.Function):
-    """Its backward doubles the input it saved, in place (eager leaves the input changed)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        x.mul_(2)
-        return g * x
-
-
 def _custom_bw_mutation(a, x):
-    return _MulSavedInBackward.apply(a) * x
+    return MulSavedInBackward.apply(a) * x
 
 
 @pytest.mark.parametrize("how", ["aot_function", "aot_eager", "aot_eager_default_partitioner"])

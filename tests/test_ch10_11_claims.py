@@ -12,26 +12,14 @@ import torch
 from minidynamo._torch_private import torch_aot_function, torch_collect_metadata, torch_make_boxed_func
 from minidynamo.aot import aot_function, collect_metadata
 
+from _aot_helpers import MulSavedInBackward, torch_aot_keeping_graphs  # tests/ is on sys.path (no package)
+
 pytestmark = pytest.mark.ch10
-
-
-def _torch_aot(fn):
-    """The real aot_function of ``fn``, and the dict its forward and (after a backward) backward graphs go into."""
-    graphs = {}
-
-    def compiler(name):
-        def compile_(gm, example_inputs):
-            graphs[name] = gm
-            return torch_make_boxed_func(gm)
-
-        return compile_
-
-    return graphs, torch_aot_function(fn, compiler("fw"), compiler("bw"))
 
 
 def _torch_graphs(fn, *args):
     """The real aot_function: its forward and (after a backward) backward graphs, and its outputs."""
-    graphs, compiled = _torch_aot(fn)
+    graphs, compiled = torch_aot_keeping_graphs(fn)
     return graphs, compiled(*args)
 
 
@@ -342,27 +330,15 @@ def test_view_replay_has_a_middle_route_for_metadata_mutated_inputs():
     assert torch.equal(ours, out) and ours.stride() == out.stride() and ours.storage_offset() == out.storage_offset()
 
 
-def _double_saved_function():
-    class DoubleSavedInBackward(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x.clone()
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            x.mul_(2)
-            return g * x
-
-    return lambda a, x: DoubleSavedInBackward.apply(a) * x
+def _double_saved(a, x):
+    return MulSavedInBackward.apply(a) * x
 
 
 @pytest.mark.ch11
 def test_mutation_in_a_custom_backward_is_copied_back_like_torch():
     """11: eager, torch and ours leave a = 2 and a.grad = 6; torch's backward graph ends with copy_."""
-    f9 = _double_saved_function()
-    graphs, torch_f9 = _torch_aot(f9)
+    f9 = _double_saved
+    graphs, torch_f9 = torch_aot_keeping_graphs(f9)
     results = []
     for fn in (f9, aot_function(f9), torch_f9):
         a = torch.ones(3, requires_grad=True)
