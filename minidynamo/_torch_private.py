@@ -379,6 +379,24 @@ def torch_make_boxed_func(fn):
     return make_boxed_func(fn)
 
 
+def torch_aot_keeping_graphs(fn, **kwargs):
+    """Oracle: the real aot_function of ``fn`` with compilers that keep the graphs they get.
+
+    Returns ``(graphs, compiled)``; ``graphs["fw"]`` is filled by the first call of
+    ``compiled``, ``graphs["bw"]`` by the first backward through its outputs.
+    """
+    graphs = {}
+
+    def compiler(name):
+        def compile_(gm, example_inputs):
+            graphs[name] = gm
+            return torch_make_boxed_func(gm)
+
+        return compile_
+
+    return graphs, torch_aot_function(fn, compiler("fw"), compiler("bw"), **kwargs)
+
+
 def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_input_indices=None):
     """Oracle: torch's min_cut_rematerialization_partition on a joint graph (it edits the graph: pass a copy)."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition

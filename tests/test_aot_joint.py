@@ -19,9 +19,7 @@ from minidynamo.aot import aot_function
 from minidynamo.aot.make_fx import TraceError, make_fx
 from minidynamo.aot.partitioners import saved_values_table
 from minidynamo.fake import FakeTensor, FakeTensorMode
-from minidynamo._torch_private import torch_make_fx
-
-from _aot_helpers import torch_aot_keeping_graphs  # tests/ is on sys.path (no package)
+from minidynamo._torch_private import torch_aot_keeping_graphs, torch_make_fx
 
 pytestmark = pytest.mark.ch10
 

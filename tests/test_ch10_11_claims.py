@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from minidynamo._torch_private import torch_aot_function, torch_collect_metadata, torch_make_boxed_func
+from minidynamo._torch_private import (torch_aot_function, torch_aot_keeping_graphs, torch_collect_metadata,
+                                       torch_make_boxed_func)
 from minidynamo.aot import aot_function, collect_metadata
 
-from _aot_helpers import MulSavedInBackward, torch_aot_keeping_graphs  # tests/ is on sys.path (no package)
+from _aot_helpers import MulSavedInBackward  # tests/ is on sys.path (no package)
 
 pytestmark = pytest.mark.ch10
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from minidynamo._torch_private import torch_aot_function, torch_make_boxed_func, torch_min_cut_partition
+from minidynamo._torch_private import (torch_aot_function, torch_aot_keeping_graphs, torch_make_boxed_func,
+                                       torch_min_cut_partition)
 from minidynamo.exercises import NotYet, correct
 
 __all__ = ["quiz_saved", "quiz_tangents", "quiz_remat", "quiz_remat_inputs", "check_num_saved",
@@ -40,16 +41,8 @@ def quiz_remat_inputs():
 
 
 def _torch_backward_inputs(fn, *args):
-    graphs = {}
-
-    def compiler(name):
-        def compile_(gm, example_inputs):
-            graphs[name] = gm
-            return torch_make_boxed_func(gm)
-
-        return compile_
-
-    outs = torch_aot_function(fn, compiler("fw"), compiler("bw"))(*args)
+    graphs, compiled = torch_aot_keeping_graphs(fn)
+    outs = compiled(*args)
     outs = outs if isinstance(outs, (tuple, list)) else [outs]
     torch.autograd.backward([o.sum() for o in outs if o.requires_grad and o.grad_fn is not None])
     names = [n.name for n in graphs["bw"].graph.nodes if n.op == "placeholder"]
