@@ -15,6 +15,8 @@ torch, and whether minidynamo uses it (a building block) or compares against it 
 
 from __future__ import annotations
 
+import sys
+
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten
@@ -123,6 +125,93 @@ DisableTorchDispatch = torch._C._DisableTorchDispatch
 PreserveDispatchKeyGuard = torch._C._PreserveDispatchKeyGuard
 set_meta_in_tls_dispatch_include = torch._C._set_meta_in_tls_dispatch_include
 unsafe_set_version_counter = torch._C._autograd._unsafe_set_version_counter
+
+
+# Note [torch._dynamo on the first meta kernel]
+#     torch wraps its Python references (torch._refs, the elementwise decompositions,
+#     the Python meta kernels they call) in ``torch._disable_dynamo`` (torch/_compile.py).
+#     The wrapper imports torch._dynamo the first time each wrapped function runs, to
+#     build ``torch._dynamo.disable(fn)`` and cache it on ``fn.__dynamo_disable``: the
+#     first addmm or sum on a FakeTensor cost a learner the whole real Dynamo (about
+#     a second; the CPython frame hook of ours never needs it). Until torch._dynamo is
+#     in the process no frame hook of torch's can be installed, so the disabling is a
+#     no-op. ``defer_dynamo_in_meta_kernels`` fills that cache ahead with
+#     ``_DisableWhenDynamoLoaded``: it calls ``fn`` directly while torch._dynamo is not
+#     imported and, once it is (a real ``torch.compile`` in the same notebook), builds
+#     the real ``disable(fn)``, caches it where torch would and calls it, so torch
+#     behaves from then on as if the cache had never been filled. Which functions: every
+#     ``_disable_dynamo`` wrapper reachable from the decomposition tables and torch._refs
+#     through closures and ``__wrapped__`` (the Meta kernels run nothing else).
+#     Not avoidable this way, and measured in the benchmark's import breakdown: torch's
+#     C++ dispatch of any tensor subclass with ``__torch_dispatch__`` (our FakeTensor,
+#     as torch's) fetches ``torch.distributed.tensor.DTensor`` once (``get_dtensor_class``
+#     in libtorch_python), which imports torch.fx.experimental.symbolic_shapes and sympy.
+
+
+class _DisableWhenDynamoLoaded:
+    """``fn.__dynamo_disable`` until torch._dynamo is imported (Note [torch._dynamo on the first meta kernel])."""
+
+    __slots__ = ("fn", "recursive")
+
+    def __init__(self, fn, recursive: bool):
+        self.fn, self.recursive = fn, recursive
+
+    def __call__(self, *args, **kwargs):
+        disable = getattr(sys.modules.get("torch._dynamo"), "disable", None)
+        if disable is None:  # no torch._dynamo (or half imported): there is nothing to disable
+            return self.fn(*args, **kwargs)
+        real = disable(self.fn, self.recursive, wrapping=False)
+        setattr(self.fn, "__dynamo_disable", real)  # where torch/_compile.py caches it (setattr: no name mangling)
+        return real(*args, **kwargs)
+
+
+_dynamo_deferred = False
+
+
+def defer_dynamo_in_meta_kernels() -> None:
+    """Keep torch's meta kernels from importing torch._dynamo (Note [torch._dynamo on the first meta kernel])."""
+    global _dynamo_deferred
+    if _dynamo_deferred:
+        return
+    _dynamo_deferred = True
+    if "torch._dynamo" in sys.modules:
+        return
+    import functools
+    import types
+
+    import torch._compile
+    import torch._decomp
+
+    inner = torch._compile._disable_dynamo(lambda: None).__code__
+    if inner.co_freevars != ("fn", "recursive"):  # another torch: leave it alone
+        return
+    roots = [f for table in torch._decomp.global_decomposition_table.values() for f in table.values()]
+    roots += [f for name, m in list(sys.modules.items()) if m is not None and name.startswith("torch._refs")
+              for f in vars(m).values() if callable(f)]
+    seen: set[int] = set()
+    while roots:
+        f = roots.pop()
+        if type(f) is not types.FunctionType:
+            f = f.func if isinstance(f, functools.partial) else getattr(f, "__wrapped__", None)
+            if type(f) is not types.FunctionType:
+                continue
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        cells = f.__closure__ or ()
+        if f.__code__ is inner:
+            fn, recursive = (c.cell_contents for c in cells)
+            if "__dynamo_disable" not in getattr(fn, "__dict__", {}):
+                setattr(fn, "__dynamo_disable", _DisableWhenDynamoLoaded(fn, recursive))
+        if "__wrapped__" in f.__dict__:
+            roots.append(f.__dict__["__wrapped__"])
+        for c in cells:
+            try:
+                v = c.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if callable(v):
+                roots.append(v)
 
 
 def real_fake_tensor_mode(**kwargs):

@@ -64,6 +64,7 @@ from minidynamo._torch_private import (
     PreserveDispatchKeyGuard,
     StorageWeakRef,
     TorchDispatchMode,
+    defer_dynamo_in_meta_kernels,
     disabled_torch_function_impl,
     set_meta_in_tls_dispatch_include,
 )
@@ -253,6 +254,8 @@ class FakeTensorMode(TorchDispatchMode):
     def __init__(self, *, allow_non_fake_inputs: bool = False):
         super().__init__()
         from minidynamo.fake.converter import FakeTensorConverter
+
+        defer_dynamo_in_meta_kernels()  # once: torch's meta kernels would import torch._dynamo (issue 17)
 
         self.allow_non_fake_inputs = allow_non_fake_inputs
         self.fake_tensor_converter = FakeTensorConverter()
