@@ -16,7 +16,7 @@ import minidynamo as md
 from minidynamo.aot import aot_function
 from minidynamo.aot.aot_autograd import AOTFallbackWarning
 
-from _aot_helpers import MulSavedInBackward  # tests/ is on sys.path (no package)
+from _helpers import MulSavedInBackward  # tests/ is on sys.path (no package)
 
 
 def _grads(fn, *args):

@@ -21,6 +21,8 @@ import torch.nn as nn
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain
 
+from _helpers import quiet  # tests/ is on sys.path (no package)
+
 pytestmark = [pytest.mark.ch05, pytest.mark.usefixtures("real_dynamo")]
 
 
@@ -186,13 +188,6 @@ MODULE_CASES = {
 }
 
 
-@contextlib.contextmanager
-def _quiet():
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
 def _same(a, b):
     if isinstance(a, torch.Tensor):
         return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
@@ -214,7 +209,7 @@ def test_module_with_break_matches_eager_without_internal_error(name):
     for _ in range(2):  # the second call runs the cached entries
         torch.manual_seed(1)
         args = inputs()
-        with _quiet():
+        with quiet():
             expected = m(*args)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # an internal error would warn and fall back: fail instead
@@ -224,7 +219,7 @@ def test_module_with_break_matches_eager_without_internal_error(name):
 
 
 def _counts(explain_fn, fn, args):
-    with _quiet():
+    with quiet():
         e = explain_fn(fn, *args)
     return e.graph_count, e.graph_break_count
 
@@ -286,6 +281,5 @@ def test_super_without_arguments_at_top_level_is_not_a_break_site():
             return s.g(x) * 2
 
     b, x = B(), torch.randn(3)
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quiet():
         assert torch.equal(md.compile(b.g, backend="eager")(x), b.g(x))

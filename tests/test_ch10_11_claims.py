@@ -13,7 +13,7 @@ from minidynamo._torch_private import (torch_aot_function, torch_aot_keeping_gra
                                        torch_make_boxed_func)
 from minidynamo.aot import aot_function, collect_metadata
 
-from _aot_helpers import MulSavedInBackward  # tests/ is on sys.path (no package)
+from _helpers import MulSavedInBackward  # tests/ is on sys.path (no package)
 
 pytestmark = pytest.mark.ch10
 

@@ -24,10 +24,6 @@ The real counterpart: ``torch._dynamo.testing.standard_test`` and the
 
 from __future__ import annotations
 
-import contextlib
-import io
-import warnings
-
 import pytest
 import torch
 
@@ -35,6 +31,8 @@ import minidynamo as md
 from minidynamo._torch_private import dynamo_explain, dynamo_reset, silence_dynamo_logs
 
 from minidynamo.corpus.dynamo_cases import AOT_CASES, CASES, KNOWN_DIFFERENCES, same
+
+from _helpers import quiet  # tests/ is on sys.path (no package)
 
 _CHAPTER_MARK = {"ch03": pytest.mark.ch03, "ch04": pytest.mark.ch04, "ch05": pytest.mark.ch05}
 
@@ -67,14 +65,6 @@ GUARDED = _params([n for n, c in CASES.items() if c.alt is not None])
 AOT = _params(AOT_CASES)
 COMPARED = _params([n for n in CASES if n not in KNOWN_DIFFERENCES], XFAIL_COUNTS)
 DIFFERING = _params(list(KNOWN_DIFFERENCES))
-
-
-@contextlib.contextmanager
-def quiet():
-    """Swallow what the cases print (print is a graph-break case) and warnings."""
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def _eager(case, alt=False):

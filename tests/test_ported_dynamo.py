@@ -22,6 +22,8 @@ import torch.nn.functional as F
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain
 
+from _helpers import quiet  # tests/ is on sys.path (no package)
+
 pytestmark = [pytest.mark.ch05, pytest.mark.usefixtures("real_dynamo")]
 
 
@@ -531,8 +533,7 @@ if not _frame_hook_on():
 
 
 def _counts(explain, fn, args, kwargs):
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quiet():
         e = explain(fn, *args, **kwargs)
     return e.graph_count, e.graph_break_count
 

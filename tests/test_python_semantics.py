@@ -32,14 +32,9 @@ import minidynamo as md
 from minidynamo._torch_private import dynamo_explain
 from minidynamo.symbolic import counters
 
+from _helpers import quiet  # tests/ is on sys.path (no package)
+
 pytestmark = [pytest.mark.ch05, pytest.mark.usefixtures("real_dynamo")]
-
-
-@contextlib.contextmanager
-def _quiet():
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def _same(a, b) -> bool:
@@ -277,7 +272,7 @@ def test_semantic_counts_match_torch_on_most_cases():
     for fn in SEMANTIC_CASES:
         if fn.__name__ in TORCH_RAISES:
             continue
-        with _quiet():
+        with quiet():
             theirs = dynamo_explain(fn, _input())
             ours = md.explain(fn, _input())
         pair = ((ours.graph_count, ours.graph_break_count), (theirs.graph_count, theirs.graph_break_count))
@@ -334,7 +329,7 @@ def test_budget_break_then_eager_result(monkeypatch):
 
     monkeypatch.setattr(symbolic_convert, "MAX_INSTRUCTIONS", 500)
     reasons = []
-    with _quiet():
+    with quiet():
         e = md.explain(long_loop, _input())
         reasons = [r.reason for r in e.break_reasons]
     assert torch.equal(e.out, long_loop(_input()))
@@ -540,7 +535,7 @@ def test_explain_says_why_no_graph():
         return x
 
     for fn in (no_tensor_work,):
-        with _quiet():
+        with quiet():
             e = md.explain(fn, _input())
             theirs = dynamo_explain(fn, _input())
         assert (e.graph_count, e.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
@@ -576,7 +571,7 @@ def closure_written_after_break(x):
 
 def test_closure_rebuilt_at_a_break_is_compiled_once():
     """The rebuilt closure is guarded by its code (CLOSURE_MATCH), so later calls hit the cache."""
-    with _quiet():
+    with quiet():
         theirs = dynamo_explain(closure_live_at_break, _input())
         ours = md.explain(closure_live_at_break, _input())
     assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
@@ -700,7 +695,7 @@ def lru_cached_method(x):
                                 set_of_tensors, lru_cached_method])
 def test_builtins_with_keys_sets_and_cached_methods_match_eager(fn):
     x = torch.randn(3)
-    with _quiet():
+    with quiet():
         got = md.compile(fn, backend="eager")(x)
     want = fn(x)
     for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
@@ -713,7 +708,7 @@ def test_builtins_with_keys_sets_and_cached_methods_match_eager(fn):
 @pytest.mark.parametrize("fn", [max_with_key, min_of_empty_with_default, set_of_tensors, lru_cached_method])
 def test_builtins_with_keys_sets_and_cached_methods_count_like_torch(fn):
     x = torch.randn(3)
-    with _quiet():
+    with quiet():
         theirs, ours = dynamo_explain(fn, x), md.explain(fn, x)
     assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
 

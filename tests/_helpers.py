@@ -1,12 +1,26 @@
-"""Helpers that several AOT test files share (tests/ is on sys.path; no package).
+"""Helpers that several test files share (tests/ is on sys.path; no package).
 
+* ``quiet()``: swallow what compiled code prints (``print`` is a graph-break case) and
+  the warnings it raises (a fallback's warning), for a test that checks something else.
 * ``MulSavedInBackward``: a custom ``autograd.Function`` whose backward mutates the input
   it saved (AOTAutograd must copy that mutation back, as eager leaves it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import warnings
+
 import torch
+
+
+@contextlib.contextmanager
+def quiet():
+    """Swallow stdout and warnings inside the block."""
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 class MulSavedInBackward(torch.autograd.Function):
