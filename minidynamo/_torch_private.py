@@ -604,3 +604,23 @@ def dynamo_unique_graphs() -> int:
 def sym_sqrt():
     """``torch._sym_sqrt``: the graph target Dynamo records for ``math.sqrt`` of a SymInt (dynamic shapes)."""
     return torch._sym_sqrt
+
+
+def dynamo_serving_entry(code, f_locals: dict):
+    """Oracle: which of torch's cache entries for ``code`` would serve these locals, counted in compile order.
+
+    Torch keeps the newest entry first and runs the first whose guards pass
+    (``CacheEntry.guard_manager.check``); returns 1 for the first graph compiled, or None.
+    """
+    entries = dynamo_cache_entries(code)
+    for i, e in enumerate(entries):
+        if e.guard_manager.check(f_locals):
+            return len(entries) - i
+    return None
+
+
+def dynamo_counters():
+    """``torch._dynamo.utils.counters``: torch's compile statistics (``["stats"]["unique_graphs"]``)."""
+    from torch._dynamo.utils import counters
+
+    return counters

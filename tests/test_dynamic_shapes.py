@@ -458,3 +458,12 @@ def test_random_ints_and_sizes_match_eager_and_torch(which, values, dynamic):
     ours = run_ours(case)
     assert all(_same(o, e) for o, e in zip(ours.outputs, _eager(case)))
     assert ours.entries <= run_torch(case).entries
+
+
+def test_size_cache_map_agrees_with_torch_on_which_calls_compiled():
+    from minidynamo.widgets import size_cache_map
+
+    m = size_cache_map(pointwise, _x, [2, 3, 4, 2, 1, 5])
+    assert [r.ours_new for r in m.rows] == [r.torch_new for r in m.rows] == [True, True, False, False, True, False]
+    assert m.rows[1].ours_dynamic == ["L['x'].size()[0]"]
+    assert "graphs: ours 3, torch 3" in repr(m)

@@ -9,6 +9,7 @@ through its content in a static page with no kernel (see ``stepper.py``).
     PassTimeline         pass_timeline.py     the FakeTensor passes of one compile, step by step
     plot_passes, ...     pass_plots.py        ops per pass, ours vs torch vs one pass (table, bar chart)
     RuntimeEpilogue      runtime_epilogue.py  one AOT call: which input is written back, which output rebuilt
+    size_cache_map, ...  size_cache.py        which sizes reused which graph, ours beside torch's (chapter 15)
 
 Names are imported lazily, so ``import minidynamo.widgets`` does not load ipywidgets
 (or a widget module that has not been written yet) until a name is used.
@@ -28,6 +29,8 @@ _EXPORTS = {
     "workload_counts": "pass_plots",
     "plot_passes": "pass_plots",
     "counts_table": "pass_plots",
+    "size_cache_map": "size_cache",
+    "plot_size_cache": "size_cache",
     "RuntimeEpilogue": "runtime_epilogue",
 }
 
