@@ -49,6 +49,7 @@ class CacheEntry:
     transformed_source: str
     graphs: list = field(default_factory=list)
     break_reason: Any = None
+    rerunnable: bool = False  # no break, mutation or side effect: eager may rerun it (Note [An internal error while ...])
 
     @property
     def guards(self) -> list[Guard]:
@@ -261,6 +262,7 @@ def finish(tx, frame, config) -> CacheEntry:
     tx.output.side_effects.aliasing_guards(tx.output.guards)
     install_shape_guards(tx.output)
     entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)
+    entry.rerunnable = kind == "return" and not side_effects and not tx.output.guards.mutated_sources
     if config.on_entry is not None:
         config.on_entry(entry)
     return entry

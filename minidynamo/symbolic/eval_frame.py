@@ -59,7 +59,8 @@ from minidynamo.trace_rules import THIRDPARTY_SKIPLIST, is_library_file
 
 from . import counters, frame_hook
 from .convert_frame import CacheEntry, compile_frame
-from .exc import EagerFallback, FullGraphError, GraphBreak, tidy_user_exception, warn_internal, warned_internal
+from .exc import (EagerFallback, FullGraphError, GraphBreak, InternalError, raised_by_us, runtime_error_explanation,
+                  tidy_user_exception, warn_internal, warned_internal)
 from .fake_values import TracedUserError
 from .guards import Guard
 from .resume_execution import unhooked, vm_can_run
@@ -381,7 +382,14 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
     for entry in cache.entries:
         if entry.check(L, G):
             counters["cache_hits"] += 1
-            return entry.fn(L, G)
+            try:
+                return entry.fn(L, G)
+            except Exception as exc:  # Note [An internal error while the compiled code runs]
+                ours = raised_by_us(exc)
+                if ours is None:
+                    raise
+                failed = (exc, ours)
+            return _failed_at_run_time(frame, cache, config, entry, *failed, eager, run_skipped, L)
     if cache.entries:
         guard, change = cache.entries[-1].check.first_failure(L, G)
         from .dynamic_shapes import automatic_dynamic_changes
@@ -425,7 +433,14 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return run_skipped(L)
     if entry is not None:
         cache.entries.append(entry)
-        return entry.fn(L, G)
+        try:
+            return entry.fn(L, G)
+        except Exception as exc:  # Note [An internal error while the compiled code runs]
+            ours = raised_by_us(exc)
+            if ours is None:
+                raise
+            failed = (exc, ours)
+        return _failed_at_run_time(frame, cache, config, entry, *failed, eager, run_skipped, L)
     if fallback == "user error?":
         out = eager()
         if config.hook is not None and out is config.hook.DEFAULT:
@@ -435,6 +450,25 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return out
     _eager_for_good(frame, cache, config, fallback)
     return run_skipped(L) if cache.skipped else eager()
+
+
+def _failed_at_run_time(frame, cache: FrameCache, config: CompileConfig, entry, exc: BaseException, where: str,
+                        eager: Callable, run_skipped: Callable, L: dict) -> Any:
+    """Our exception escaped a compiled entry: eager for good if rerunning is safe, else InternalError."""
+    explanation = runtime_error_explanation(frame.code, exc, where)
+    if not entry.rerunnable:
+        raise InternalError(f"{explanation.reason} (while the compiled {explanation.function} ran, "
+                            f"{_short_file(explanation.filename)}:{explanation.lineno}); it had already run part "
+                            "of the function (a graph break, a mutated input or a side effect), so it cannot be "
+                            "rerun eagerly. Please report this bug of minidynamo.") from exc
+    if entry in cache.entries:
+        cache.entries.remove(entry)
+    _eager_for_good(frame, cache, config, explanation)
+    return run_skipped(L) if cache.skipped else eager()
+
+
+def _short_file(filename: str) -> str:
+    return filename.rsplit("/", 1)[-1]
 
 
 def _traced_no_ops(frame, entry, L: dict, config: CompileConfig) -> bool:

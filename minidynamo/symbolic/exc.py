@@ -35,6 +35,7 @@ class GraphBreak:
     source: str = ""
     hint: str = ""
     internal: bool = False  # a failure of ours (not an unsupported construct): warned about once
+    warn: str = ""  # not a failure, but what the user would not expect to run eagerly: warned once per this key
 
     def __str__(self) -> str:
         where = f'File "{_short(self.filename)}", line {self.lineno}, in {self.function}'
@@ -53,20 +54,21 @@ def _short(filename: str) -> str:
 class Unsupported(Exception):
     """Something the symbolic interpreter cannot trace (a graph break request)."""
 
-    def __init__(self, reason: str, hint: str = ""):
+    def __init__(self, reason: str, hint: str = "", warn: str = ""):
         super().__init__(reason)
         self.reason = reason
         self.hint = hint
         self.explanation: Optional[GraphBreak] = None  # filled in where the instruction is known
         self.internal = False  # set when this wraps an internal error of the tracer
+        self.warn = warn  # say so in one warning per this key, as for an internal error (GraphBreak.warn)
 
     def __str__(self) -> str:
         return str(self.explanation) if self.explanation is not None else self.reason
 
 
-def unimplemented(reason: str, hint: str = "") -> "NoReturn":  # noqa: F821
-    """Raise :class:`Unsupported` (torch/_dynamo/exc.py ``unimplemented``)."""
-    raise Unsupported(reason, hint)
+def unimplemented(reason: str, hint: str = "", warn: str = "") -> "NoReturn":  # noqa: F821
+    """Raise :class:`Unsupported` (torch/_dynamo/exc.py ``unimplemented``); ``warn``: tell the user, once per key."""
+    raise Unsupported(reason, hint, warn)
 
 
 class FullGraphError(RuntimeError):
@@ -159,15 +161,80 @@ warned_internal: set = set()
 
 
 def warn_internal(explanation: GraphBreak) -> None:
-    """One warning per internal failure (function, line, reason), however many frames meet it."""
+    """One warning per internal failure (function, line, reason), however many frames meet it.
+
+    An explanation marked ``warn`` (something we do not trace by design, such as a
+    tensor subclass) is worded as such, not as a failure: one warning per its key (the
+    subclass), however many frames meet it (torch calls the subclass's own methods too).
+    """
     import warnings
 
-    if not explanation.internal:
+    if not (explanation.internal or explanation.warn):
         return
     key = (explanation.filename, explanation.lineno, explanation.instruction, explanation.reason)
+    if explanation.warn and not explanation.internal:
+        key = explanation.warn
     if key in warned_internal:
         return
     warned_internal.add(key)
-    warnings.warn(f"minidynamo: tracing {explanation.function} failed at {explanation.filename}:"
-                  f"{explanation.lineno} ({explanation.instruction}): {explanation.reason}; this part runs "
-                  "eagerly, and is not traced again", stacklevel=2)
+    where = f"{explanation.filename}:{explanation.lineno} ({explanation.instruction})"
+    if explanation.internal:
+        text = (f"minidynamo: tracing {explanation.function} failed at {where}: {explanation.reason}; this part "
+                "runs eagerly, and is not traced again")
+    else:
+        text = (f"minidynamo: {explanation.function} is not traced from {where} on: {explanation.reason}; "
+                "this part runs eagerly")
+        if explanation.hint:
+            text += f" ({explanation.hint})"
+    warnings.warn(text, stacklevel=2)
+
+
+# --- Note [An internal error while the compiled code runs] ---------------------------
+# After a trace, the transformed function runs our code beside the user's: the runtime
+# wrappers (aliased outputs regenerated, mutated inputs written back), a rebuilt value,
+# a side effect replayed. An exception that escapes it is ours when the innermost Python
+# frame it was raised in is a module of this package; it is the user's when it was raised
+# in the user's code, in torch (a kernel's error inside the graph: the graph's code is
+# torch.fx's ``<eval_with_key>``), in the concrete interpreter running the user's code
+# (``interpreter.py`` executes the user's own raise), or by a line of the transformed
+# function itself (it calls, sets and deletes what the user's code did), except a
+# NameError there, which only a bug in our codegen can cause. The user's exception
+# propagates unchanged. Ours: the entry is dropped and the frame runs eagerly for good,
+# with one warning that names the user's function and our op and line, but only when
+# rerunning it is safe: the entry returned straight from its graph (no graph break, so
+# no user code ran), mutated no input and replayed no side effect. Otherwise eager's
+# rerun would apply a mutation or a print twice, a silently wrong result: we raise
+# ``InternalError`` instead, which says so. (A graph with random ops has consumed random
+# numbers before the rerun: its outputs are eager's for the next random numbers.)
+
+
+class InternalError(RuntimeError):
+    """An internal error of minidynamo while a compiled frame ran, after effects that cannot be undone."""
+
+
+def raised_by_us(exc: BaseException) -> Optional[str]:
+    """``"file:line in function"`` of our frame that raised ``exc``, or None when the user's (see the Note)."""
+    if isinstance(exc, InternalError):  # a frame below gave up already: passed on as it is
+        return None
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    if last is None:
+        return None
+    code = last.tb_frame.f_code
+    where = f"{_short(code.co_filename)}:{last.tb_lineno} in {code.co_name}"
+    if code.co_filename.startswith("<minidynamo transformed"):
+        return where if isinstance(exc, NameError) else None
+    if not internal_frame(code.co_filename) or code.co_filename.endswith("/interpreter.py"):
+        return None
+    return where
+
+
+def runtime_error_explanation(code, exc: BaseException, where: str) -> GraphBreak:
+    """The warning's explanation of an internal error met while ``code``'s compiled entry ran."""
+    import linecache
+
+    lineno = code.co_firstlineno
+    return GraphBreak(reason=f"internal error of minidynamo at {where}: {type(exc).__name__}: {exc}",
+                      instruction="(running the compiled code)", lineno=lineno, filename=code.co_filename,
+                      function=code.co_qualname, source=linecache.getline(code.co_filename, lineno), internal=True)

@@ -105,6 +105,7 @@ def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
             source=linecache.getline(filename, tx.lineno or 0),
             hint=e.hint,
             internal=e.internal,
+            warn=e.warn,
         )
     return e.explanation
 

@@ -82,6 +82,9 @@ class VariableBuilder:
         tx, source = self.tx, self.source
         guards = tx.output.guards
         if isinstance(value, torch.Tensor):
+            if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided \
+                    or value.is_quantized or value.is_nested:
+                _untraced_tensor(source, value)
             from ..dynamic_shapes import dynamic_dims_for
 
             dims = dynamic_dims_for(tx.output, source, value) if id(value) not in tx.output._tensor_ids else ()
@@ -310,3 +313,38 @@ def wrap_example(tx, proxy, example: Any) -> VariableTracker:
     if not node.users:
         tx.output.graph.erase_node(node)
     return wrap_constant_result(example)
+
+
+def _untraced_tensor(source, value: torch.Tensor) -> None:
+    """Note [Tensor subclasses are not traced]
+
+    Our FakeTensor models a dense strided ``torch.Tensor`` (or ``nn.Parameter``). A
+    subclass input would need what torch builds for it: for a ``__torch_function__``
+    subclass, ``TensorWithTFOverrideVariable`` (the override inlined at every torch call,
+    the outputs rewrapped in the subclass); for a ``__torch_dispatch__`` wrapper subclass,
+    AOTAutograd's subclass desugaring (``aot_dispatch_subclass``: the graph sees the inner
+    tensors). Neither is built here, and tracing the subclass as a plain tensor would give
+    eager's values with the wrong type, or skip the override. So the frame (or the rest of
+    it) runs eagerly, with one warning per subclass that says so.
+    """
+    from ..source import LocalSource
+
+    where = source.name()
+    if isinstance(source, LocalSource):
+        where = ("a value live at a graph break" if source.local_name.startswith("___stack") else
+                 f"argument {source.local_name}")
+    cls = type(value)
+    if cls not in (torch.Tensor, torch.nn.Parameter):
+        kind = ("a __torch_dispatch__ subclass" if "__torch_dispatch__" in _overrides(cls) else
+                "a __torch_function__ subclass" if "__torch_function__" in _overrides(cls) else "a subclass")
+        unimplemented(f"{where} is a {cls.__module__}.{cls.__qualname__}, {kind} of torch.Tensor; minidynamo "
+                      "traces only torch.Tensor and nn.Parameter (Note [Tensor subclasses are not traced])",
+                      hint="torch.compile traces tensor subclasses", warn=f"{cls.__module__}.{cls.__qualname__}")
+    layout = "quantized" if value.is_quantized else "nested" if value.is_nested else str(value.layout)
+    unimplemented(f"{where} is a {layout} tensor; minidynamo traces only dense strided tensors", warn=layout)
+
+
+def _overrides(cls: type) -> set:
+    """The tensor hooks a subclass defines itself (not inherited from torch.Tensor)."""
+    return {name for name in ("__torch_function__", "__torch_dispatch__")
+            if any(name in vars(k) for k in cls.__mro__ if k is not torch.Tensor and k is not torch._C.TensorBase)}

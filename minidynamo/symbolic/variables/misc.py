@@ -280,6 +280,9 @@ class SuperVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         obj_type = self.obj.python_type()
         mro = obj_type.__mro__
+        if self.cls not in mro:  # super() in a classmethod: the second argument is a class
+            unimplemented(f"super().{name} whose second argument is a {obj_type.__name__}, not a "
+                          f"{self.cls.__name__} (super() in a classmethod)")
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in klass.__dict__:
                 attr = klass.__dict__[name]
