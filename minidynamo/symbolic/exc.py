@@ -196,16 +196,17 @@ def warn_internal(explanation: GraphBreak) -> None:
 # frame it was raised in is a module of this package; it is the user's when it was raised
 # in the user's code, in torch (a kernel's error inside the graph: the graph's code is
 # torch.fx's ``<eval_with_key>``), in the concrete interpreter running the user's code
-# (``interpreter.py`` executes the user's own raise), or by a line of the transformed
-# function itself (it calls, sets and deletes what the user's code did), except a
-# NameError there, which only a bug in our codegen can cause. The user's exception
-# propagates unchanged. Ours: the entry is dropped and the frame runs eagerly for good,
-# with one warning that names the user's function and our op and line, but only when
-# rerunning it is safe: the entry returned straight from its graph (no graph break, so
-# no user code ran), mutated no input and replayed no side effect. Otherwise eager's
-# rerun would apply a mutation or a print twice, a silently wrong result: we raise
-# ``InternalError`` instead, which says so. (A graph with random ops has consumed random
-# numbers before the rerun: its outputs are eager's for the next random numbers.)
+# (``interpreter.py`` and its ``ceval_*`` handlers execute the user's own raise), or by
+# a line of the transformed function itself (it calls, sets and deletes what the user's
+# code did), except a NameError there, which only a bug in our codegen can cause. The
+# user's exception propagates unchanged. Ours: the entry is dropped and the frame runs
+# eagerly for good, with one warning that names the user's function and our op and
+# line, but only when rerunning it is safe: the entry returned straight from its graph
+# (no graph break, so no user code ran), mutated no input and replayed no side effect.
+# Otherwise eager's rerun would apply a mutation or a print twice, a silently wrong
+# result: we raise ``InternalError`` instead, which says so. (A graph with random ops
+# has consumed random numbers before the rerun: its outputs are eager's for the next
+# random numbers.)
 
 
 class InternalError(RuntimeError):
@@ -225,9 +226,15 @@ def raised_by_us(exc: BaseException) -> Optional[str]:
     where = f"{_short(code.co_filename)}:{last.tb_lineno} in {code.co_name}"
     if code.co_filename.startswith("<minidynamo transformed"):
         return where if isinstance(exc, NameError) else None
-    if not internal_frame(code.co_filename) or code.co_filename.endswith("/interpreter.py"):
+    if not internal_frame(code.co_filename) or _runs_user_code(last.tb_frame.f_globals.get("__name__", "")):
         return None
     return where
+
+
+def _runs_user_code(module: str) -> bool:
+    """The concrete interpreter's modules: what they raise, they raise for the user's code."""
+    return module in ("minidynamo.interpreter", "minidynamo.frameobject", "minidynamo.genobject") or \
+        module.startswith("minidynamo.ceval_")
 
 
 def runtime_error_explanation(code, exc: BaseException, where: str) -> GraphBreak:
