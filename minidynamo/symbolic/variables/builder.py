@@ -84,7 +84,7 @@ class VariableBuilder:
         if isinstance(value, torch.Tensor):
             if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided \
                     or value.is_quantized or value.is_nested:
-                _untraced_tensor(source, value)
+                _untraced_tensor(source, value)  # (our own FakeTensor passes: the converter takes it as it is)
             from ..dynamic_shapes import dynamic_dims_for
 
             dims = dynamic_dims_for(tx.output, source, value) if id(value) not in tx.output._tensor_ids else ()
@@ -327,8 +327,12 @@ def _untraced_tensor(source, value: torch.Tensor) -> None:
     eager's values with the wrong type, or skip the override. So the frame (or the rest of
     it) runs eagerly, with one warning per subclass that says so.
     """
+    from minidynamo.fake.fake_tensor import FakeTensor
+
     from ..source import LocalSource
 
+    if isinstance(value, FakeTensor):
+        return
     where = source.name()
     if isinstance(source, LocalSource):
         where = ("a value live at a graph break" if source.local_name.startswith("___stack") else
