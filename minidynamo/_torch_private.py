@@ -496,6 +496,13 @@ def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_in
     )
 
 
+def torch_aot_module_simplified(gm, example_inputs, fw_compiler, bw_compiler=None, **kwargs):
+    """Oracle: torch._functorch.aot_autograd.aot_module_simplified (tests of AOT over SymInts)."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler, bw_compiler=bw_compiler, **kwargs)
+
+
 def torch_lookup_backend(name: str):
     """Oracle: torch._dynamo.backends.registry.lookup_backend (chapter 10 reads what aot_eager passes)."""
     from torch._dynamo.backends.registry import lookup_backend

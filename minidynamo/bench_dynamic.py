@@ -4,9 +4,9 @@ Place in the pipeline: beside ``bench.py`` (which prints this row after its tabl
 ``python -m minidynamo.bench_dynamic`` runs it alone). Each system runs in a fresh
 process, one thread, after compiling and resetting an unrelated function (DESIGN.md,
 "How the benchmark measures"). Figures: graphs Dynamo compiled over the 20 sizes,
-cache entries, AOT compilations (ours: one per size, Note [AOT backends specialize per
-size] in ``symbolic/dynamic_shapes.py``; torch's AOTAutograd traces the symbolic graph
-once), total time of the 20 first calls, and the per-call overhead of the dynamic
+cache entries, AOT compilations (both AOTAutograds trace the symbolic graph once; ours
+falls back to one per size only where its symbolic trace fails, Note [AOT backends
+specialize per size] in ``symbolic/dynamic_shapes.py``), total time of the 20 first calls, and the per-call overhead of the dynamic
 entry against a static one (median of interleaved rounds, compiled minus eager).
 """
 
@@ -135,8 +135,8 @@ def format_report(r: dict) -> str:
         f"dynamic shapes: an MLP called with {o['sizes']} batch sizes (backend aot_eager)",
         f"  cache entries          ours {o['entries']:>3}    torch {t['entries'] or '-':>3}",
         f"  graphs compiled        ours {o['dynamo_traces']:>3}    torch {t['dynamo_traces']:>3}",
-        f"  AOT compilations       ours {o['aot_compiles']:>3}    torch {t['aot_compiles']:>3}    (ours specializes "
-        "AOT per size; torch traces the symbolic graph once)",
+        f"  AOT compilations       ours {o['aot_compiles']:>3}    torch {t['aot_compiles']:>3}    (one per graph: "
+        "AOT traces the symbolic graph once)",
         f"  first calls, total     ours {o['total_first_calls_s']:.2f} s   torch {t['total_first_calls_s']:.2f} s   "
         f"ratio {r['compile_ratio']:.2f}",
         f"  per-call overhead      ours dynamic {us(o['dynamic_overhead_s'])} / static {us(o['static_overhead_s'])}"

@@ -60,6 +60,7 @@ from minidynamo import events
 from minidynamo._torch_private import SUPPORTED_NODES, tree_flatten, tree_unflatten
 from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
 from minidynamo.aot.partitioners import PartitionResult, default_partition
+from minidynamo.aot.sym_tracing import is_dynamic_graph
 from minidynamo.aot.runtime_wrappers import (
     aot_wrapper_dedupe,
     aot_wrapper_synthetic_base,
@@ -67,7 +68,8 @@ from minidynamo.aot.runtime_wrappers import (
     create_runtime_wrapper,
 )
 
-__all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "AOTFallbackWarning", "CompiledArtifacts"]
+__all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "AOTFallbackWarning", "CompiledArtifacts",
+           "SymbolicAOTFailed"]
 
 
 def _run_graph(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
@@ -160,20 +162,29 @@ def _check_metadata_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_arg
             )
 
 
-def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: Any) -> Any:
+def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: Any, fresh_mode: Callable) -> Any:
     """The joint graph; traced again with saved-value hooks if autograd saw a saved input mutated.
 
     See graph_capture's Note [A mutated input that autograd saved]: the first trace
     is torch's; only a program on which torch's own joint trace fails is retraced.
     """
-    from minidynamo.fake import FakeTensorMode
-
     try:
         return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
     except RuntimeError as exc:
         if "modified by an inplace operation" not in str(exc):
             raise
-    return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=FakeTensorMode(), saved_value_hooks=True)
+    return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fresh_mode(), saved_value_hooks=True)
+
+
+def _symbolic_mode(flat_args: list[Any]) -> Any:
+    """The fake mode of symbolic inputs (Note [AOT traces Dynamo's symbols], sym_tracing.py), else None.
+
+    Every pass then runs in that one mode: its fakes carry the ShapeEnv's symbols.
+    """
+    from minidynamo.fake import FakeTensor
+
+    mode = next((a.fake_mode for a in flat_args if isinstance(a, FakeTensor)), None)
+    return mode if mode is not None and mode.shape_env is not None else None
 
 
 def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art: CompiledArtifacts, *,
@@ -186,9 +197,13 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
     keep = config.keep_inference_input_mutations
     if meta is None or meta.keep_input_mutations != keep:
         meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=keep)
-    fake_mode = FakeTensorMode()
+    sym_mode = _symbolic_mode(flat_args)
+    if sym_mode is not None and any(i.mutates_metadata for i in meta.input_info):
+        raise RuntimeError("an input's metadata is mutated (t_, resize_, set_) in a graph over symbolic sizes")
+    fresh_mode = FakeTensorMode if sym_mode is None else (lambda: sym_mode)
+    fake_mode = fresh_mode()
     if training:
-        joint = _trace_joint(flat_fn, flat_args, meta, fake_mode)
+        joint = _trace_joint(flat_fn, flat_args, meta, fake_mode, fresh_mode)
         part = _partition(config, joint, flat_args, meta)
         saved = {n.name for n in part.saved_values}
         if any(f"primals_{i + 1}" in saved or i in joint.saved_then_mutated
@@ -196,7 +211,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             # The backward reads an input the forward's copy_ overwrote: write it back outside
             # instead, after save_for_backward, so its version counter catches it (as eager does).
             meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=False)
-            joint = _trace_joint(flat_fn, flat_args, meta, FakeTensorMode())
+            joint = _trace_joint(flat_fn, flat_args, meta, fresh_mode(), fresh_mode)
             part = _partition(config, joint, flat_args, meta)
     art.meta = meta
     if training:
@@ -228,6 +243,11 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
 
         art.wrappers.append("inference")
     art.wrappers.append("RuntimeWrapper")
+    if sym_mode is not None:  # Note [Sizes per call] (runtime_wrappers.py)
+        from minidynamo.aot.sym_tracing import size_resolver
+
+        return create_runtime_wrapper(compiled_fn, meta, as_strided_inputs=as_strided_inputs,
+                                      resolve=size_resolver(flat_args))
     return create_runtime_wrapper(compiled_fn, meta, as_strided_inputs=as_strided_inputs)
 
 
@@ -518,6 +538,10 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
     label = f"graph {type(gm).__name__} of {user}" if user else type(gm).__name__
     compiled = aot_function(flat_module_fn, fw_compiler, bw_compiler, partition_fn=partition_fn,
                             keep_inference_input_mutations=keep_inference_input_mutations, name=label)
+    if is_dynamic_graph(gm):  # Note [AOT traces Dynamo's symbols] (sym_tracing.py)
+        return _compile_symbolic(gm, compiled, params, example_inputs, label, fw_compiler=fw_compiler,
+                                 bw_compiler=bw_compiler, partition_fn=partition_fn,
+                                 keep_inference_input_mutations=keep_inference_input_mutations)
     compiled.compile_now(*params, *example_inputs)
     if compiled.artifacts.fallback is not None:
         eager = functools.partial(gm.forward)
@@ -534,3 +558,80 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
     forward.aot_function = compiled
     forward.zero_grad = lambda: None
     return forward
+
+
+class SymbolicAOTFailed(RuntimeError):
+    """The AOT trace over a dynamic graph's SymInts failed; the caller compiles per size instead."""
+
+
+def _compile_symbolic(gm: fx.GraphModule, compiled: Callable, params: list, example_inputs: list[Any], label: str,
+                      **options: Any) -> Callable:
+    """One compile for every size (Note [AOT traces Dynamo's symbols]); raises SymbolicAOTFailed.
+
+    Note [Variants of a symbolic graph]
+        The compile is for the grad mode on now and the inputs' aliasing seen now
+        (Note [Aliasing is part of the compile key]). A later call in the other
+        grad mode, or one whose aliasing differs where the graph mutates an input,
+        cannot get a symbolic variant (aliased inputs have no symbolic fakes): it
+        gets a static compile for its own sizes, one per distinct set of sizes, so
+        no variant traced for one size ever runs another.
+    """
+    from minidynamo.aot.sym_tracing import symbolic_example_inputs
+
+    try:
+        sym_inputs, mode = symbolic_example_inputs(gm, example_inputs)
+    except Exception as exc:  # noqa: BLE001
+        raise SymbolicAOTFailed(_failure_reason(exc)) from exc
+    env = mode.shape_env
+    saved = _snapshot(env)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AOTFallbackWarning)
+            compiled.compile_now(*params, *sym_inputs)
+        reason = compiled.artifacts.fallback
+    except Exception as exc:  # noqa: BLE001 - internal: the per-size path takes over
+        reason = _failure_reason(exc)
+    if reason is not None:
+        _restore(env, saved)  # a failed trace's decisions guard nothing
+        raise SymbolicAOTFailed(reason)
+    art = compiled.artifacts
+    grad = torch.is_grad_enabled()
+    mutates = any(i.mutates_data or i.mutates_metadata for i in art.meta.input_info)
+    sig = _alias_signature((*params, *sym_inputs)) if mutates else None
+    call_flat = compiled.call_flat
+    num_example = len(example_inputs)
+    per_size: dict = {}
+
+    def static_variant(runtime_args):
+        key = (torch.is_grad_enabled(), _alias_signature(runtime_args), tuple(
+            (tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else (type(a), a)
+            for a in runtime_args))
+        fn = per_size.get(key)
+        if fn is None:
+            from minidynamo.symbolic.dynamic_shapes import _static_copy
+
+            fn = per_size[key] = aot_module_simplified(_static_copy(gm), list(runtime_args), **options)
+        return fn(*runtime_args)
+
+    def forward(*runtime_args):
+        if len(runtime_args) != num_example:
+            raise TypeError(f"aot_module_simplified: compiled for {num_example} inputs, got {len(runtime_args)}")
+        if torch.is_grad_enabled() is not grad or (sig is not None and _alias_signature((*params, *runtime_args)) != sig):
+            return static_variant(runtime_args)  # Note [Variants of a symbolic graph]
+        return call_flat(*params, *runtime_args)
+
+    forward.artifacts = art
+    forward.aot_function = compiled
+    forward.symbolic = True
+    forward.zero_grad = lambda: None
+    return forward
+
+
+def _snapshot(env: Any) -> tuple:
+    return (list(env.guards), dict(env.replacements), dict(env.divisible), list(env.specializations))
+
+
+def _restore(env: Any, saved: tuple) -> None:
+    env.guards[:], env.specializations[:] = saved[0], saved[3]
+    env.replacements.clear(), env.replacements.update(saved[1])
+    env.divisible.clear(), env.divisible.update(saved[2])

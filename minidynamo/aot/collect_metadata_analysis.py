@@ -170,7 +170,12 @@ def _input_info(mode, flat_args, f_args, keep_input_mutations) -> list[InputAlia
 
 
 def _metadata_key(t: torch.Tensor) -> tuple:
-    return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.layout, t.is_conj(), t.is_neg())
+    # a SymInt is not hashable: its expression stands for it (torch's MetadataKey does the same)
+    def key(x):
+        return x.node.expr if isinstance(x, torch.SymInt) else x
+
+    return (tuple(map(key, t.shape)), tuple(map(key, t.stride())), key(t.storage_offset()), t.layout, t.is_conj(),
+            t.is_neg())
 
 
 def _is_multi_output_view(t: torch.Tensor) -> bool:

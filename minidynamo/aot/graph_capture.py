@@ -199,9 +199,12 @@ def create_joint(fn: Callable, on_forward_done: Callable[[list], None] | None = 
     return inner
 
 
-def _make_tangents(meta: ViewAndMutationMeta) -> list[torch.Tensor]:
+def _make_tangents(meta: ViewAndMutationMeta, fake_mode: Any = None) -> list[torch.Tensor]:
     # Torch coerces tangents to contiguous (coerce_tangent_and_suggest_memory_format);
     # the runtime wrapper makes the incoming grad_outputs contiguous to match.
+    if fake_mode is not None and getattr(fake_mode, "shape_env", None) is not None:
+        with fake_mode:  # symbolic sizes (sym_tracing.py): the tangents are fakes with the same SymInts
+            return [torch.empty(t.shape, dtype=t.dtype) for t in meta.traced_tangents]
     return [torch.empty(t.shape, dtype=t.dtype) for t in meta.traced_tangents]
 
 
@@ -319,7 +322,7 @@ def aot_dispatch_autograd_graph(
     """
     prepped = fn_prepped_for_autograd(flat_fn, meta)
     primals = list(flat_args)
-    tangents = _make_tangents(meta)
+    tangents = _make_tangents(meta, fake_mode)
     num_primals, num_tangents = len(primals), len(tangents)
     func_mode = _functionalization_mode() if functionalize else None
     info: dict[str, Any] = {}

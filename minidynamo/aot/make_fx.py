@@ -24,7 +24,7 @@ Note [Modes stack: tracer above fake]
     functionalization mode may sit above the tracer (Note [Functionalize above
     the tracer] in graph_capture.py): then only functional ops reach us.
 
-Ours is simpler: no symbolic shapes (static only), no pre-dispatch mode, no
+Ours is simpler: symbolic sizes only through Dynamo's ShapeEnv (sym_tracing.py), no pre-dispatch mode, no
 decomposition table argument (decomposition is whatever the dispatcher does below
 autograd), tensor constants are stored as ``_tensor_constantN`` attributes.
 """
@@ -40,6 +40,7 @@ import torch.fx as fx
 
 from minidynamo import events
 from minidynamo._torch_private import TorchDispatchMode, graph_target_to_str, tree_flatten, tree_unflatten
+from minidynamo.aot.sym_tracing import SymTracker
 
 __all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
 
@@ -58,6 +59,7 @@ class PythonKeyTracer:
         self._tensor_to_node: dict[int, tuple[torch.Tensor, fx.Node]] = {}
         self._num_constants = 0
         self._constant_fakes: dict[int, torch.Tensor] = {}
+        self.sym = SymTracker(self.graph)  # Note [A SymInt argument becomes a node] (sym_tracing.py)
 
     # -- the tracker -----------------------------------------------------
     def track(self, tensor: torch.Tensor, node: fx.Node) -> None:
@@ -103,12 +105,15 @@ class PythonKeyTracer:
             self.track(value, node)
         else:
             node.meta["val"] = value
+        self.sym.placeholder(node, value)
         return node
 
     def to_arg(self, value: Any, func: Any = None) -> Any:
         """A value as an fx argument: tensors become their nodes, the rest stays constant."""
         if isinstance(value, torch.Tensor):
             return self.node_for(value, func)
+        if isinstance(value, torch.SymInt):
+            return self.sym.to_arg(value)
         return value
 
 
@@ -150,6 +155,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                     tracer.track(item, tracer.graph.call_function(operator.getitem, (node, i)))
         else:
             node.meta["val"] = out
+            tracer.sym.track(node, out)
         return out
 
 
@@ -163,6 +169,8 @@ def _output_arg(tracer: PythonKeyTracer, value: Any) -> Any:
         return tracer.node_for(value)
     if value is None or isinstance(value, (int, float, bool)):
         return value
+    if isinstance(value, torch.SymInt):
+        return tracer.sym.to_arg(value)
     raise TraceError(f"make_fx: cannot return a {type(value).__name__} from a traced function")
 
 

@@ -45,12 +45,14 @@ import torch
 import torch.fx as fx
 
 from minidynamo._torch_private import OpOverload
+from minidynamo.aot.sym_tracing import hint
 from minidynamo.aot.partitioners import (
     PartitionResult,
     _extract_graph_with_inputs_outputs,
     _is_primal,
     _is_tangent,
     default_partition,
+    syms_first,
 )
 
 __all__ = ["min_cut_rematerialization_partition", "MinCutResult", "min_cut_decisions_table", "activation_bytes"]
@@ -110,11 +112,12 @@ def _is_fusible(a: fx.Node, b: fx.Node) -> bool:
 
 
 def _size_of(node: fx.Node) -> int:
+    """Bytes of the node's value; over symbolic sizes, for the example sizes (torch: ``hint_int``), no guard."""
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return val.numel() * val.element_size()
+        return hint(val.numel()) * val.element_size()
     if isinstance(val, (list, tuple)):
-        return sum(v.numel() * v.element_size() for v in val if isinstance(v, torch.Tensor))
+        return sum(hint(v.numel()) * v.element_size() for v in val if isinstance(v, torch.Tensor))
     if isinstance(val, (int, float, torch.SymInt)):
         return 1
     return 0
@@ -292,6 +295,7 @@ def min_cut_rematerialization_partition(joint_module: fx.GraphModule, *, num_fwd
     static = {primals[i] for i in (static_lifetime_input_indices or []) if i < len(primals)}
     unsaveable = {primals[i] for i in (mutated_input_indices or []) if i < len(primals)}
     saved, banned = _solve_min_cut(graph, info, static, unsaveable)
+    saved = syms_first(saved)
     tangents = [n for n in graph.nodes if _is_tangent(n)]
     # Multi-output ops: save the getitems, as the default partition does.
     fw_graph = _extract_graph_with_inputs_outputs(graph, primals, fwd_outputs + saved, "forward")

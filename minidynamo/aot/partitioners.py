@@ -136,11 +136,19 @@ def default_partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int) -> 
             # A forward value that is itself a gradient (e.g. an input's grad computed in the forward).
             saved_values.append(node)
 
+    saved_values = syms_first(saved_values)
     fw_graph = _extract_graph_with_inputs_outputs(graph, primals, fwd_outputs + saved_values, "forward")
     bw_graph = _extract_graph_with_inputs_outputs(graph, saved_values + tangents, bwd_outputs, "backward")
     fw_module = fx.GraphModule(joint_module, fw_graph)
     bw_module = fx.GraphModule(joint_module, bw_graph)
     return PartitionResult(fw_module, bw_module, saved_values, num_fwd_outputs)
+
+
+def syms_first(saved: list[fx.Node]) -> list[fx.Node]:
+    """Saved SymInts before saved tensors: the backward graph takes its sizes first, as torch's does
+    (``saved_sym_nodes + saved_values``); the runtime keeps them on ``ctx``, not in ``save_for_backward``."""
+    syms = [n for n in saved if isinstance(n.meta.get("val"), torch.SymInt)]
+    return syms + [n for n in saved if n not in syms] if syms else saved
 
 
 def _describe(node: fx.Node) -> tuple[str, str, str, int]:

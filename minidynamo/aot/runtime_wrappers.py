@@ -45,7 +45,7 @@ from typing import Any, Callable
 import torch
 
 from minidynamo import events
-from minidynamo.aot.schemas import OutputType, TensorAlias, ViewAndMutationMeta, replay_views
+from minidynamo.aot.schemas import OutputType, TensorAlias, ViewAndMutationMeta, ViewMeta, replay_views
 
 __all__ = [
     "WRAPPER_WORK",
@@ -109,7 +109,34 @@ def gen_alias_from_base(
     return out
 
 
-def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs: frozenset[int]) -> Callable:
+def _sized_per_call(resolve: Callable | None, chain: tuple | None, layout: tuple | None) -> Callable | None:
+    """Note [Sizes per call]
+
+    Over symbolic sizes, the view chain and layout metadata collection recorded hold
+    SymInts (``view(base, [s0, 4])``, a size ``(s0, 4)``). Each call evaluates them
+    for its own arguments (``resolve``: sym_tracing.size_resolver) before a view is
+    replayed or an alias rebuilt, never the trace's example sizes; a static graph
+    (``resolve`` None, or nothing symbolic) takes its records as they are.
+    """
+    from minidynamo.aot.sym_tracing import sym_free
+
+    if resolve is None:
+        return None
+    sym_chain = bool(chain) and not sym_free([(step.args, step.kwargs) for step in chain])
+    sym_layout = layout is not None and not sym_free(layout)
+    if not (sym_chain or sym_layout):
+        return None
+
+    def per_call(args):
+        c = tuple(ViewMeta(step.op, resolve(step.args, args), tuple((k, resolve(v, args)) for k, v in step.kwargs),
+                           step.out_index) for step in chain) if sym_chain else chain
+        return c, resolve(layout, args) if sym_layout else layout
+
+    return per_call
+
+
+def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs: frozenset[int],
+                         resolve: Callable | None = None) -> Callable:
     """One handler per user output, chosen at compile time (torch: make_output_handler)."""
     info = meta.output_info[idx]
     kind = info.output_type
@@ -132,26 +159,32 @@ def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs:
         # The graph's output of a mutated input is a view of a fresh tensor (offset from 0):
         # its layout on the input is the one metadata collection saw.
         layout = info.layout if meta.input_info[info.base_idx].mutates_data else None
+        per_call = _sized_per_call(resolve, chain, layout)
 
         def handler(orig_inputs, fw_outs, out):
             WRAPPER_WORK["alias_output"] += 1
+            c, lay = per_call(orig_inputs) if per_call is not None else (chain, layout)
             return gen_alias_from_base(
-                orig_inputs[info.base_idx], unwrap(out), info.requires_grad, chain,
-                replay_views_ok=replay_ok, layout=layout, **why,
+                orig_inputs[info.base_idx], unwrap(out), info.requires_grad, c,
+                replay_views_ok=replay_ok, layout=lay, **why,
             )
 
     elif kind in (OutputType.alias_of_intermediate, OutputType.alias_of_intermediate_save_as_output):
         base_pos = num_outputs + info.base_idx
+        per_call = _sized_per_call(resolve, chain, None)
 
         def handler(orig_inputs, fw_outs, out):
             WRAPPER_WORK["alias_output"] += 1
-            return gen_alias_from_base(unwrap(fw_outs[base_pos]), unwrap(out), info.requires_grad, chain, **why)
+            c = per_call(orig_inputs)[0] if per_call is not None else chain
+            return gen_alias_from_base(unwrap(fw_outs[base_pos]), unwrap(out), info.requires_grad, c, **why)
 
     elif kind is OutputType.alias_of_intermediate_base_is_user_output:
+        per_call = _sized_per_call(resolve, chain, None)
 
         def handler(orig_inputs, fw_outs, out):
             WRAPPER_WORK["alias_output"] += 1
-            return gen_alias_from_base(unwrap(fw_outs[info.base_idx]), unwrap(out), info.requires_grad, chain, **why)
+            c = per_call(orig_inputs)[0] if per_call is not None else chain
+            return gen_alias_from_base(unwrap(fw_outs[info.base_idx]), unwrap(out), info.requires_grad, c, **why)
 
     else:  # non_alias, unsafe_view_alias, custom_function_view: returned as they are
 
@@ -234,6 +267,8 @@ def create_compiled_function(
                 ctx.mark_non_differentiable(*[fw_outs[i] for i in non_differentiable])
             if bw_mutated:
                 ctx.bw_mutated_inputs = [args[i] for i in bw_mutated]
+            if sym_shapes:  # Note [Sizes per call]: this call's shapes, not the trace's
+                ctx.out_shapes = {i: fw_outs[i].shape for i in tangent_positions}
             return tuple(fw_outs)
 
         @staticmethod
@@ -243,7 +278,7 @@ def create_compiled_function(
             for i in tangent_positions:
                 g = grad_outs[i]
                 if g is None:  # output not used: autograd passes None, the graph wants zeros
-                    g = torch.zeros(fw_outs_shapes[i], dtype=fw_outs_dtypes[i])
+                    g = torch.zeros(ctx.out_shapes[i] if sym_shapes else fw_outs_shapes[i], dtype=fw_outs_dtypes[i])
                 elif not g.is_contiguous():
                     g = g.contiguous()
                 tangents.append(g)
@@ -270,6 +305,7 @@ def create_compiled_function(
     fw_outs_dtypes: dict[int, torch.dtype] = {}
     for pos, t in zip(tangent_positions, meta.traced_tangents):
         fw_outs_shapes[pos], fw_outs_dtypes[pos] = t.shape, t.dtype
+    sym_shapes = any(not isinstance(d, int) for shape in fw_outs_shapes.values() for d in shape)
     return CompiledFunction
 
 
@@ -316,6 +352,7 @@ def create_runtime_wrapper(
     meta: ViewAndMutationMeta,
     *,
     as_strided_inputs: frozenset[int] = frozenset(),
+    resolve: Callable | None = None,
 ) -> Callable:
     """``runtime_wrapper(*args) -> user outputs`` around ``compiled_fn(*args) -> forward returns``.
 
@@ -325,7 +362,7 @@ def create_runtime_wrapper(
                for i, idx in enumerate(meta.mutated_inp_runtime_indices)]
     n_mut = len(mutated)
     num_outputs = meta.num_outputs
-    handlers = [_make_output_handler(j, meta, as_strided_inputs) for j in range(num_outputs)]
+    handlers = [_make_output_handler(j, meta, as_strided_inputs, resolve) for j in range(num_outputs)]
     any_aliased = meta.num_outputs_aliased > 0
 
     def runtime_wrapper(*args):

@@ -21,14 +21,18 @@ Note [Automatic dynamic]
     static, as in torch (``force_parameter_static_shapes``).
 
 Note [AOT backends specialize per size]
-    Our AOTAutograd traces graphs with static sizes; it has no SymInt inputs yet.
-    A graph with SymInt placeholders handed to ``aot_eager`` would be traced for
-    the example sizes only, and reusing it for another size could be silently
-    wrong. So such a backend is called lazily, once per distinct set of input
-    sizes (``specialize_per_size``): Dynamo keeps one dynamic graph and one cache
-    entry (its counts match torch's), while the AOT stage below recompiles per
-    size, reported as an ``"aot_specialized"`` event. The ``eager`` backend and
-    user callables get the symbolic graph itself, as torch's do.
+    A graph with SymInt placeholders handed to ``aot_eager`` is traced by our
+    AOTAutograd once, over the same symbols (``minidynamo/aot/sym_tracing.py``,
+    Note [AOT traces Dynamo's symbols]): its forward and backward graphs take
+    SymInt inputs and serve every size, as torch's do, and the decisions AOT
+    makes on sizes join this ShapeEnv's guards (installed after the backend
+    returns). Only when that symbolic trace fails (an op or a construct it does
+    not handle: a metadata mutation of an input, a size expression it cannot
+    write as graph nodes) does the backend fall back to being called lazily,
+    once per distinct set of input sizes (``specialize_per_size``), reported as
+    an ``"aot_symbolic_failed"`` event and then an ``"aot_specialized"`` event
+    per size: never a graph traced for one size run on another. The ``eager``
+    backend and user callables get the symbolic graph itself, as torch's do.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from minidynamo import events
 from .source import AttrSource, SizeSource, Source
 
 __all__ = ["mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
-           "install_shape_guards", "specialize_per_size", "automatic_dynamic_changes", "int_input"]
+           "install_shape_guards", "specialize_per_size", "compile_symbolic_or_per_size", "automatic_dynamic_changes",
+           "int_input"]
 
 _TRACED_DYNAMIC, _STATIC_NOW = "___traced_dynamic", "___static"  # frame_state flags, not sources
 _DYNAMIC = "_minidynamo_dynamic_dims"
@@ -324,6 +329,17 @@ def _read(name: str, L: dict, G: dict, default):
 
 def graph_is_dynamic(gm: torch.fx.GraphModule) -> bool:
     return any(isinstance(n.meta.get("example_value"), torch.SymInt) for n in gm.graph.nodes if n.op == "placeholder")
+
+
+def compile_symbolic_or_per_size(backend: Callable, gm: torch.fx.GraphModule, example_inputs: list, name: str) -> Callable:
+    """Note [AOT backends specialize per size]: the symbolic AOT compile, else one compile per size."""
+    from minidynamo.aot.aot_autograd import SymbolicAOTFailed
+
+    try:
+        return backend(gm, example_inputs)
+    except SymbolicAOTFailed as exc:
+        events.emit("aot_symbolic_failed", graph=name, reason=str(exc))
+        return specialize_per_size(backend, gm, name)
 
 
 def specialize_per_size(backend: Callable, gm: torch.fx.GraphModule, name: str) -> Callable:

@@ -125,10 +125,12 @@ class OutputGraph:
         if self.symbol_proxies:  # Note [AOT backends specialize per size] (dynamic_shapes.py)
             from minidynamo.backends import eager
 
-            from .dynamic_shapes import specialize_per_size
+            from .dynamic_shapes import compile_symbolic_or_per_size
 
-            compiled = backend(gm, example_inputs) if backend is eager or not getattr(backend, "__module__", "").startswith(
-                "minidynamo.backends") else specialize_per_size(backend, gm, name)
+            if backend is eager or not getattr(backend, "__module__", "").startswith("minidynamo.backends"):
+                compiled = backend(gm, example_inputs)
+            else:
+                compiled = compile_symbolic_or_per_size(backend, gm, example_inputs, name)
         else:
             compiled = backend(gm, example_inputs)
         counters["graphs"] += 1
