@@ -208,4 +208,5 @@ def test_random_sizes_match_eager(sizes):
     inputs = [_inputs("expand_saved", n) for n in sizes]
     ours, arts = _run_ours(expand_saved, inputs, True)
     _check_eager(expand_saved, inputs, ours)
-    assert len(arts) == 1
+    # every Dynamo graph (a size equal to a static one, 3 or 4, duck-sizes and recompiles) is traced once, symbolically
+    assert arts and all(getattr(a, "symbolic", False) for a in arts)
