@@ -43,12 +43,6 @@ def silence_dynamo_logs() -> None:
     torch._logging.set_logs(dynamo=logging.ERROR, aot=logging.ERROR, graph_breaks=False, recompiles=False)
 
 
-def import_torch_compile_modules() -> None:
-    """Import torch._dynamo and torch._functorch.aot_autograd (seconds, once; the tour times it apart)."""
-    import torch._dynamo  # noqa: F401
-    import torch._functorch.aot_autograd  # noqa: F401
-
-
 # torch.utils._pytree: flatten nested containers of tensors (the symbolic interpreter's
 # fake values, functionalization, make_fx and aot_function's flat calling convention).
 # Imported above: SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten.

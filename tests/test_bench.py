@@ -81,4 +81,28 @@ def test_import_breakdown_groups_a_first_compile():
     imports = bench.import_breakdown()
     assert imports["ok"] and imports["groups_s"]["minidynamo"] > 0 and imports["groups_s"]["torch (import torch)"] > 0
     assert any(n.startswith("minidynamo.symbolic") for n in imports["ours_top_s"])
+    # the first compile needs no real Dynamo (Note [torch._dynamo on the first meta kernel])
+    assert imports["groups_s"]["torch._dynamo"] == 0
+    assert "torch.distributed.tensor" in imports["first_compile_top_s"]  # torch's DTensor check, named
     assert "import time of a first md.compile" in bench.format_imports(imports)
+
+
+def test_cold_figure_is_the_median_of_alternating_fresh_workers(monkeypatch):
+    from minidynamo import bench
+
+    cold_values = {"ours": [3.0, 1.0, 2.0], "torch": [4.0, 6.0, 5.0]}
+    calls = []
+
+    def fake_worker(spec):
+        calls.append((spec["system"], spec["warm"]))
+        if spec["warm"]:
+            return {"compile_s": 0.1, "overhead_s": 0.001, "ops_per_pass": {}}
+        return {"compile_s": cold_values[spec["system"]][sum(1 for s, w in calls if s == spec["system"] and not w) - 1]}
+
+    monkeypatch.setattr(bench, "_run_worker", fake_worker)
+    report = bench.run(("mutation_views",), quick=True, scaling=False, cold=True, progress=lambda m: None, repeats=3)
+    entry = report["mutation_views"]
+    assert entry["ours"]["compile_cold_s"] == 2.0 and entry["torch"]["compile_cold_s"] == 5.0
+    assert entry["cold_ratio"] == 0.4
+    assert [s for s, w in calls if not w] == ["ours", "torch", "torch", "ours", "ours", "torch"]
+    assert "cold minus warm compile, ms (ours / torch): mutation_views 1900.0 / 4900.0" in bench.format_table(report)
