@@ -6,8 +6,8 @@ process, one thread, after compiling and resetting an unrelated function (DESIGN
 "How the benchmark measures"). Figures: graphs Dynamo compiled over the 20 sizes,
 cache entries, AOT compilations (both AOTAutograds trace the symbolic graph once; ours
 falls back to one per size only where its symbolic trace fails, Note [AOT backends
-specialize per size] in ``symbolic/dynamic_shapes.py``), total time of the 20 first calls, and the per-call overhead of the dynamic
-entry against a static one (median of interleaved rounds, compiled minus eager).
+specialize per size] in ``symbolic/dynamic_shapes.py``), total time of the 20 first
+calls, and the per-call overhead of the dynamic entry against a static one (median of interleaved rounds, compiled minus eager).
 """
 
 from __future__ import annotations

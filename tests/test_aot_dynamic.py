@@ -210,3 +210,20 @@ def test_random_sizes_match_eager(sizes):
     _check_eager(expand_saved, inputs, ours)
     # every Dynamo graph (a size equal to a static one, 3 or 4, duck-sizes and recompiles) is traced once, symbolically
     assert arts and all(getattr(a, "symbolic", False) for a in arts)
+
+
+def test_symbolic_float_argument_falls_back_per_size():
+    """``x / math.sqrt(x.size(0))``: a SymFloat our graphs cannot hold; the per-size path runs it, never a broken graph."""
+    import math
+
+    def f(x):
+        return x / math.sqrt(x.size(0))
+
+    md.reset()
+    compiled = md.compile(f, backend="aot_eager", dynamic=True)
+    with events.record() as log, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (3, 4, 9):
+            x = torch.randn(n, 2)
+            assert torch.allclose(compiled(x), f(x))
+    assert any(e.kind == "aot_symbolic_failed" for e in log)

@@ -40,7 +40,7 @@ import torch.fx as fx
 
 from minidynamo import events
 from minidynamo._torch_private import TorchDispatchMode, graph_target_to_str, tree_flatten, tree_unflatten
-from minidynamo.aot.sym_tracing import SymTracker
+from minidynamo.aot.sym_tracing import SymTracker, check_no_symbolic_constants
 
 __all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
 
@@ -112,7 +112,7 @@ class PythonKeyTracer:
         """A value as an fx argument: tensors become their nodes, the rest stays constant."""
         if isinstance(value, torch.Tensor):
             return self.node_for(value, func)
-        if isinstance(value, torch.SymInt):
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return self.sym.to_arg(value)
         return value
 
@@ -222,6 +222,8 @@ def make_fx(
         tracer.graph.output(out_args)
         if dead_code_elimination:  # torch's make_fx does not; AOTAutograd does it right after
             tracer.graph.eliminate_dead_code()
+        if tracer.sym.nodes:  # a symbolic trace: no SymInt object may stay a constant
+            check_no_symbolic_constants(tracer.graph)
         gm = fx.GraphModule(tracer.root, tracer.graph)
         gm.meta["num_traced_ops"] = mode.num_ops
         return gm

@@ -37,7 +37,7 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
-__all__ = ["SymTracker", "is_dynamic_graph", "symbolic_example_inputs", "hint", "sym_free", "size_resolver"]
+__all__ = ["SymTracker", "check_no_symbolic_constants", "is_dynamic_graph", "symbolic_example_inputs", "hint", "sym_free", "size_resolver"]
 
 
 def _our_symint(x: Any) -> bool:
@@ -51,6 +51,17 @@ def hint(x: Any) -> Any:
     if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return x.node.hint
     return x
+
+
+def check_no_symbolic_constants(graph: fx.Graph) -> None:
+    """No SymInt/SymFloat/SymBool object left as a constant argument of a node (it would not run)."""
+    from minidynamo._torch_private import tree_flatten
+
+    for node in graph.nodes:
+        if node.op == "call_function":
+            leaves, _ = tree_flatten((node.args, node.kwargs))
+            if not sym_free(leaves):
+                raise RuntimeError(f"make_fx: node {node.name} ({node.target}) has a symbolic constant argument")
 
 
 def sym_free(value: Any) -> bool:
@@ -82,6 +93,9 @@ class SymTracker:
             self.nodes.setdefault(value.node.expr, node)
 
     def to_arg(self, value: Any) -> Any:
+        if isinstance(value, (torch.SymFloat, torch.SymBool)):
+            # torch traces these as nodes too (sym_float, _sym_sqrt); ours does not: the graph is refused
+            raise RuntimeError(f"make_fx: cannot trace the symbolic {type(value).__name__} {value} as a graph node")
         if not isinstance(value, torch.SymInt):
             return value
         if not _our_symint(value):
@@ -122,6 +136,10 @@ class SymTracker:
                     raise RuntimeError(f"make_fx: cannot trace the non-integer size expression {expr}")
                 acc = g.call_function(op, (acc, int(const)))
             return acc
+        if isinstance(expr, sympy.floor) and isinstance(expr.args[0], sympy.Mul):
+            num, den = sympy.fraction(expr.args[0])  # floor(s0/2): s0 // 2
+            if den.is_Integer and den != 1:
+                return g.call_function(operator.floordiv, (self.emit(num), int(den)))
         if isinstance(expr, FloorDiv):
             return g.call_function(operator.floordiv, tuple(self.emit(a) for a in expr.args))
         if isinstance(expr, sympy.Mod):
