@@ -385,3 +385,28 @@ def test_md_compile_aot_eager_runs_forward_and_backward():
     torch.testing.assert_close((s, v, gx, gw), (s2, v2, x.grad, w.grad))
     passes = [e.pass_name for e in log if e.kind == "pass_begin"]
     assert passes.count("dynamo") == 1 and passes.count("aot_metadata") == 1 and passes.count("aot_joint") == 1
+
+
+# Note [The backward frees what it has read] (aot_autograd.py): the boxed backward must not
+# change what autograd computes or refuses.
+
+
+def _saved_heavy(x, w):
+    h = (x @ w).relu()
+    return (h.sin() * h).sum()
+
+
+def test_boxed_backward_with_retain_graph_runs_twice_like_eager():
+    x, w = torch.randn(8, 8), torch.randn(8, 8, requires_grad=True)
+    out = aot_function(_saved_heavy)(x, w)
+    out.backward(retain_graph=True)
+    out.backward()
+    w2 = w.detach().clone().requires_grad_()
+    ref = _saved_heavy(x, w2)
+    ref.backward(retain_graph=True)
+    ref.backward()
+    torch.testing.assert_close(w.grad, w2.grad)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        ref.backward()

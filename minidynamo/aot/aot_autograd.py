@@ -81,6 +81,41 @@ def _run_graph(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
     return gm.forward
 
 
+class _BoxedCodeGen(fx.graph.CodeGen):
+    """fx code taking one list of inputs, which it empties first (torch: ``fx.graph._BoxedCodeGen``).
+
+    Note [The backward frees what it has read]
+        Eager's autograd engine frees each node's saved tensors as soon as that
+        node has run; a compiled backward called as ``bw(*saved, *tangents)``
+        keeps every saved activation alive until it returns (the argument tuple
+        holds them), so the whole backward runs at the forward's peak memory
+        and the allocator hands out fresh, cold pages all the way (measured on
+        mobilenet_v3_small: the backward graph took ~25% longer than eager's).
+        As torch's ``CompiledFunction`` does, ours clears ``ctx``'s saved
+        tensors once unpacked (``ctx.maybe_clear_saved_tensors()``: a no-op
+        under ``retain_graph=True``) and calls the graph "boxed": it takes a
+        list and clears it, so each input dies at its last use (fx's code
+        already sets a value to ``None`` after its last use).
+    """
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, **kwargs: Any) -> str:
+        names = [v.split(":")[0].split("=")[0].strip() for v in free_vars if v != "self"]
+        lines = [f"def {self._func_name}(self, args_list){maybe_return_annotation}:"]
+        if names:
+            lines.append(f"    {', '.join(names)}, = args_list")
+        lines.append("    args_list.clear()")
+        return "\n".join(lines)
+
+
+def _boxed_graph(gm: fx.GraphModule) -> Callable:
+    """``gm``'s graph, copied, called with one list it empties (Note [The backward frees what it has read])."""
+    graph = fx.Graph()
+    out = graph.graph_copy(gm.graph, {})
+    graph.output(out)
+    graph.set_codegen(_BoxedCodeGen())
+    return fx.GraphModule(gm, graph).forward
+
+
 @dataclass
 class AOTConfig:
     fw_compiler: Callable = _run_graph
@@ -219,7 +254,9 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
         art.joint, art.partition, art.fw_module = joint, part, part.fw_module
         compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
         bw_compiler = config.bw_compiler or config.fw_compiler
-        compiled_bw = bw_compiler(part.bw_module, _example_inputs(part.bw_module))
+        boxed_bw = bw_compiler is _run_graph
+        compiled_bw = (_boxed_graph(part.bw_module) if boxed_bw
+                       else bw_compiler(part.bw_module, _example_inputs(part.bw_module)))
         fn_cls = create_compiled_function(
             compiled_fw, compiled_bw, meta,
             tangent_mask=joint.tangent_mask,
@@ -227,6 +264,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             num_inputs=len(flat_args),
             bw_mutated=joint.bw_mutated_inputs,
             version_checked=joint.saved_then_mutated,
+            boxed_bw=boxed_bw,
         )
         compiled_fn = fn_cls.apply
         art.compiled_function = fn_cls

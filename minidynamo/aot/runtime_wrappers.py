@@ -207,6 +207,7 @@ def create_compiled_function(
     num_inputs: int,
     bw_mutated: tuple[int, ...] = (),
     version_checked: tuple[int, ...] = (),
+    boxed_bw: bool = False,
 ) -> type[torch.autograd.Function]:
     """The ``autograd.Function`` that runs the compiled forward and backward (torch: CompiledFunction).
 
@@ -285,11 +286,19 @@ def create_compiled_function(
             saved = ctx.saved_tensors  # raises here if a saved tensor was modified since (as eager)
             if n_checked:
                 saved = saved[:-n_checked]
+            all_args = list(saved)
+            del saved
             if ctx.non_tensors is not None:
-                saved = list(saved)
                 for i, s in ctx.non_tensors:
-                    saved.insert(i, s)
-            grads = compiled_bw(*saved, *tangents)
+                    all_args.insert(i, s)
+            all_args += tangents
+            del tangents
+            if boxed_bw:
+                # aot_autograd's Note [The backward frees what it has read]
+                ctx.maybe_clear_saved_tensors()
+                grads = compiled_bw(all_args)
+            else:
+                grads = compiled_bw(*all_args)
             if bw_mutated:
                 # Note [Input mutations in the backward]: the graph returned their new values last.
                 n = len(bw_mutated)
