@@ -276,8 +276,13 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
         compiled = config.fw_compiler(gm, _example_inputs(gm))
 
         def compiled_fn(*args):
-            with torch.no_grad():
+            if not torch.is_grad_enabled():
                 return compiled(*args)
+            torch.set_grad_enabled(False)  # a plain call: cheaper than entering torch.no_grad()
+            try:
+                return compiled(*args)
+            finally:
+                torch.set_grad_enabled(True)
 
         art.wrappers.append("inference")
     art.wrappers.append("RuntimeWrapper")

@@ -77,36 +77,56 @@ def gen_alias_from_base(
     ``target`` is the alias the compiled forward returned (or its fake twin);
     ``view_chain`` the views functionalization saw from the base to the output.
     """
+    replay = functools.partial(replay_views, view_chain=view_chain) if replay_views_ok and view_chain else None
+    return _regen(base, target, target_requires_grad, replay, no_grad_view, layout, why)
+
+
+def _regen(base: torch.Tensor, target: torch.Tensor, target_requires_grad: bool, replay: Callable | None,
+           no_grad_view: bool, layout: tuple | None, why: dict) -> torch.Tensor:
+    """``gen_alias_from_base`` with the view replay prepared once (Note [Precomputed indices on the hot path])."""
+    if layout is not None:
+        size, stride, offset = layout
+    else:
+        size, stride, offset = target.size(), target.stride(), target.storage_offset()
     out = None
-    how = "as_strided"
-    size, stride, offset = layout if layout is not None else (target.size(), target.stride(), target.storage_offset())
-    if replay_views_ok and view_chain:
+    if replay is not None:
         try:
-            candidate = replay_views(base, view_chain)
+            candidate = replay(base)
         except RuntimeError:
             candidate = None
-        if candidate is not None and (
-            tuple(candidate.shape) == tuple(size)
-            and tuple(candidate.stride()) == tuple(stride)
-            and candidate.storage_offset() == offset
-        ):
-            out, how = candidate, "view_replay"
+        # size() is a torch.Size, a tuple: it compares equal to the tuple a layout holds.
+        if (candidate is not None and candidate.size() == size and candidate.stride() == stride
+                and candidate.storage_offset() == offset):
+            out = candidate
+    how = "view_replay" if out is not None else "as_strided"
     if out is None:
         out = base.as_strided(size, stride, offset)
     if out.dtype != target.dtype:
         out = out.view(target.dtype)
     # torch: patch_requires_grad in gen_alias_from_base.
-    if no_grad_view and target_requires_grad and base.requires_grad:
+    base_rg = base.requires_grad
+    if no_grad_view and target_requires_grad and base_rg:
         # Eager made this view under no_grad: it requires grad but has no grad_fn (torch
         # gives it a grad_fn here; the metadata's requires_grad_for_backward lets us match eager).
         with torch.no_grad():
             out = out.view_as(out)
-    elif base.requires_grad and not target_requires_grad:
+    elif base_rg and not target_requires_grad:
         out = out.detach()
-    elif not base.requires_grad and target_requires_grad:
+    elif not base_rg and target_requires_grad:
         out.requires_grad_(True)
-    events.emit("alias_regen", how=how, **why)
+    if events._recording:
+        events.emit("alias_regen", how=how, **why)
     return out
+
+
+def _view_replayer(chain: tuple | None) -> Callable | None:
+    """``replay_views(·, chain)``, specialised once: a chain of one plain view is a single op call."""
+    if not chain:
+        return None
+    if len(chain) == 1 and not chain[0].kwargs and chain[0].out_index is None:
+        op, args = chain[0].op, chain[0].args
+        return lambda base: op(base, *args)
+    return functools.partial(replay_views, view_chain=chain)
 
 
 def _sized_per_call(resolve: Callable | None, chain: tuple | None, layout: tuple | None) -> Callable | None:
@@ -142,11 +162,10 @@ def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs:
     kind = info.output_type
     num_outputs = meta.num_outputs
     chain = info.view_meta_sequence
-    why = {"output_index": idx, "output_type": kind.name,
-           "no_grad_view": info.requires_grad and not info.requires_grad_for_backward}
-
-    def unwrap(x: Any) -> Any:
-        return x.alias if isinstance(x, TensorAlias) else x
+    replay = _view_replayer(chain)
+    rg = info.requires_grad
+    no_grad_view = info.requires_grad and not info.requires_grad_for_backward
+    why = {"output_index": idx, "output_type": kind.name}
 
     if kind is OutputType.is_input:
         # torch: IsInputHandler. The user gets their own tensor object back.
@@ -155,36 +174,40 @@ def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs:
             return orig_inputs[info.base_idx]
 
     elif kind is OutputType.alias_of_input:
-        replay_ok = info.base_idx not in as_strided_inputs  # synthetic bases: always as_strided
+        base_idx = info.base_idx
+        if base_idx in as_strided_inputs:  # synthetic bases: always as_strided
+            replay = None
         # The graph's output of a mutated input is a view of a fresh tensor (offset from 0):
         # its layout on the input is the one metadata collection saw.
-        layout = info.layout if meta.input_info[info.base_idx].mutates_data else None
-        per_call = _sized_per_call(resolve, chain, layout)
+        layout = info.layout if meta.input_info[base_idx].mutates_data else None
+        per_call = _sized_per_call(resolve, chain, layout)  # Note [Sizes per call]
 
-        def handler(orig_inputs, fw_outs, out):
-            WRAPPER_WORK["alias_output"] += 1
-            c, lay = per_call(orig_inputs) if per_call is not None else (chain, layout)
-            return gen_alias_from_base(
-                orig_inputs[info.base_idx], unwrap(out), info.requires_grad, c,
-                replay_views_ok=replay_ok, layout=lay, **why,
-            )
+        if per_call is None:
+            def handler(orig_inputs, fw_outs, out):
+                WRAPPER_WORK["alias_output"] += 1
+                return _regen(orig_inputs[base_idx], out.alias if type(out) is TensorAlias else out, rg, replay,
+                              no_grad_view, layout, why)
+        else:
+            replay_ok = replay is not None
 
-    elif kind in (OutputType.alias_of_intermediate, OutputType.alias_of_intermediate_save_as_output):
-        base_pos = num_outputs + info.base_idx
+            def handler(orig_inputs, fw_outs, out):
+                WRAPPER_WORK["alias_output"] += 1
+                c, lay = per_call(orig_inputs)
+                return _regen(orig_inputs[base_idx], out.alias if type(out) is TensorAlias else out, rg,
+                              _view_replayer(c) if replay_ok else None, no_grad_view, lay, why)
+
+    elif kind in (OutputType.alias_of_intermediate, OutputType.alias_of_intermediate_save_as_output,
+                  OutputType.alias_of_intermediate_base_is_user_output):
+        base_pos = info.base_idx if kind is OutputType.alias_of_intermediate_base_is_user_output \
+            else num_outputs + info.base_idx
         per_call = _sized_per_call(resolve, chain, None)
 
         def handler(orig_inputs, fw_outs, out):
             WRAPPER_WORK["alias_output"] += 1
-            c = per_call(orig_inputs)[0] if per_call is not None else chain
-            return gen_alias_from_base(unwrap(fw_outs[base_pos]), unwrap(out), info.requires_grad, c, **why)
-
-    elif kind is OutputType.alias_of_intermediate_base_is_user_output:
-        per_call = _sized_per_call(resolve, chain, None)
-
-        def handler(orig_inputs, fw_outs, out):
-            WRAPPER_WORK["alias_output"] += 1
-            c = per_call(orig_inputs)[0] if per_call is not None else chain
-            return gen_alias_from_base(unwrap(fw_outs[info.base_idx]), unwrap(out), info.requires_grad, c, **why)
+            base = fw_outs[base_pos]
+            rep = replay if per_call is None else _view_replayer(per_call(orig_inputs)[0])
+            return _regen(base.alias if type(base) is TensorAlias else base,
+                          out.alias if type(out) is TensorAlias else out, rg, rep, no_grad_view, None, why)
 
     else:  # non_alias, unsafe_view_alias, custom_function_view: returned as they are
 
@@ -356,6 +379,12 @@ def _input_mutation_writer(info) -> Callable[[torch.Tensor, Any], None]:
     return functools.partial(_apply_input_mutation, info)
 
 
+_HANDLED = frozenset({
+    OutputType.is_input, OutputType.alias_of_input, OutputType.alias_of_intermediate,
+    OutputType.alias_of_intermediate_save_as_output, OutputType.alias_of_intermediate_base_is_user_output,
+})
+
+
 def create_runtime_wrapper(
     compiled_fn: Callable,
     meta: ViewAndMutationMeta,
@@ -371,8 +400,9 @@ def create_runtime_wrapper(
                for i, idx in enumerate(meta.mutated_inp_runtime_indices)]
     n_mut = len(mutated)
     num_outputs = meta.num_outputs
-    handlers = [_make_output_handler(j, meta, as_strided_inputs, resolve) for j in range(num_outputs)]
-    any_aliased = meta.num_outputs_aliased > 0
+    # Only the outputs that need a handler (an alias to rebuild, an input to give back) get one.
+    handlers = [(j, _make_output_handler(j, meta, as_strided_inputs, resolve)) for j in range(num_outputs)
+                if meta.output_info[j].output_type in _HANDLED]
 
     def runtime_wrapper(*args):
         all_outs = compiled_fn(*args)
@@ -381,9 +411,12 @@ def create_runtime_wrapper(
             for i, idx, write_back in mutated:
                 write_back(args[idx], all_outs[i])
         fw_outs = all_outs[n_mut:]
-        if not any_aliased:
+        if not handlers:
             return tuple(fw_outs[:num_outputs])
-        return tuple(handlers[j](args, fw_outs, fw_outs[j]) for j in range(num_outputs))
+        outs = list(fw_outs[:num_outputs])
+        for j, handler in handlers:
+            outs[j] = handler(args, fw_outs, outs[j])
+        return tuple(outs)
 
     return runtime_wrapper
 

@@ -93,7 +93,7 @@ class ViewMeta:
     out_index: int | None = None
 
     def replay(self, base: torch.Tensor) -> torch.Tensor:
-        out = self.op(base, *self.args, **dict(self.kwargs))
+        out = self.op(base, *self.args, **dict(self.kwargs)) if self.kwargs else self.op(base, *self.args)
         return out if self.out_index is None else out[self.out_index]
 
     def __str__(self) -> str:
@@ -102,10 +102,10 @@ class ViewMeta:
         return f"{self.op}({args}){idx}"
 
 
-def replay_views(base: torch.Tensor, chain: tuple[ViewMeta, ...]) -> torch.Tensor:
+def replay_views(base: torch.Tensor, view_chain: tuple[ViewMeta, ...]) -> torch.Tensor:
     """Re-run a view chain on ``base`` (view replay; see Note [The view chain])."""
     out = base
-    for step in chain:
+    for step in view_chain:
         out = step.replay(out)
     return out
 
