@@ -227,3 +227,35 @@ def test_symbolic_float_argument_falls_back_per_size():
             x = torch.randn(n, 2)
             assert torch.allclose(compiled(x), f(x))
     assert any(e.kind == "aot_symbolic_failed" for e in log)
+
+
+def mutated_then_viewed(x):
+    x.add_(1)
+    return x.view(-1, 2)
+
+
+def half_of_mutated(x, w):
+    x.mul_(2)
+    return x[: x.size(0) // 2] @ w, x.transpose(0, 1)
+
+
+def view_of_intermediate(x):
+    y = x * 2
+    return y.view(-1), y
+
+
+@pytest.mark.parametrize("fn,make", [
+    (mutated_then_viewed, lambda n: [torch.randn(n, 4)]),
+    (half_of_mutated, lambda n: [torch.randn(n, 4), torch.randn(4, 3, requires_grad=True)]),
+    (view_of_intermediate, lambda n: [torch.randn(n, 4, requires_grad=True)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_aliases_and_write_backs_use_each_calls_sizes(fn, make):
+    """Note [Sizes per call]: views regenerated and mutations written back with the call's sizes, not the trace's."""
+    inputs = [make(n) for n in (2, 4, 6, 10)]
+    ours, arts = _run_ours(fn, inputs, None, backend="aot_eager")
+    _check_eager(fn, inputs, ours)
+    assert len(arts) == 2 and getattr(arts[-1], "symbolic", False)
+    for args, (outs, _, _) in zip(inputs, ours):
+        e_outs = fn(*_clone(args))
+        e_outs = e_outs if isinstance(e_outs, tuple) else (e_outs,)
+        assert [o.storage_offset() for o in outs] == [o.storage_offset() for o in e_outs]
