@@ -77,6 +77,8 @@ def _comparable(exprs, names: dict) -> frozenset:
     out = set()
     for e in exprs:
         e = e.replace(lambda a: type(a).__name__ == "FloorDiv", lambda a: FloorDiv(*a.args))  # torch's -> ours
+        e = e.replace(lambda a: type(a).__name__ in ("Mod", "PythonMod") and not isinstance(a, sympy.Mod),
+                      lambda a: sympy.Mod(*a.args))  # torch's Mod -> sympy's, which simplifies as ours does
         if not e.free_symbols <= set(rename):
             continue  # a symbol of no input (not comparable)
         out.add(str(_canonical(e.xreplace(rename))))

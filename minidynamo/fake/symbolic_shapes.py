@@ -77,11 +77,28 @@ class FloorDiv(sympy.Function):
             return sympy.Integer(int(a) // int(b))
         if b == 1:
             return a
+        g = sympy.gcd(a, b)  # (4*s0) // (2*s1) -> (2*s0) // s1, as torch's FloorDiv
+        if g != 1 and g.is_positive:
+            return FloorDiv(sympy.cancel(a / g), sympy.cancel(b / g))
         if b.free_symbols or a.free_symbols:
             q = sympy.cancel(a / b)
             if q.is_integer or (q.is_polynomial() and sympy.denom(q) == 1 and all(
                     c.is_Integer for c in sympy.Poly(q, *q.free_symbols).coeffs()) if q.free_symbols else q.is_Integer):
                 return q
+        return None
+
+    # value ranges, as far as sympy's assumptions carry them: a // b of a >= 0 and b > 0 is >= 0,
+    # and > 0 when a >= b (so the guards a kernel's checks leave are decided, as torch's ranges do)
+    def _eval_is_nonnegative(self):
+        a, b = self.args
+        if a.is_nonnegative and b.is_positive:
+            return True
+        return None
+
+    def _eval_is_positive(self):
+        a, b = self.args
+        if a.is_nonnegative and b.is_positive and (a - b).is_nonnegative:
+            return True
         return None
 
 
@@ -447,6 +464,7 @@ class ShapeEnv:
     duck_guards: list = field(default_factory=list)  # (source, first source): sizes duck-sized together
     divisible: dict = field(default_factory=dict)  # symbol -> k, after the guard Eq(Mod(s, k), 0)
     int_symbols: set = field(default_factory=set)  # symbols of int inputs: any int (Note [An int input ...])
+    int_lower: dict = field(default_factory=dict)  # int symbol -> lower bound, after a guard s >= c
 
     # -- symbols ---------------------------------------------------------------------------
     def create_symbol(self, val: int, source: str) -> "sympy.Symbol | int":
@@ -514,6 +532,8 @@ class ShapeEnv:
         shifted = {s: sympy.Symbol(f"_t_{s.name}", integer=True, positive=True) * self.divisible[s]
                    if use_guards and s in self.divisible else sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + 2
                    for s in expr.free_symbols if s not in self.int_symbols}
+        shifted.update({s: sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + self.int_lower[s]
+                        for s in expr.free_symbols if use_guards and s in self.int_lower})
         try:
             out = sympy.simplify(expr.xreplace(shifted))
         except Exception:  # noqa: BLE001 - sympy could not decide
@@ -527,6 +547,8 @@ class ShapeEnv:
             return expr if not expr.is_Integer else int(expr)
         if expr.is_Boolean or isinstance(expr, sympy.Rel):
             known = self.statically_known(expr)
+            if known is None:
+                known = self._implied(expr)
             if known is not None:
                 return known
             value = bool(hint)
@@ -541,6 +563,29 @@ class ShapeEnv:
             self.replacements[expr] = sympy.Integer(value)
         return value
 
+    def _implied(self, expr: sympy.Basic) -> Optional[bool]:
+        """True/False when the guards already recorded decide ``expr`` (``Ne(a, 1)`` decides
+        ``Not(Eq(a, 1) & ...)``), else None: a compound question asks nothing new (torch's axioms)."""
+        facts = {}
+        for g in self.guards:
+            e = g.expr
+            if isinstance(e, sympy.Not):
+                facts[_canonical(e.args[0])] = sympy.false
+            elif isinstance(e, sympy.Ne):
+                facts[_canonical(sympy.Eq(*e.args))] = sympy.false
+            else:
+                facts[e] = sympy.true
+        if not facts:
+            return None
+        atoms = {a: facts[_canonical(a)] for a in expr.atoms(sympy.Eq, sympy.Ne, sympy.Rel)
+                 if _canonical(a) in facts}
+        atoms.update({a: sympy.Not(facts[_canonical(sympy.Eq(*a.args))])
+                      for a in expr.atoms(sympy.Ne) if _canonical(sympy.Eq(*a.args)) in facts})
+        if not atoms:
+            return None
+        out = expr.xreplace(atoms)
+        return bool(out) if out in (sympy.true, sympy.false) else None
+
     # adapters for torch's free functions (Note [Our SymNode inside torch.SymInt])
     def evaluate_sym_node(self, node: SymNode, size_oblivious: bool = False, fallback_value=None):
         return self.evaluate_expr(node.expr, node.hint, "guard_or_false" if fallback_value is False else "guard")
@@ -553,6 +598,11 @@ class ShapeEnv:
         expr = _canonical(expr)
         if not any(g.expr == expr for g in self.guards):
             self.guards.append(ShapeGuard(expr, why))
+        if isinstance(expr, (sympy.Ge, sympy.Gt)) and expr.lhs in self.int_symbols and expr.rhs.is_Integer:
+            low = int(expr.rhs) + (1 if isinstance(expr, sympy.Gt) else 0)
+            self.int_lower[expr.lhs] = max(low, self.int_lower.get(expr.lhs, low))
+        if isinstance(expr, sympy.Ne) and expr.lhs in self.int_lower and expr.rhs == self.int_lower[expr.lhs]:
+            self.int_lower[expr.lhs] += 1  # s >= 0 and s != 0: s >= 1
         if isinstance(expr, sympy.Eq) and expr.rhs == 0 and isinstance(expr.lhs, sympy.Mod):
             s, k = expr.lhs.args
             if isinstance(s, sympy.Symbol) and k.is_Integer:

@@ -269,8 +269,10 @@ def install_shape_guards(output) -> None:
     env = getattr(output, "shape_env", None)
     if env is None:
         return
+    sources = {src for srcs in env.var_to_sources.values() for src in srcs}
     for expr, why in env.produce_guards():
-        output.guards.add(None, "SHAPE_ENV", expr, why, "")
+        read = {src for src in sources if src in expr}  # a guard over one input says what it is now
+        output.guards.add(None, "SHAPE_ENV", expr, why, read.pop() if len(read) == 1 else "")
     for spec in env.specializations:
         events.emit("guard", source=spec.source, guard_kind="SPECIALIZATION", expr=f"{spec.source} == {spec.value}", why=spec.reason)
 
