@@ -10,6 +10,10 @@ and they hold no test logic: the tests that run them live in ``tests/``.
     aot_cases         chapters 09-11   functions full of mutation and aliasing, for every
                                        AOT stage (tests/test_aot_metadata.py, test_aot_runtime.py)
     metadata_compare  chapter 09       ours vs torch's ViewAndMutationMeta, field by field
+    dynamic_cases     chapter 15       functions called with a sequence of sizes, ported from
+                                       PyTorch's test/dynamo (tests/test_dynamic_shapes.py)
+    dynamic_compare   chapter 15       ours vs torch.compile on those calls: graphs, entries,
+                                       dynamic dims, shape guards (``python -m`` prints the table)
 
 Both corpora are façades over themed modules (a case's module is its theme; the façade
 imports them in the corpus's order): dynamo_testing, dynamo_helpers, dynamo_tracing_values,
@@ -17,5 +21,6 @@ dynamo_tracing_control, dynamo_tracing_torch, dynamo_tracing_more, dynamo_guards
 dynamo_breaks; aot_testing, aot_mutation, aot_aliasing, aot_inputs.
 
 The counterparts in PyTorch's own tree are test/dynamo/test_functions.py,
-test/dynamo/test_misc.py and test/functorch/test_aotdispatch.py.
+test/dynamo/test_misc.py, test/dynamo/test_recompiles.py, test/dynamo/test_unspec.py
+and test/functorch/test_aotdispatch.py.
 """
