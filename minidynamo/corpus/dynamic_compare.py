@@ -32,7 +32,7 @@ class Case:
     sizes: list  # the call specs, in order
     dynamic: Any = None
     mark: Callable | None = None  # (args, mark_dynamic, mark_static) -> None, before each call
-    origin: str = ""  # the PyTorch test it was ported from
+    origin: str = ""  # the PyTorch test it restates, or "ours, ..." (dynamic_cases docstring)
 
 
 @dataclasses.dataclass
