@@ -26,6 +26,16 @@ Note [The frame hook]
     function is a frame that starts in the middle]): compiled code still calls them,
     and they still pass ``call_frame`` explicitly.
 
+Note [A cache hit is one Python frame of ours]
+    Torch's per-call path is C: ``eval_frame.c`` finds the code object's cache entries
+    in its ``co_extra`` and runs each entry's C++ guard manager, then the compiled
+    bytecode. Ours is Python, so every frame counts: a hit costs ``md.compile``'s
+    ``__call__`` (one C ``call_with`` sets the hook and calls the function),
+    ``frame_callback`` (binds ``L``, then loops over the entries, calling each one's
+    generated check function directly, and runs the first that holds), the
+    generated check function and the transformed function. A miss, a frame eager for
+    good, or a recompile takes the slow path, ``_call_frame``, which checks again.
+
 Note [No PEP 523: calls go through the cache explicitly]
     Without the hook (no C compiler, another Python, ``MINIDYNAMO_NO_FRAME_HOOK=1``;
     ``md.explain(...).frame_hook`` says which design ran), the transformed function
@@ -125,11 +135,23 @@ class CompileConfig:
         if frame.fn is not func and frame.f_globals is not func.__globals__:
             frame = OptimizedFunction(func, self)
         L = dict(zip(code.co_varnames, args))
-        for name, cell in zip(code.co_freevars, func.__closure__ or ()):
-            try:
-                L[name] = cell.cell_contents
-            except ValueError:
-                pass
+        if func.__closure__:
+            for name, cell in zip(code.co_freevars, func.__closure__):
+                try:
+                    L[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        cache = self.frames.get(code)
+        if cache is not None and cache.fallback is None:  # Note [A cache hit is one Python frame of ours]
+            G = frame.f_globals
+            for entry in cache.entries:
+                try:
+                    ok = entry.check.fn(L, G)
+                except Exception:  # noqa: BLE001 - a guard that cannot even be evaluated has failed
+                    ok = False
+                if ok:
+                    counters["cache_hits"] += 1
+                    return entry.fn(L, G)
         out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here
         if out is self.hook.DEFAULT and self.frames[code].fallback is not None:
             # eager for good (a break in a loop, no ops, the cache size limit): never asked
@@ -140,6 +162,7 @@ class CompileConfig:
 
     def __post_init__(self) -> None:
         forget_decided_skips()
+        self.callback = self.frame_callback  # one bound method, not a new one per call
 
     def _in_cpython(self, *_: Any) -> Any:
         return self.hook.DEFAULT
@@ -275,15 +298,12 @@ class OptimizedFunction:
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         if self._generator:
             return self.fn(*args, **kwargs)
-        hook = self.config.hook
-        if hook is not None:  # the frame of self.fn passes the hook like any other (Note [The frame hook])
-            previous = hook.set_callback(self.config.frame_callback)
+        config = self.config
+        if config.hook is not None:  # the frame of self.fn passes the hook like any other (Note [The frame hook])
             try:
-                return self.fn(*args, **kwargs)
+                return config.hook.call_with(config.callback, self.fn, *args, **kwargs)
             except Exception as exc:
                 raise tidy_user_exception(exc)  # noqa: B904 - the same object, without our frames
-            finally:
-                hook.set_callback(previous)
         binder, fn = self._binder, self.fn
         if binder.__defaults__ is not fn.__defaults__ or binder.__kwdefaults__ is not fn.__kwdefaults__:
             _share_defaults(binder, fn)  # reassigned after compile: a default is read as eager reads it
