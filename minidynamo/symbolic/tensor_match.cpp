@@ -39,6 +39,9 @@
 // whether they still hold the same names in the same order, None where None
 // was. It replaces the NN_MODULE_LAYOUT guards and the NN_MODULE_CALL guard of
 // a module called without hooks, which test exactly that.
+//
+// no_aliasing(n, *tensors) is the NO_TENSOR_ALIASING guard's identity tests (the
+// first n tensors, the ones the graph writes to, are none of the others).
 
 #include <Python.h>
 
@@ -389,6 +392,35 @@ PyObject* module_match_repr(PyObject* self_) {
 
 PyTypeObject ModuleMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// --- no_aliasing -----------------------------------------------------------------
+
+// no_aliasing(n, t0, ..., tk) -> bool: none of the first n objects is another of the
+// arguments (the NO_TENSOR_ALIASING guard of guards.py, Note [Distinct tensors stay
+// distinct]: ___check_not_aliased((written...), (all...)) with the written first).
+// Identity tests only, as the unrolled Python ``is`` tests: 600 of them cost ~12 us
+// as bytecode and well under 1 us here.
+PyObject* no_aliasing(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 1 || !PyLong_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "no_aliasing(n_written, *tensors)");
+    return nullptr;
+  }
+  Py_ssize_t written = PyLong_AsSsize_t(args[0]);
+  if (written < 0 || written > nargs - 1) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "no_aliasing: n_written out of range");
+    return nullptr;
+  }
+  for (Py_ssize_t w = 1; w <= written; ++w)
+    for (Py_ssize_t i = w + 1; i < nargs; ++i)
+      if (args[w] == args[i]) Py_RETURN_FALSE;
+  Py_RETURN_TRUE;
+}
+
+PyMethodDef module_methods[] = {
+    {"no_aliasing", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(no_aliasing)), METH_FASTCALL,
+     "no_aliasing(n_written, *tensors) -> bool: none of the first n_written is another of the tensors"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 // torch.utils.cpp_extension names the module (tensor_match.py puts a hash of this file in the name)
 #ifndef TORCH_EXTENSION_NAME
 #define TORCH_EXTENSION_NAME minidynamo_tensor_match
@@ -399,30 +431,50 @@ PyTypeObject ModuleMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 #define MD_STR(a) MD_STR2(a)
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, MD_STR(TORCH_EXTENSION_NAME),
-                          "TENSOR_MATCH, GLOBAL_STATE and module-layout guards checked in C++ (minidynamo/symbolic/guards.py).", -1, nullptr};
+                          "TENSOR_MATCH, GLOBAL_STATE and module-layout guards checked in C++ (minidynamo/symbolic/guards.py).", -1,
+                          module_methods};
+
+// One callable guard type: a vectorcall object made by tp_new (the three types above share this setup).
+bool ready_type(PyTypeObject& type, const char* name, const char* doc, Py_ssize_t size, Py_ssize_t vectorcall_offset,
+                newfunc tp_new, destructor dealloc, reprfunc repr) {
+  type.tp_name = name;
+  type.tp_doc = doc;
+  type.tp_basicsize = size;
+  type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  type.tp_vectorcall_offset = vectorcall_offset;
+  type.tp_call = PyVectorcall_Call;
+  type.tp_new = tp_new;
+  if (dealloc != nullptr) type.tp_dealloc = dealloc;
+  if (repr != nullptr) type.tp_repr = repr;
+  return PyType_Ready(&type) == 0;
+}
+
+bool add_type(PyObject* module, const char* name, PyTypeObject& type) {
+  Py_INCREF(&type);
+  if (PyModule_AddObject(module, name, reinterpret_cast<PyObject*>(&type)) < 0) {
+    Py_DECREF(&type);
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
 PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
-  TensorMatchType.tp_name = "minidynamo.TensorMatch";
-  TensorMatchType.tp_doc = "TensorMatch(dtype, device|None, sizes, strides|None, requires_grad)(tensor) -> bool";
-  TensorMatchType.tp_basicsize = sizeof(TensorMatch);
-  TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
-  TensorMatchType.tp_vectorcall_offset = offsetof(TensorMatch, vectorcall);
-  TensorMatchType.tp_call = PyVectorcall_Call;
-  TensorMatchType.tp_new = tensor_match_new;
-  TensorMatchType.tp_dealloc = tensor_match_dealloc;
-  TensorMatchType.tp_repr = tensor_match_repr;
-  if (PyType_Ready(&TensorMatchType) < 0) return nullptr;
-  GlobalStateType.tp_name = "minidynamo.GlobalState";
-  GlobalStateType.tp_doc = "GlobalState()() -> bool: grad mode, inference mode, autocast, default dtype, "
-                           "deterministic algorithms as when it was made";
-  GlobalStateType.tp_basicsize = sizeof(GlobalState);
-  GlobalStateType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
-  GlobalStateType.tp_vectorcall_offset = offsetof(GlobalState, vectorcall);
-  GlobalStateType.tp_call = PyVectorcall_Call;
-  GlobalStateType.tp_new = global_state_new;
-  if (PyType_Ready(&GlobalStateType) < 0) return nullptr;
+  if (!ready_type(TensorMatchType, "minidynamo.TensorMatch",
+                  "TensorMatch(dtype, device|None, sizes, strides|None, requires_grad)(tensor) -> bool",
+                  sizeof(TensorMatch), offsetof(TensorMatch, vectorcall), tensor_match_new, tensor_match_dealloc,
+                  tensor_match_repr) ||
+      !ready_type(GlobalStateType, "minidynamo.GlobalState",
+                  "GlobalState()() -> bool: grad mode, inference mode, autocast, default dtype, "
+                  "deterministic algorithms as when it was made",
+                  sizeof(GlobalState), offsetof(GlobalState, vectorcall), global_state_new, nullptr, nullptr) ||
+      !ready_type(ModuleMatchType, "minidynamo.ModuleMatch",
+                  "ModuleMatch(modules, parameters, buffers, no_hooks)(module) -> bool: the module's "
+                  "_modules/_parameters/_buffers hold these (name, is_none) pairs in order (and no hooks)",
+                  sizeof(ModuleMatch), offsetof(ModuleMatch, vectorcall), module_match_new, module_match_dealloc,
+                  module_match_repr))
+    return nullptr;
   const char* tables[3] = {"_modules", "_parameters", "_buffers"};
   const char* hooks[4] = {"_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks"};
   for (int i = 0; i < 3; ++i)
@@ -430,34 +482,10 @@ PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
   for (int i = 0; i < 4; ++i)
     if ((kHookNames[i] = PyUnicode_InternFromString(hooks[i])) == nullptr) return nullptr;
   if ((kForward = PyUnicode_InternFromString("forward")) == nullptr) return nullptr;
-  ModuleMatchType.tp_name = "minidynamo.ModuleMatch";
-  ModuleMatchType.tp_doc = "ModuleMatch(modules, parameters, buffers, no_hooks)(module) -> bool: the module's "
-                           "_modules/_parameters/_buffers hold these (name, is_none) pairs in order (and no hooks)";
-  ModuleMatchType.tp_basicsize = sizeof(ModuleMatch);
-  ModuleMatchType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
-  ModuleMatchType.tp_vectorcall_offset = offsetof(ModuleMatch, vectorcall);
-  ModuleMatchType.tp_call = PyVectorcall_Call;
-  ModuleMatchType.tp_new = module_match_new;
-  ModuleMatchType.tp_dealloc = module_match_dealloc;
-  ModuleMatchType.tp_repr = module_match_repr;
-  if (PyType_Ready(&ModuleMatchType) < 0) return nullptr;
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;
-  Py_INCREF(&GlobalStateType);
-  if (PyModule_AddObject(m, "GlobalState", reinterpret_cast<PyObject*>(&GlobalStateType)) < 0) {
-    Py_DECREF(&GlobalStateType);
-    Py_DECREF(m);
-    return nullptr;
-  }
-  Py_INCREF(&TensorMatchType);
-  if (PyModule_AddObject(m, "TensorMatch", reinterpret_cast<PyObject*>(&TensorMatchType)) < 0) {
-    Py_DECREF(&TensorMatchType);
-    Py_DECREF(m);
-    return nullptr;
-  }
-  Py_INCREF(&ModuleMatchType);
-  if (PyModule_AddObject(m, "ModuleMatch", reinterpret_cast<PyObject*>(&ModuleMatchType)) < 0) {
-    Py_DECREF(&ModuleMatchType);
+  if (!add_type(m, "GlobalState", GlobalStateType) || !add_type(m, "TensorMatch", TensorMatchType) ||
+      !add_type(m, "ModuleMatch", ModuleMatchType)) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -36,6 +36,7 @@ def get() -> Optional[type]:
         _state["type"] = getattr(module, "TensorMatch", None)
         _state["global_state"] = getattr(module, "GlobalState", None)
         _state["module_match"] = getattr(module, "ModuleMatch", None)
+        _state["no_aliasing"] = getattr(module, "no_aliasing", None)
     return _state["type"]
 
 
@@ -51,6 +52,12 @@ def module_match() -> Optional[type]:
     return _state.get("module_match")
 
 
+def no_aliasing() -> Optional[Any]:
+    """``no_aliasing(n_written, *tensors)`` (Note [Distinct tensors stay distinct]); None where missing."""
+    get()
+    return _state.get("no_aliasing")
+
+
 def reason() -> str:
     """Why the C++ guard is not used ("" when it is)."""
     get()
@@ -61,7 +68,7 @@ def reason() -> str:
 def python_guards() -> Iterator[None]:
     """Check functions built inside run the Python TENSOR_MATCH guards, as where the extension is missing."""
     saved = dict(_state)
-    _state.update(type=None, global_state=None, module_match=None, reason="inside tensor_match.python_guards()")
+    _state.update(type=None, global_state=None, module_match=None, no_aliasing=None, reason="inside tensor_match.python_guards()")
     try:
         yield
     finally:
