@@ -175,6 +175,32 @@ def test_alike_inputs_share_one_matcher_and_the_check_is_the_same_without_it():
     assert results[:2] == [True, True] and not any(results[2:])
 
 
+def test_no_aliasing_in_cpp_says_what_the_unrolled_identity_tests_say():
+    """NO_TENSOR_ALIASING (Note [Distinct tensors stay distinct]): one C++ call against the ``is`` tests."""
+    if tensor_match.get() is None:
+        pytest.skip(tensor_match.reason())
+
+    def f(*xs):
+        xs[1].add_(1)
+        xs[4].mul_(2)
+        return torch.stack(xs).sum(0)
+
+    args = _inputs(6)
+    python_check = _entry_check(f, args, python=True)
+    cpp_check = _entry_check(f, args, python=False)
+    assert "___no_aliasing(2, " in cpp_check.source and "___no_aliasing" not in python_check.source
+    seen = set()
+    for i in range(6):
+        for j in range(6):  # xs[j] passed again as xs[i]: a miss exactly when a written input is reached twice
+            xs = list(_inputs(6))
+            xs[i] = xs[j]
+            L = {"xs": tuple(xs)}
+            ours, reference = cpp_check(L, globals()), python_check(L, globals())
+            assert ours == reference == (i == j or not {i, j} & {1, 4}), (i, j)
+            seen.add(ours)
+    assert seen == {True, False}
+
+
 # --- GlobalState (Note [Global state is one guard]) ----------------------------------
 
 def _state_changes() -> list:
