@@ -26,7 +26,8 @@ pytestmark = [pytest.mark.ch05, pytest.mark.filterwarnings("error:minidynamo. tr
 
 # --- the raw hook: a Python callback that answers for some frames ---------------------
 
-def _callback(func, args):
+def _callback(func, L):
+    args = tuple(L.values())  # the arguments by name, in order (these functions have no free variables)
     name = func.__name__
     if not name.startswith("user_"):
         return HOOK.SKIP

@@ -13,7 +13,7 @@ Note [The frame hook]
     we, where ``frame_hook.c`` builds (``frame_hook.py``): calling a compiled function
     sets this thread's callback to its config's ``frame_callback`` and calls the
     original function. CPython hands each fresh frame to the C hook, which calls
-    ``frame_callback(function, args)`` with the hook off: our own code, torch's and the
+    ``frame_callback(function, L)`` with the hook off: our own code, torch's and the
     stdlib's answer SKIP (the code object is marked, never asked again); a user frame
     goes through ``call_frame``, which runs a cache entry, or answers DEFAULT: CPython
     runs the frame itself, its callees still hooked. A frame Dynamo skips (a graph
@@ -124,8 +124,11 @@ class CompileConfig:
     by_id: dict = field(default_factory=dict)  # id(code) -> OptimizedFunction, for the hook's callback
     targets: set = field(default_factory=set)  # the code objects md.compile / md.explain was given
 
-    def frame_callback(self, func: types.FunctionType, args: tuple) -> Any:
-        """Called by ``frame_hook.c`` for a fresh frame: a cache entry's result, or DEFAULT / SKIP."""
+    def frame_callback(self, func: types.FunctionType, L: dict) -> Any:
+        """Called by ``frame_hook.c`` for a fresh frame: a cache entry's result, or DEFAULT / SKIP.
+
+        ``L``: the frame's arguments and free variables by name (the C hook binds them).
+        """
         code = func.__code__
         frame = self.by_id.get(id(code))  # hashing a code object hashes its bytecode and constants: slow
         if frame is None or frame.code is not code:
@@ -134,13 +137,6 @@ class CompileConfig:
             frame = self.by_id[id(code)] = self.optimized(func)
         if frame.fn is not func and frame.f_globals is not func.__globals__:
             frame = OptimizedFunction(func, self)
-        L = dict(zip(code.co_varnames, args))
-        if func.__closure__:
-            for name, cell in zip(code.co_freevars, func.__closure__):
-                try:
-                    L[name] = cell.cell_contents
-                except ValueError:
-                    pass
         cache = self.frames.get(code)
         if cache is not None and cache.fallback is None:  # Note [A cache hit is one Python frame of ours]
             G = frame.f_globals

@@ -12,7 +12,8 @@
         or thrown into, a frame with its own locals dict (module, class body, exec):
         run it in CPython untouched (`_PyEval_EvalFrameDefault`).
      2. A code object marked SKIP (not user code): the same, without asking Python.
-     3. Otherwise call the thread's callback, `callback(function, args)`, with the hook
+     3. Otherwise call the thread's callback, `callback(function, L)` (L: the arguments
+        and free variables by name, as the cache's guards read them), with the hook
         off for this thread (so our own Python is never hooked). It answers
           SKIP      mark the code object, run the frame in CPython;
           DEFAULT   run the frame in CPython (its callees still pass the hook);
@@ -139,28 +140,40 @@ static PyObject *hook(PyThreadState *ts, _PyInterpreterFrame *frame, int throwfl
     if (extra == &skip_mark) {
         return eval_default(ts, frame, throwflag);
     }
-    /* a fresh frame holds its arguments, in order, at the front of localsplus */
+    /* L: a fresh frame holds its arguments, in order, at the front of localsplus (their
+       names at the front of co_localsplusnames); the closure's cells hold the free
+       variables, whose names end co_localsplusnames (COPY_FREE_VARS has not run yet) */
     int nargs = code->co_argcount + code->co_kwonlyargcount + ((code->co_flags & CO_VARARGS) != 0) +
                 ((code->co_flags & CO_VARKEYWORDS) != 0);
-    PyObject *args = PyTuple_New(nargs);
-    if (args == NULL) {
+    PyObject *names = code->co_localsplusnames;
+    for (int i = 0; i < nargs; i++) {
+        if (frame->localsplus[i] == NULL) { /* not a call CPython bound: leave it alone */
+            return eval_default(ts, frame, throwflag);
+        }
+    }
+    PyObject *L = PyDict_New();
+    int failed = L == NULL;
+    for (int i = 0; !failed && i < nargs; i++) {
+        failed = PyDict_SetItem(L, PyTuple_GET_ITEM(names, i), frame->localsplus[i]) < 0;
+    }
+    PyObject *closure = ((PyFunctionObject *)FRAME_FUNC(frame))->func_closure;
+    Py_ssize_t nfree = closure == NULL ? 0 : PyTuple_GET_SIZE(closure);
+    for (Py_ssize_t k = 0; !failed && k < nfree && nfree == code->co_nfreevars; k++) {
+        PyObject *contents = PyCell_GET(PyTuple_GET_ITEM(closure, k));
+        if (contents != NULL) { /* an empty cell (a name not yet bound) is not in L */
+            failed = PyDict_SetItem(L, PyTuple_GET_ITEM(names, code->co_nlocalsplus - nfree + k), contents) < 0;
+        }
+    }
+    if (failed) {
+        Py_XDECREF(L);
         ANSWERED(ts, frame);
         return NULL;
     }
-    for (int i = 0; i < nargs; i++) {
-        PyObject *value = frame->localsplus[i];
-        if (value == NULL) { /* not a call CPython bound: leave it alone */
-            Py_DECREF(args);
-            return eval_default(ts, frame, throwflag);
-        }
-        Py_INCREF(value);
-        PyTuple_SET_ITEM(args, i, value);
-    }
     callbacks_made++;
     PyThread_tss_set(&callback_key, NULL); /* our own Python runs unhooked */
-    PyObject *answer = PyObject_CallFunctionObjArgs(callback, FRAME_FUNC(frame), args, NULL);
+    PyObject *answer = PyObject_CallFunctionObjArgs(callback, FRAME_FUNC(frame), L, NULL);
     PyThread_tss_set(&callback_key, callback);
-    Py_DECREF(args);
+    Py_DECREF(L);
     if (answer == SKIP || answer == DEFAULT) {
         if (answer == SKIP && PyUnstable_Code_SetExtra((PyObject *)code, extra_index, &skip_mark) < 0) {
             PyErr_Clear();
