@@ -127,7 +127,11 @@ def solution_cache_hit():
 
 
 def check_cache_limit(answer) -> str:
-    """``answer``: how many distinct k (scale(x, k) with k = 0, 1, 2, ...) get an entry before eager fallback."""
+    """``answer``: how many distinct k (scale(x, k) with k = 0, 1, 2, ...) get an entry before eager fallback.
+
+    Compiled with ``dynamic=False``: with the default (automatic dynamic) the second
+    value of ``k`` makes it a SymInt input and one entry serves every later k (chapter 15).
+    """
     import minidynamo as md
 
     if answer is None:
@@ -135,7 +139,7 @@ def check_cache_limit(answer) -> str:
     if not isinstance(answer, int):
         raise NotYet(f"give an int, not a {type(answer).__name__}")
     md.reset()
-    compiled = md.compile(scale, backend="eager")
+    compiled = md.compile(scale, backend="eager", dynamic=False)
     x = _first_input()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -351,4 +351,4 @@ def _untraced_tensor(source, value: torch.Tensor) -> None:
 def _overrides(cls: type) -> set:
     """The tensor hooks a subclass defines itself (not inherited from torch.Tensor)."""
     return {name for name in ("__torch_function__", "__torch_dispatch__")
-            if any(name in vars(k) for k in cls.__mro__ if k is not torch.Tensor and k is not torch._C.TensorBase)}
+            if any(name in vars(k) for k in cls.__mro__ if k not in torch.Tensor.__mro__)}
