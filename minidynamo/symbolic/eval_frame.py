@@ -158,7 +158,6 @@ class CompileConfig:
 
     def __post_init__(self) -> None:
         forget_decided_skips()
-        self.callback = self.frame_callback  # one bound method, not a new one per call
 
     def _in_cpython(self, *_: Any) -> Any:
         return self.hook.DEFAULT
@@ -297,7 +296,7 @@ class OptimizedFunction:
         config = self.config
         if config.hook is not None:  # the frame of self.fn passes the hook like any other (Note [The frame hook])
             try:
-                return config.hook.call_with(config.callback, self.fn, *args, **kwargs)
+                return config.hook.call_with(config.frame_callback, self.fn, *args, **kwargs)
             except Exception as exc:
                 raise tidy_user_exception(exc)  # noqa: B904 - the same object, without our frames
         binder, fn = self._binder, self.fn
