@@ -4,8 +4,9 @@ For each case, the same size sequence goes through ``torch.compile(backend="eage
 and ``md.compile(backend="eager")``; we compare the number of graphs compiled, the
 number of cache entries (recompiles + 1), the dims the last graph has symbolic, and
 the shape guards (decisions on sizes, over the inputs' sources). Every result is
-compared with eager, also under the default ``aot_eager`` backend (Note [AOT
-backends specialize per size]). Unit tests of the ShapeEnv compare its symbolic
+compared with eager, also under the default ``aot_eager`` backend, which traces a
+dynamic graph once over Dynamo's symbols (Note [AOT backends specialize per size]
+says when it falls back to one compile per size). Unit tests of the ShapeEnv compare its symbolic
 output sizes with torch's ShapeEnv on the same ops.
 """
 
@@ -178,7 +179,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {}
 # --- tests ------------------------------------------------------------------------------
 
 
-# the default backend on a sample (each AOT compile per size costs ~0.3 s on two cores)
+# the default backend on a sample (each AOT compile costs ~0.3 s on two cores)
 AOT_SAMPLE = ["size_mul", "branch_on_size", "mod8", "two_inputs", "linear_relu", "flatten_matmul", "reshape_halves"]
 
 
