@@ -3,11 +3,18 @@
 Each test starts and ends with a fresh minidynamo (no cached entries, counters at
 zero, graph numbering from 0), so a test never sees another's compiled frames.
 A test that also runs the real ``torch.compile`` asks for ``real_dynamo``.
+FakeTensor dispatch-cache hits are cross-checked against the kernel in every test.
 """
+
+import os
 
 import pytest
 
 import minidynamo as md
+
+# Every FakeTensor dispatch-cache hit also runs the kernel and compares (Note [The dispatch cache]);
+# subprocesses (notebooks, benchmark workers) inherit it.
+os.environ.setdefault("MINIDYNAMO_FAKE_CACHE_CROSSCHECK", "1")
 
 
 @pytest.fixture(autouse=True)

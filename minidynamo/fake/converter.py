@@ -62,6 +62,7 @@ class FakeTensorConverter:
         self.tensor_memo: dict[int, tuple[weakref.ref, FakeTensor]] = {}
         # StorageWeakRef(real storage) -> the meta UntypedStorage that stands for it.
         self.storage_memo: dict[StorageWeakRef, torch.UntypedStorage] = {}
+        self._purge_at = 64  # storage_memo's size at which freed storages are next forgotten
 
     def __len__(self) -> int:
         return len(self.tensor_memo)
@@ -82,8 +83,13 @@ class FakeTensorConverter:
     def meta_storage(self, t: torch.Tensor) -> torch.UntypedStorage:
         """The meta storage standing for ``t``'s real storage (made on first use)."""
         key = StorageWeakRef(t.untyped_storage())
-        for old in [k for k in self.storage_memo if k.expired()]:
-            del self.storage_memo[old]  # a freed storage's address may be reused
+        if key not in self.storage_memo and len(self.storage_memo) >= self._purge_at:
+            # Forget freed storages now and then (not on every call: 260 parameters made that
+            # quadratic). A stale key cannot meet a live storage: the weak reference it holds
+            # keeps the freed storage's address from being reused.
+            for old in [k for k in self.storage_memo if k.expired()]:
+                del self.storage_memo[old]
+            self._purge_at = 2 * len(self.storage_memo) + 64
         if key not in self.storage_memo:
             nbytes = t.untyped_storage().nbytes()
             with DisableTorchDispatch():  # no mode may see this: it is ours, not the user's

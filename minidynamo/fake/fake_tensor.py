@@ -7,7 +7,7 @@ shapes, strides, dtypes, devices and aliasing of the results without computing
 anything. Every op run here reports an ``"op"`` event to ``minidynamo.events``.
 
 Mirrors ``torch/_subclasses/fake_tensor.py`` (3700 lines); ours keeps the idea
-and drops symbolic shapes, the op cache, constant propagation, the python
+and the op cache (``dispatch_cache.py``), and drops constant propagation, the python
 dispatcher, cross-ref checking and most device special cases.
 
 Note [FakeTensor is a meta tensor that lies about its device]
@@ -54,11 +54,13 @@ Note [Factories cannot claim cuda here]
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator
 
 import torch
 
 from minidynamo import events
+from minidynamo.fake.dispatch_cache import cached_dispatch, storage_id
 from minidynamo._torch_private import (
     DisableTorchDispatch,
     PreserveDispatchKeyGuard,
@@ -129,18 +131,19 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 # --- flattening op arguments (ATen args nest only lists and tuples; kwargs is a dict) --
 
 
+def _walk_tensors(x, out: list) -> None:
+    for y in x:
+        if isinstance(y, torch.Tensor):
+            out.append(y)
+        elif isinstance(y, (list, tuple)):
+            _walk_tensors(y, out)
+
+
 def _flat_tensors(args, kwargs) -> list[torch.Tensor]:
     out: list[torch.Tensor] = []
-
-    def walk(x):
-        if isinstance(x, torch.Tensor):
-            out.append(x)
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-
-    walk(args)
-    walk(list(kwargs.values()))
+    _walk_tensors(args, out)
+    if kwargs:
+        _walk_tensors(kwargs.values(), out)
     return out
 
 
@@ -220,6 +223,8 @@ class FakeTensor(torch.Tensor):
 # traced world with aten.lift_fresh: a fresh constant, so we convert it (torch's
 # fake mode does the same and also remembers its value as a constant; ours does not).
 _LIFT_OPS = (aten.lift_fresh.default, aten.lift_fresh_copy.default)
+_PRIM_DEVICE = torch.ops.prim.device.default
+_data_dependent: dict = {}  # op -> "always", "unless integer indices" or "": from its tags, read once
 
 
 # --- the mode -------------------------------------------------------------------
@@ -244,6 +249,10 @@ class FakeTensorMode(TorchDispatchMode):
     ``allow_non_fake_inputs=True`` converts real tensor inputs with
     :meth:`from_tensor` instead of raising MixedFakeTensorError (as torch's flag).
     """
+
+    cache_enabled = True  # Note [The dispatch cache] (torch: config fake_tensor_cache_enabled)
+    # run the kernel on every hit too and compare (torch: cache_crosscheck_enabled); tests/conftest.py sets it
+    cache_crosscheck = os.environ.get("MINIDYNAMO_FAKE_CACHE_CROSSCHECK") == "1"
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -302,50 +311,59 @@ class FakeTensorMode(TorchDispatchMode):
                 self.in_kernel_invocation = prev
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
-        if func is torch.ops.prim.device.default:
+        if func is _PRIM_DEVICE:
             return self._device_of(args[0])
-        op = str(func)
+        kwargs = dict(kwargs) if kwargs else {}
 
         # 1. Inputs: all fakes of this mode (or converted, if allowed).
-        args, kwargs = self._check_inputs(func, args, kwargs)
         flat_in = _flat_tensors(args, kwargs)
+        if not all(isinstance(t, FakeTensor) and t.fake_mode is self for t in flat_in):
+            args, kwargs = self._check_inputs(func, args, kwargs)
+            flat_in = _flat_tensors(args, kwargs)
 
         # 2. Ops whose output depends on data we do not have.
-        tags = func.tags
-        if torch.Tag.data_dependent_output in tags or (
-            torch.Tag.dynamic_output_shape in tags and not _index_with_integer_indices(func, args)
-        ):
-            raise DataDependentOutputError(op)
+        dependent = _data_dependent.get(func)
+        if dependent is None:
+            tags = func.tags
+            dependent = _data_dependent[func] = (
+                "always" if torch.Tag.data_dependent_output in tags else
+                "unless integer indices" if torch.Tag.dynamic_output_shape in tags else "")
+        if dependent and (dependent == "always" or not _index_with_integer_indices(func, args)):
+            raise DataDependentOutputError(str(func))
 
         # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.
         out_device = self._output_device(func, flat_in, kwargs)
         if "device" in kwargs:
             kwargs["device"] = torch.device("meta")
 
-        # 4. Run the Meta kernel on the fakes themselves.
-        try:
-            with self.in_kernel_invocation_manager(), self._symbolic_kernels():
-                out = func(*args, **kwargs)
-        except NotImplementedError as e:
-            if "Meta" in str(e) or "meta" in str(e):
-                raise UnsupportedOperatorError(op, str(e).splitlines()[0][:200]) from None
-            raise
-
-        # 5. Wrap new outputs; in-place ops already return a fake input.
-        def wrap(t):
-            if isinstance(t, FakeTensor):
-                return t
-            if t.device.type != "meta":
-                raise UnsupportedOperatorError(op, f"its kernel returned a real tensor on {t.device}")
-            return FakeTensor(self, t, out_device)
-
-        out = _map_tensors(wrap, out)
+        # 4. Run the Meta kernel on the fakes themselves, 5. wrap its outputs; or rebuild
+        # them from the dispatch cache (Note [The dispatch cache], dispatch_cache.py).
+        out = cached_dispatch(self, func, args, kwargs, flat_in, lambda: self._run_kernel(func, args, kwargs, out_device))
         if events.is_recording() and not self._quiet_depth:
             self._emit(func, flat_in, out)
         return out
 
     # -- helpers ----------------------------------------------------------------------
+
+    def _run_kernel(self, func, args, kwargs, out_device):
+        """Steps 4 and 5 of ``__torch_dispatch__``: the Meta kernel, then its new outputs wrapped."""
+        try:
+            with self.in_kernel_invocation_manager(), self._symbolic_kernels():
+                out = func(*args, **kwargs)
+        except NotImplementedError as e:
+            if "Meta" in str(e) or "meta" in str(e):
+                raise UnsupportedOperatorError(str(func), str(e).splitlines()[0][:200]) from None
+            raise
+
+        # In-place ops already return a fake input.
+        def wrap(t):
+            if isinstance(t, FakeTensor):
+                return t
+            if t.device.type != "meta":
+                raise UnsupportedOperatorError(str(func), f"its kernel returned a real tensor on {t.device}")
+            return FakeTensor(self, t, out_device)
+
+        return _map_tensors(wrap, out)
 
     def _symbolic_kernels(self):
         """Note [Meta kernels over SymInts]: with symbolic sizes, kernels are found by the Python dispatcher.
@@ -402,7 +420,8 @@ class FakeTensorMode(TorchDispatchMode):
 
     def _emit(self, func, flat_in, out) -> None:
         flat_out = _flat_tensors(out if isinstance(out, (list, tuple)) else [out], {})
-        aliases = [next((i for i, t in enumerate(flat_in) if shares_storage(o, t)), None) for o in flat_out]
+        storages = [storage_id(t) for t in flat_in]  # shares_storage, without two weak references per pair
+        aliases = [next((i for i, s in enumerate(storages) if s == storage_id(o)), None) for o in flat_out]
         events.emit(
             "op",
             op=str(func),
