@@ -7,6 +7,7 @@ Issue 13; the models themselves are in ``test_models.py``.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 
@@ -595,3 +596,60 @@ def test_getattr_default_is_not_taken_for_an_attribute_we_cannot_trace():
 
     x = torch.randn(3)
     torch.testing.assert_close(md.compile(f, backend="eager")(x, Opaque()), f(x, Opaque()))
+
+
+# -- copy.deepcopy of a user object, traced (id(), object.__reduce_ex__, __dict__.update) ---
+
+class _Settings:
+    def __init__(self):
+        self.scale = 3.0
+        self.sizes = [1, 2]
+        self.names = {"a": "b"}
+
+
+_settings = _Settings()
+
+
+def copies_its_settings(x):
+    s = copy.deepcopy(_settings)
+    s.scale = s.scale + 1.0  # the copy, not the original
+    s.sizes.append(5)
+    return x * s.scale + s.sizes[-1] + len(s.names)
+
+
+def test_deepcopy_of_a_user_object_is_traced():
+    x = torch.randn(4)
+    check(copies_its_settings, x)
+    assert _settings.scale == 3.0 and _settings.sizes == [1, 2]  # the original is untouched
+
+
+def test_deepcopy_of_a_user_object_sees_a_changed_original():
+    x = torch.randn(4)
+    compiled = md.compile(copies_its_settings, backend="eager")
+    torch.testing.assert_close(compiled(x), copies_its_settings(x))
+    _settings.scale = 5.0
+    try:
+        torch.testing.assert_close(compiled(x), copies_its_settings(x))
+    finally:
+        _settings.scale = 3.0
+
+
+def returns_a_copy(x):
+    s = copy.deepcopy(_settings)
+    return x + 1, s
+
+
+def test_a_deep_copy_made_in_the_trace_is_returned():
+    x = torch.randn(4)
+    out, s = md.compile(returns_a_copy, backend="eager")(x)
+    torch.testing.assert_close(out, x + 1)
+    assert type(s) is _Settings and s is not _settings and s.sizes == [1, 2] and s.sizes is not _settings.sizes
+    assert s.names == {"a": "b"} and s.scale == 3.0
+
+
+def same_default_is_itself(x, _nil=[]):
+    return x + 1 if _nil is _nil else x - 1
+
+
+def test_a_list_is_itself():
+    check(same_default_is_itself, torch.randn(3))

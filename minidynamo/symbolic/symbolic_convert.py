@@ -86,9 +86,13 @@ class LazyVariableTracker(VariableTracker):
     def __init__(self, value: Any, source):
         super().__init__(source=source)
         self.value = value
+        self.realized: Optional[VariableTracker] = None
 
     def realize(self, tx) -> VariableTracker:
-        return VariableBuilder(tx, self.source)(self.value)
+        # once: every read of the same input is the same tracker (``y is _nil`` in copy.deepcopy)
+        if self.realized is None:
+            self.realized = VariableBuilder(tx, self.source)(self.value)
+        return self.realized
 
 
 def explain_unsupported(tx, e: Unsupported) -> GraphBreak:

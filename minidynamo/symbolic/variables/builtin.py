@@ -34,7 +34,6 @@ PURE_BUILTINS = {
 }
 BREAK_BUILTINS = {
     print: "print() writes to stdout, a side effect the graph cannot hold",
-    id: "id() gives a real address",
     input: "input() reads stdin",
     open: "open() does I/O",
     setattr: "setattr on an arbitrary object",
@@ -98,7 +97,9 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
 
     if fn in (operator.is_, operator.is_not):
         a, b = args
-        if a.is_python_constant() and b.is_python_constant():
+        if a is b:  # one tracker is one object (a list's as_python_constant() is a new list each time)
+            same = True
+        elif a.is_python_constant() and b.is_python_constant():
             same = a.as_python_constant() is b.as_python_constant()
         elif isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
             # inputs are deduplicated by identity (OutputGraph.add_graph_input), so two
@@ -160,6 +161,13 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
                 same = a is b
                 return ConstantVariable(same if fn is operator.eq else not same)
     unimplemented(f"operator {fn.__name__} on {', '.join(type(a).__name__ for a in args)}")
+
+
+class FakeIdVariable(ConstantVariable):
+    """``id()`` of an object made during the trace (Note [id() while tracing]): usable inside, never output."""
+
+    def reconstruct(self, codegen) -> str:
+        unimplemented("id() of an object made in the trace leaves the graph")
 
 
 class BuiltinVariable(VariableTracker):
@@ -242,6 +250,42 @@ class BuiltinVariable(VariableTracker):
         if cls is None or first not in tx.symbolic_locals:
             unimplemented("zero-argument super() outside a method (eager raises RuntimeError)")
         return SuperVariable(tx.realize(cls).as_python_constant(), tx.realize(tx.symbolic_locals[first]))
+
+    def _call_id(self, tx, obj):
+        """``id(x)``: the real address of an object we can name (guarded), a stand-in otherwise.
+
+        Note [id() while tracing]
+            ``copy.deepcopy`` keys its memo by ``id(x)``. As in Dynamo's ``call_id``: an
+            object reached through a source has its real ``id``, and an ID_MATCH guard makes
+            the graph hold only for that very object; ``None``/``True``/``False`` are
+            singletons. An object made during the trace has no address yet: it gets the
+            ``id`` of its tracker (unique while the trace lives, like Dynamo's
+            ``FakeIdVariable``), which may key a dict inside the trace but never leaves it.
+        """
+        if isinstance(obj, ConstantVariable) and obj.value in (None, True, False) and type(obj.value) in (type(None), bool):
+            return ConstantVariable(id(obj.value))
+        if isinstance(obj, TensorVariable):
+            unimplemented("id() of a tensor gives a real address")
+        if obj.source is None:
+            return FakeIdVariable(id(obj))
+        try:
+            value = obj.source.get(tx.output.L, tx.output.root_globals)  # the object itself, read as the guard reads it
+        except Exception:  # noqa: BLE001 - a source we cannot evaluate here
+            unimplemented(f"id() of {obj}", "move it out of the compiled function")
+        tx.output.guards.ID_MATCH(obj.source, value, "the trace read its id()")
+        return ConstantVariable(id(value))
+
+    def _call___new__(self, tx, cls=None, *rest):
+        """``object.__new__(cls)``: a new, empty object of a plain class (``copyreg.__newobj__`` in a deepcopy)."""
+        from .misc import NewObjectVariable, UserDefinedClassVariable
+
+        if self.fn is not object.__new__ or rest or not isinstance(cls, UserDefinedClassVariable):
+            return None
+        klass = cls.value
+        plain = (type(klass) is type and klass.__new__ is object.__new__
+                 and not any("__slots__" in vars(k) for k in klass.__mro__)
+                 and not issubclass(klass, (BaseException, torch.nn.Module, torch.Tensor)))
+        return NewObjectVariable(klass) if plain else None
 
     def _call_len(self, tx, obj):
         return obj.call_method(tx, "__len__", [], {})

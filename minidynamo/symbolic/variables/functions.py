@@ -124,6 +124,13 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             return codegen.source_expr(self.source)
         return codegen.constant_expr(self.fn)
 
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        from ..polyfills import POLYFILLS
+
+        if self.fn in POLYFILLS:  # a library function traced through its Python stand-in
+            return UserFunctionVariable(POLYFILLS[self.fn]).call_function(tx, args, kwargs)
+        return super().call_function(tx, args, kwargs)
+
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__name__})"
 

@@ -200,6 +200,12 @@ class UserDefinedObjectVariable(VariableTracker):
             return GetAttrVariable(self, name)  # called through call_method below
         if name == "warning_once" and _is_warning_once(self.value):
             return WarningOnceVariable(self)
+        if name == "__reduce_ex__":
+            from ..polyfills import plain_reduce, reduce_ex_user_defined_object
+            from .functions import UserMethodVariable
+
+            if plain_reduce(type(self.value)):  # Note [copy.deepcopy of a user object]
+                return UserMethodVariable(reduce_ex_user_defined_object, self)
         return lookup_python_attr(tx, self, self.value, name)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -319,7 +325,7 @@ class ObjectGetattributeVariable(VariableTracker):
             unimplemented(f"object.__getattribute__ of {obj}")
         if name == "__dict__" and type(getattr(obj.value, "__dict__", None)) is dict:
             source = AttrSource(obj.source, "__dict__") if obj.source is not None else None
-            return InstanceDictVariable(UserDefinedObjectVariable(obj.value.__dict__, source=source))
+            return InstanceDictVariable(UserDefinedObjectVariable(obj.value.__dict__, source=source), source=source)
         return generic_python_attr(tx, obj, obj.value, name)
 
 
@@ -344,6 +350,10 @@ class NewObjectVariable(VariableTracker):
 
         if name in self.attrs:
             return self.attrs[name]
+        if name == "__dict__":
+            from .user_defined import NewObjectDictVariable
+
+            return NewObjectDictVariable(self)
         cls_attr = inspect.getattr_static(self.cls, name, None)
         found = class_attribute(tx, self, cls_attr, name)
         if found is not None:

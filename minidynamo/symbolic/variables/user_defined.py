@@ -235,7 +235,82 @@ class InstanceDictVariable(DictBaseVariable):
 
         if name in ("get", "__getitem__", "__contains__"):
             return GetAttrVariable(self, name)
+        return self.whole(tx).var_getattr(tx, name)
+
+    def whole(self, tx) -> VariableTracker:
+        """The whole dict, every key and value read (and guarded): ``copy.deepcopy`` of the instance needs them."""
+        from ..exc import unimplemented
+        from .builder import VariableBuilder
+
+        if self.obj.source is None:
+            unimplemented("the __dict__ of an object we cannot name, read whole")
+        return VariableBuilder(tx, self.obj.source)(self.obj.value)
+
+    def python_type(self) -> type:
+        return dict
+
+    def truth(self, tx) -> bool:
+        return self.whole(tx).truth(tx)
+
+    def has_unpack_var_sequence(self, tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx) -> list:
+        return self.whole(tx).unpack_var_sequence(tx)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name in ("get", "__getitem__", "__contains__"):
+            return super().call_method(tx, name, args, kwargs)
+        return self.whole(tx).call_method(tx, name, args, kwargs)
+
+
+class NewObjectDictVariable(VariableTracker):
+    """``y.__dict__`` of an object made in the trace: its attributes, read and written in place.
+
+    ``copy._reconstruct`` fills a new object with ``y.__dict__.update(state)``
+    (Note [copy.deepcopy of a user object]); reads and writes go to the
+    ``NewObjectVariable``'s own attributes, so the object rebuilt after the graph has them.
+    """
+
+    def __init__(self, obj, **kwargs):
+        super().__init__(**kwargs)
+        self.obj = obj
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .misc import GetAttrVariable
+
+        if name in ("update", "get", "__getitem__", "__setitem__", "__contains__"):
+            return GetAttrVariable(self, name)
         return super().var_getattr(tx, name)
 
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        from ..exc import unimplemented
+        from .dicts import ConstDictVariable
 
-__all__ = ["InstanceDictVariable", "mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable", "DictBaseVariable"]
+        attrs = self.obj.attrs
+        keys_const = all(a.is_python_constant() and isinstance(a.as_python_constant(), str) for a in args[:1])
+        if name == "update" and not kwargs and len(args) == 1 and isinstance(args[0], ConstDictVariable):
+            new = {}
+            for k, v in args[0].items.items():
+                key = k.as_python_constant() if hasattr(k, "as_python_constant") and k.is_python_constant() else k
+                if not isinstance(key, str):
+                    unimplemented("__dict__.update with a key that is not a constant string")
+                new[key] = v
+            attrs.update(new)
+            return ConstantVariable(None)
+        if kwargs or not args or not keys_const:
+            unimplemented(f"__dict__.{name} of a new {self.obj.cls.__name__} with these arguments")
+        key = args[0].as_python_constant()
+        if name == "__setitem__" and len(args) == 2:
+            attrs[key] = args[1]
+            return ConstantVariable(None)
+        if name == "__contains__":
+            return ConstantVariable(key in attrs)
+        if key in attrs and name in ("get", "__getitem__"):
+            return attrs[key]
+        if name == "get":
+            return args[1] if len(args) > 1 else ConstantVariable(None)
+        unimplemented(f"__dict__[{key!r}] of a new {self.obj.cls.__name__}: no such key (eager raises KeyError)")
+
+
+__all__ = ["NewObjectDictVariable", "InstanceDictVariable", "mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable", "DictBaseVariable"]
