@@ -138,6 +138,19 @@ def llama(n_layer: int = 2):
     return LlamaForCausalLM(cfg).eval(), (), {"input_ids": ids, "labels": ids}
 
 
+def t5(n_layer: int = 2):
+    """transformers ``T5ForConditionalGeneration``, d_model 64, 4 heads; called with ``labels`` (returns a loss)."""
+    _without_broken_torchvision()
+    _quiet_transformers()
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    cfg = T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=n_layer, num_heads=4,
+                   decoder_start_token_id=0, pad_token_id=0)
+    ids = _tokens()
+    return T5ForConditionalGeneration(cfg).eval(), (), {"input_ids": ids, "labels": ids}
+
+
 def resnet10t():
     """timm ``resnet10t`` (BatchNorm), 10 classes, 32x32 images."""
     _without_broken_torchvision()
@@ -158,4 +171,4 @@ def vit_tiny():
     return model.eval(), (torch.randn(BATCH, 3, 32, 32),), {}
 
 
-BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "resnet10t": resnet10t, "vit_tiny": vit_tiny}
+BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "t5": t5, "resnet10t": resnet10t, "vit_tiny": vit_tiny}

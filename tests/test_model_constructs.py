@@ -653,3 +653,40 @@ def same_default_is_itself(x, _nil=[]):
 
 def test_a_list_is_itself():
     check(same_default_is_itself, torch.randn(3))
+
+
+class _Renaming:
+    """A config-like class whose lookups and stores go through a name map (PretrainedConfig's attribute_map)."""
+
+    attribute_map = {"layers": "num_layers"}
+
+    def __init__(self):
+        self.num_layers = 2
+        self.decoder_width = 3
+
+    def __setattr__(self, key, value):
+        if key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        super().__setattr__(key, value)
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+_renaming = _Renaming()
+
+
+def renames_on_a_copy(x):
+    c = copy.deepcopy(_renaming)
+    value = getattr(c, "decoder_width")
+    delattr(c, "decoder_width")
+    setattr(c, "width", value)
+    c.layers = c.layers + 1  # through __setattr__: num_layers
+    return x * c.width + c.num_layers + hasattr(c, "decoder_width")
+
+
+def test_deepcopy_with_getattribute_and_setattr_overrides():
+    check(renames_on_a_copy, torch.randn(4))
+    assert _renaming.num_layers == 2 and _renaming.decoder_width == 3

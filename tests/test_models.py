@@ -150,3 +150,18 @@ def test_twelve_layers_stay_under_the_cache_limit():
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*cache size limit")
         assert_same(eager, run(compiled, args, kwargs))
+
+
+def test_t5_matches_eager_and_torchs_graph_count():
+    # T5's forward builds DynamicCache(config=...), whose config.get_text_config(decoder=True)
+    # deep-copies the config and renames its decoder_* attributes on the copy: traced whole
+    # (id(), object.__reduce_ex__, the copy's __getattribute__/__setattr__), as in torch
+    model, args, kwargs = zoo.t5()
+    twin = copy.deepcopy(model)
+    eager = run(model, args, kwargs)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="minidynamo: tracing")
+        assert_same(eager, run(md.compile(twin, backend="aot_eager"), args, kwargs))
+    ours, theirs = _graph_counts("t5")
+    assert (ours.graph_count, len(ours.break_reasons)) == (theirs.graph_count, theirs.graph_break_count), \
+        [str(r).splitlines()[0] for r in ours.break_reasons]

@@ -346,7 +346,7 @@ class InstructionTranslatorBase(DataOpcodes):
         obj = self.pop()
         value = self.pop()
         if isinstance(obj, NewObjectVariable):
-            obj.attrs[inst.argval] = value
+            obj.store_attr(self, inst.argval, value)
             return
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
             self.output.side_effects.store_attr(obj, inst.argval, value)

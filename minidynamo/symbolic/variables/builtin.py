@@ -190,6 +190,16 @@ class BuiltinVariable(VariableTracker):
         from .builder import wrap_constant_result
 
         fn = self.fn
+        if fn in (setattr, delattr) and not kwargs and len(args) == (3 if fn is setattr else 2):
+            from .misc import NewObjectVariable
+
+            obj, name = args[0], args[1]
+            if isinstance(obj, NewObjectVariable) and name.is_python_constant() and isinstance(name.as_python_constant(), str):
+                if fn is setattr:  # an object made in the trace: its attributes are ours to set
+                    obj.store_attr(tx, name.as_python_constant(), args[2])
+                else:
+                    obj.del_attr(tx, name.as_python_constant())
+                return ConstantVariable(None)
         if fn in BREAK_BUILTINS:
             unimplemented(BREAK_BUILTINS[fn], "move it out of the compiled function, or accept the graph break")
         if getattr(fn, "__module__", None) == "_operator" or fn in vars(operator).values():

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import torch
 
-from ..exc import unimplemented
+from ..exc import Unsupported, unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
@@ -297,6 +297,8 @@ class SuperVariable(VariableTracker):
                     return found
                 if klass is object and name == "__getattribute__":  # Note [A class that overrides __getattribute__]
                     return ObjectGetattributeVariable(self.obj)
+                if klass is object and name == "__setattr__" and isinstance(self.obj, NewObjectVariable):
+                    return ObjectSetattrVariable(self.obj)
                 if klass is dict and name in ("get", "__getitem__", "__contains__"):
                     return GetAttrVariable(DictBaseVariable(self.obj), name)  # super().get of a dict subclass
                 break
@@ -320,13 +322,41 @@ class ObjectGetattributeVariable(VariableTracker):
             unimplemented("object.__getattribute__ with a name that is not a constant string")
         name, obj = args[0].as_python_constant(), self.obj
         if isinstance(obj, NewObjectVariable):
-            return obj.var_getattr(tx, name)
+            return obj.generic_getattr(tx, name)
         if not isinstance(obj, UserDefinedObjectVariable):
             unimplemented(f"object.__getattribute__ of {obj}")
         if name == "__dict__" and type(getattr(obj.value, "__dict__", None)) is dict:
             source = AttrSource(obj.source, "__dict__") if obj.source is not None else None
             return InstanceDictVariable(UserDefinedObjectVariable(obj.value.__dict__, source=source), source=source)
         return generic_python_attr(tx, obj, obj.value, name)
+
+
+class ObjectSetattrVariable(VariableTracker):
+    """``object.__setattr__`` bound to a new object: ``super().__setattr__(key, value)`` in an override."""
+
+    def __init__(self, obj: "NewObjectVariable", **kwargs):
+        super().__init__(**kwargs)
+        self.obj = obj
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if kwargs or len(args) != 2 or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), str):
+            unimplemented("object.__setattr__ with a name that is not a constant string")
+        self.obj.attrs[args[0].as_python_constant()] = args[1]
+        return ConstantVariable(None)
+
+
+class ObservedAttributeError(Unsupported):
+    """An attribute a new object of the trace does not have: eager raises AttributeError here.
+
+    Note [hasattr through a __getattribute__ override]
+        ``hasattr(y, "__setstate__")`` on a new ``PretrainedConfig`` (a deepcopy's
+        ``_reconstruct``) runs the class's ``__getattribute__``, which ends in
+        ``object.__getattribute__`` finding nothing: AttributeError, so False. We trace the
+        override; the lookup that finds nothing raises this (a graph break anywhere else),
+        and ``hasattr`` alone turns it into False, as Dynamo's ``ObservedAttributeError``.
+        Only for an override without a try block of its own (it cannot catch the error)
+        and a class without ``__getattr__`` (which would be called next).
+    """
 
 
 class NewObjectVariable(VariableTracker):
@@ -346,6 +376,15 @@ class NewObjectVariable(VariableTracker):
         return self.cls
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        getattribute = inspect.getattr_static(self.cls, "__getattribute__", None)
+        if inspect.isfunction(getattribute):  # the class's own lookup (PretrainedConfig's attribute_map), inlined
+            from .functions import UserMethodVariable
+
+            return UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
+        return self.generic_getattr(tx, name)
+
+    def generic_getattr(self, tx, name: str) -> VariableTracker:
+        """``object.__getattribute__(obj, name)``: the instance's attributes, then its class."""
         from .builder import wrap_sourceless
 
         if name in self.attrs:
@@ -360,17 +399,47 @@ class NewObjectVariable(VariableTracker):
             return found
         if cls_attr is not None:
             return wrap_sourceless(tx, cls_attr)
-        unimplemented(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
+        raise ObservedAttributeError(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``obj.name = value`` / ``setattr``: through the class's ``__setattr__`` when it has one in Python."""
+        setattr_ = inspect.getattr_static(self.cls, "__setattr__", object.__setattr__)
+        if setattr_ is object.__setattr__:
+            self.attrs[name] = value
+        elif inspect.isfunction(setattr_):  # PretrainedConfig maps names through attribute_map
+            from .functions import UserMethodVariable
+
+            UserMethodVariable(setattr_, self).call_function(tx, [ConstantVariable(name), value], {})
+        else:
+            unimplemented(f"setting {name!r} on a {self.cls.__name__} (its class has a C __setattr__)")
+
+    def del_attr(self, tx, name: str) -> None:
+        if inspect.getattr_static(self.cls, "__delattr__", object.__delattr__) is not object.__delattr__:
+            unimplemented(f"delattr on a {self.cls.__name__} (its class overrides __delattr__)")
+        if name not in self.attrs:
+            unimplemented(f"delattr({self.cls.__name__}, {name!r}): no such instance attribute (eager raises AttributeError)")
+        del self.attrs[name]
 
     def call_hasattr(self, tx, name: str) -> VariableTracker:
         """``hasattr(obj, name)`` of an object made in the trace: its own attributes, then its class."""
         if name in self.attrs:
             return ConstantVariable(True)
-        custom = [inspect.getattr_static(self.cls, n, None) for n in ("__getattr__", "__getattribute__")]
-        if any(inspect.isfunction(f) for f in custom):
+        getattr_, getattribute = [inspect.getattr_static(self.cls, n, None) for n in ("__getattr__", "__getattribute__")]
+        if (inspect.isfunction(getattribute) and not inspect.isfunction(getattr_)
+                and not getattribute.__code__.co_exceptiontable):
+            # Note [hasattr through a __getattribute__ override]: trace the override; the
+            # AttributeError it would raise (object.__getattribute__ finding nothing) is False
+            from .functions import UserMethodVariable
+
+            try:
+                UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
+            except ObservedAttributeError:
+                return ConstantVariable(False)
+            return ConstantVariable(True)
+        if inspect.isfunction(getattr_) or inspect.isfunction(getattribute):
             unimplemented(f"hasattr on a {self.cls.__name__} (its class overrides attribute lookup)")
         cls_attr = inspect.getattr_static(self.cls, name, _MISSING)
         if cls_attr is _MISSING:

@@ -264,6 +264,9 @@ class InstanceDictVariable(DictBaseVariable):
         return self.whole(tx).call_method(tx, name, args, kwargs)
 
 
+_READS = ("items", "keys", "values", "__len__", "copy")
+
+
 class NewObjectDictVariable(VariableTracker):
     """``y.__dict__`` of an object made in the trace: its attributes, read and written in place.
 
@@ -279,14 +282,38 @@ class NewObjectDictVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .misc import GetAttrVariable
 
-        if name in ("update", "get", "__getitem__", "__setitem__", "__contains__"):
+        if name in ("update", "get", "__getitem__", "__setitem__", "__contains__") + _READS:
             return GetAttrVariable(self, name)
         return super().var_getattr(tx, name)
+
+    def python_type(self) -> type:
+        return dict
+
+    def snapshot(self) -> VariableTracker:
+        """The attributes as they are now, as a dict of the trace (for reads only)."""
+        from .dicts import ConstDictVariable
+
+        return ConstDictVariable(dict(self.obj.attrs))
+
+    def truth(self, tx) -> bool:
+        return bool(self.obj.attrs)
+
+    def has_unpack_var_sequence(self, tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx) -> list:
+        return self.snapshot().unpack_var_sequence(tx)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from ..exc import unimplemented
         from .dicts import ConstDictVariable
 
+        if name in _READS:
+            if name in ("keys", "values", "items"):  # a list of what they are now: nothing mutates them in between
+                from .lists import ListVariable
+
+                return ListVariable(self.snapshot().call_method(tx, name, args, kwargs).unpack_var_sequence(tx))
+            return self.snapshot().call_method(tx, name, args, kwargs)
         attrs = self.obj.attrs
         keys_const = all(a.is_python_constant() and isinstance(a.as_python_constant(), str) for a in args[:1])
         if name == "update" and not kwargs and len(args) == 1 and isinstance(args[0], ConstDictVariable):
