@@ -690,3 +690,41 @@ def renames_on_a_copy(x):
 def test_deepcopy_with_getattribute_and_setattr_overrides():
     check(renames_on_a_copy, torch.randn(4))
     assert _renaming.num_layers == 2 and _renaming.decoder_width == 3
+
+
+class _Instantier(dict):
+    """transformers' ``ClassInstantier`` (``ACT2FN``): ``d[key]`` builds the class it holds."""
+
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {})
+        return cls(**kwargs)
+
+
+class _Doubler:
+    def __init__(self):
+        self.factor = 2
+
+
+_ACTS = _Instantier({"double": _Doubler})
+
+
+def picks_an_activation(x):
+    return x * _ACTS["double"].factor + 1
+
+
+def test_super_getitem_of_a_dict_subclass_that_overrides_getitem():
+    x = torch.randn(3)
+    check(picks_an_activation, x)
+    compiled = md.compile(picks_an_activation, backend="eager")
+    compiled(x)
+
+    class _Tripler(_Doubler):
+        def __init__(self):
+            self.factor = 3
+
+    dict.__setitem__(_ACTS, "double", _Tripler)  # the entry the trace read changed: recompile, not stale
+    try:
+        torch.testing.assert_close(compiled(x), x * 3 + 1)
+    finally:
+        dict.__setitem__(_ACTS, "double", _Doubler)

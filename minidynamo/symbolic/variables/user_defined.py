@@ -207,6 +207,10 @@ class DictBaseVariable(VariableTracker):
         value, source = self.obj.value, self.obj.source
         cls = type(value)
         plain_reads = cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
+        if (not plain_reads and name == "__getitem__" and not kwargs and len(args) == 1 and source is not None
+                and args[0].is_python_constant() and isinstance(args[0].as_python_constant(), str)
+                and cls.__contains__ is dict.__contains__):
+            return _own_getitem_entry(tx, value, source, args[0].as_python_constant())
         if not plain_reads or kwargs or not args or not args[0].is_python_constant():
             unimplemented(f"super().{name} of a {cls.__name__} we cannot read plainly")
         key = args[0].as_python_constant()
@@ -225,6 +229,28 @@ class DictBaseVariable(VariableTracker):
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
         unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)")
+
+
+def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
+    """``super().__getitem__(key)`` in a dict subclass that overrides ``__getitem__`` (transformers' ACT2FN).
+
+    ``obj[key]`` would run the override, so the guard reads the entry as ``dict.__getitem__``
+    does: ``___dict_getitem(obj, key) is <entry>``. Only for an entry that is a class
+    (an identity guard fixes all of it); anything else is a graph break.
+    """
+    from ..exc import unimplemented
+    from .misc import UserDefinedClassVariable
+
+    if not dict.__contains__(value, key):
+        unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)")
+    entry = dict.__getitem__(value, key)
+    if not isinstance(entry, type):
+        unimplemented(f"super().__getitem__({key!r}) of a {type(value).__name__}: an entry that is not a class")
+    guards = tx.output.guards
+    guards.scope.setdefault("___dict_getitem", dict.__getitem__)
+    guards.add(source, "DICT_ENTRY", f"___dict_getitem({source.name()}, {key!r}) is {guards.name_for(entry, entry.__name__)}",
+               "the trace read this entry of a dict subclass", f"___dict_getitem({source.name()}, {key!r})")
+    return UserDefinedClassVariable(entry)
 
 
 class InstanceDictVariable(DictBaseVariable):
