@@ -98,6 +98,12 @@ def branch_on_int(x, n):
     return x - 1
 
 
+def int_in_tuple(x, n):
+    if n in (1, 3, 5):  # each == is a decision on the SymInt n
+        return x + 1
+    return x - 1
+
+
 def arange_int(x, n):
     return torch.arange(n) + x.sum()
 
@@ -326,4 +332,6 @@ PORTED: dict[str, Case] = {
                                   origin="ours: mark_dynamic_multiple_dims"),
     "mark_static_dynamic_true": Case(lambda x: x * 2, _m, [2, 3, 4], dynamic=True, mark=_ms0,
                                      origin="ours: mark_static_with_dynamic_true"),
+    # found by tests/test_dynamo_hypothesis.py: `in` compared a SymInt by identity (silently False)
+    "int_in_tuple": Case(int_in_tuple, lambda n: (torch.randn(3), n), [0, 1, 2, 3, 4, 5, 6], origin="ours: int_in_tuple"),
 }

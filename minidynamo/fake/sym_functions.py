@@ -93,6 +93,14 @@ class _PythonPrinter(StrPrinter):
     def _print_Not(self, expr):
         return f"not ({self._print(expr.args[0])})"
 
+    # sympy's own printer writes `a | b`, which Python reads as `x == (1 | x) == 3`:
+    # `|` binds tighter than `==`. Each part is parenthesized and joined with or/and.
+    def _print_Or(self, expr):
+        return " or ".join(f"({self._print(a)})" for a in expr.args)
+
+    def _print_And(self, expr):
+        return " and ".join(f"({self._print(a)})" for a in expr.args)
+
     def _print_TruncToInt(self, expr):
         return f"int({self._print(expr.args[0])})"
 

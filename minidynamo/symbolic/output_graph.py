@@ -100,11 +100,26 @@ class OutputGraph:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
 
     # --- finishing ------------------------------------------------------------------
+    def _remove_unused_sym_nodes(self, outputs: list) -> None:
+        """Size arithmetic nothing reads (``n == 1`` that an ``if`` turned into a guard) leaves the graph.
+
+        As torch's ``remove_unused_graphargs``: a SymInt/SymBool node without users is
+        pure, so erasing it (last first) changes nothing, and an int input read only by
+        such nodes is then unused too.
+        """
+        keep = {id(o) for o in outputs}
+        sym = (torch.SymInt, torch.SymBool, torch.SymFloat)
+        for node in reversed(list(self.graph.nodes)):
+            if (node.op == "call_function" and not node.users and id(node) not in keep
+                    and isinstance(node.meta.get("example_value"), sym)):
+                self.graph.erase_node(node)
+
     def compile_graph(self, outputs: list[torch.fx.Node], backend: Callable, name: str, code: Any = None):
         """Turn the graph into a GraphModule, call the backend; returns (gm, compiled, input sources).
 
         Returns None when the graph makes no call (Note [An empty graph is not compiled]).
         """
+        self._remove_unused_sym_nodes(outputs)
         if self.count_calls() == 0:
             assert not outputs, "graph outputs without any call"
             return None

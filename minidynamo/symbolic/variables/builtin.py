@@ -72,6 +72,10 @@ def compare_in(tx, item: VariableTracker, container: VariableTracker) -> Variabl
         return ConstantVariable(item.as_python_constant() in container.as_python_constant())
     elems = container.unpack_var_sequence(tx)
     target = identity_of(item)
+    from .sym_node import SymNodeVariable
+
+    if isinstance(item, SymNodeVariable) or any(isinstance(e, SymNodeVariable) for e in elems):
+        return _sym_contains(tx, item, elems)
     for e in elems:
         if e.is_python_constant() and item.is_python_constant():
             if e.as_python_constant() == item.as_python_constant():
@@ -81,6 +85,24 @@ def compare_in(tx, item: VariableTracker, container: VariableTracker) -> Variabl
         elif not e.is_python_constant() and not item.is_python_constant():
             unimplemented("`in` over non-constant values")
     return ConstantVariable(False)
+
+
+def _sym_contains(tx, item: VariableTracker, elems: list) -> VariableTracker:
+    """``n in (1, 3, 5)`` with a SymInt: ``(n == 1) | (n == 3) | (n == 5)``, one SymBool.
+
+    As torch's ``iter_contains``: the ``==`` are combined, not decided one by one, so the
+    ``if`` that asks the answer makes one guard (``Eq(s0, 1) | Eq(s0, 3) | ...``), not one
+    per element (which would recompile for every element value met).
+    """
+    found = None
+    for e in elems:
+        check = call_operator(tx, operator.eq, [e, item])
+        if check.is_python_constant():
+            if check.as_python_constant():
+                return ConstantVariable(True)
+            continue
+        found = check if found is None else call_operator(tx, operator.or_, [check, found])
+    return ConstantVariable(False) if found is None else found
 
 
 _OUT_OF_PLACE = {getattr(operator, f"i{n.rstrip('_')}"): getattr(operator, n) for n in (
