@@ -162,6 +162,40 @@ def test_internal_error_after_a_mutation_is_not_rerun(monkeypatch):
     assert "internal error of minidynamo" in str(info.value) and "mutates_and_views" in str(info.value)
 
 
+def _view_of_input(x):
+    return (x * 2).sum(), x.view(-1)
+
+
+def loop_that_breaks(x):
+    outs = []
+    for i in range(2):
+        print("a break in a loop: this frame runs eagerly, its callees go through the frame hook")
+        outs.append(_view_of_input(x + i))
+    return outs
+
+
+def test_internal_error_in_a_callee_reached_by_the_frame_hook(monkeypatch):
+    """The hook's own cache-hit path classifies exceptions too: ours fall back, with one warning."""
+    from minidynamo.symbolic import frame_hook
+
+    if frame_hook.build() is None:
+        pytest.skip(f"no frame hook here: {frame_hook.reason()}")
+    compiled = md.compile(loop_that_breaks, backend="aot_eager")
+    x = torch.arange(6.0).reshape(2, 3)
+    with contextlib.redirect_stdout(io.StringIO()):
+        compiled(x)  # the callee gets its entry
+        _break_alias_regeneration(monkeypatch)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outs = [compiled(x) for _ in range(2)]  # cache hits, found by the hook
+        want = loop_that_breaks(x)
+    for out in outs:
+        for (s, v), (ws, wv) in zip(out, want):
+            assert torch.equal(s, ws) and torch.equal(v, wv)
+    texts = [str(w.message) for w in caught if "internal error of minidynamo" in str(w.message)]
+    assert len(texts) == 1 and "_view_of_input" in texts[0], texts
+
+
 # --- the user's exception while compiled code runs: unchanged --------------------------
 
 

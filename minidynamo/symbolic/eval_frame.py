@@ -147,7 +147,7 @@ class CompileConfig:
                     ok = False
                 if ok:
                     counters["cache_hits"] += 1
-                    return entry.fn(L, G)
+                    return _run_entry(frame, cache, self, entry, L, G, self._in_cpython, self._in_cpython)
         out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here
         if out is self.hook.DEFAULT and self.frames[code].fallback is not None:
             # eager for good (a break in a loop, no ops, the cache size limit): never asked
@@ -397,14 +397,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
     for entry in cache.entries:
         if entry.check(L, G):
             counters["cache_hits"] += 1
-            try:
-                return entry.fn(L, G)
-            except Exception as exc:  # Note [An internal error while the compiled code runs]
-                ours = raised_by_us(exc)
-                if ours is None:
-                    raise
-                failed = (exc, ours)
-            return _failed_at_run_time(frame, cache, config, entry, *failed, eager, run_skipped, L)
+            return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
     if cache.entries:
         guard, change = cache.entries[-1].check.first_failure(L, G)
         from .dynamic_shapes import automatic_dynamic_changes
@@ -448,14 +441,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return run_skipped(L)
     if entry is not None:
         cache.entries.append(entry)
-        try:
-            return entry.fn(L, G)
-        except Exception as exc:  # Note [An internal error while the compiled code runs]
-            ours = raised_by_us(exc)
-            if ours is None:
-                raise
-            failed = (exc, ours)
-        return _failed_at_run_time(frame, cache, config, entry, *failed, eager, run_skipped, L)
+        return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
     if fallback == "user error?":
         out = eager()
         if config.hook is not None and out is config.hook.DEFAULT:
@@ -465,6 +451,20 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return out
     _eager_for_good(frame, cache, config, fallback)
     return run_skipped(L) if cache.skipped else eager()
+
+
+def _run_entry(frame, cache: FrameCache, config: CompileConfig, entry, L: dict, G: dict,
+               eager: Callable, run_skipped: Callable) -> Any:
+    """Run a cache entry: the user's exceptions pass unchanged, ours fall back (Note [An internal error
+    while the compiled code runs]). Every path that runs an entry comes here, the frame hook's hit too."""
+    try:
+        return entry.fn(L, G)
+    except Exception as exc:
+        ours = raised_by_us(exc)
+        if ours is None:
+            raise
+        failed = (exc, ours)
+    return _failed_at_run_time(frame, cache, config, entry, *failed, eager, run_skipped, L)
 
 
 def _failed_at_run_time(frame, cache: FrameCache, config: CompileConfig, entry, exc: BaseException, where: str,
