@@ -307,9 +307,9 @@ def drains_endless_generator(x):
 
 
 def test_instruction_budget_breaks_with_a_named_reason(monkeypatch):
-    from minidynamo.symbolic import symbolic_convert
+    from minidynamo.symbolic import translator_base
 
-    monkeypatch.setattr(symbolic_convert, "MAX_INSTRUCTIONS", 2_000)
+    monkeypatch.setattr(translator_base, "MAX_INSTRUCTIONS", 2_000)
     from minidynamo.symbolic.exc import FullGraphError
 
     with pytest.raises(FullGraphError, match="instruction budget exceeded"):
@@ -318,7 +318,7 @@ def test_instruction_budget_breaks_with_a_named_reason(monkeypatch):
 
 def test_budget_break_then_eager_result(monkeypatch):
     """A long but finite trace over budget: a graph break, then the eager result."""
-    from minidynamo.symbolic import symbolic_convert
+    from minidynamo.symbolic import translator_base
 
     def long_loop(x):
         def g():
@@ -327,7 +327,7 @@ def test_budget_break_then_eager_result(monkeypatch):
 
         return x + sum(g())
 
-    monkeypatch.setattr(symbolic_convert, "MAX_INSTRUCTIONS", 500)
+    monkeypatch.setattr(translator_base, "MAX_INSTRUCTIONS", 500)
     reasons = []
     with quiet():
         e = md.explain(long_loop, _input())

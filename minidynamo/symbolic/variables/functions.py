@@ -58,7 +58,7 @@ class BaseUserFunctionVariable(VariableTracker):
 def _default(tx, source, table: str, key, value) -> VariableTracker:
     """A default value: read (and guarded) through ``fn.__defaults__[i]`` when the function has a source."""
     from ..source import GetItemSource
-    from ..symbolic_convert import LazyVariableTracker
+    from .lazy import LazyVariableTracker
     from .builder import wrap_sourceless
 
     if source is None:

@@ -1,0 +1,136 @@
+"""The root frame's translator: where a trace ends, and where the graph may break.
+
+Place in the pipeline: ``convert_frame`` runs one ``InstructionTranslator`` per attempt
+at a frame. On ``RETURN_VALUE`` or at a graph break it records ``result`` and stops;
+``convert_frame`` then compiles the graph and writes the resume code. Mirrors
+``torch/_dynamo/symbolic_convert.py`` (``InstructionTranslator``,
+``break_graph_if_unsupported``, ``SpeculationLog``/``step_graph_break``).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from minidynamo.bytecode import find_exception_handler
+
+from .exc import EagerFallback, RestartAnalysis, Unsupported
+from .resume_execution import vm_can_run
+from .translator_base import JUMP_OPCODES, InstructionTranslatorBase, _exception_table, explain_unsupported
+from .variables.ctx_manager import WithExitVariable
+
+
+class InstructionTranslator(InstructionTranslatorBase):
+    """The root frame: on RETURN_VALUE or at a graph break it finishes the compiled piece.
+
+    ``break_at`` maps instruction offsets to the explanation of a break that a previous
+    attempt found there (Dynamo's speculation log, see ``RestartAnalysis``);
+    ``stop_at`` = (offset, visit) is a checkpoint where a previous attempt decided to
+    stop tracing and run the rest of the frame eagerly (Dynamo's ``step_graph_break``).
+    """
+
+    def __init__(self, *args, break_at: Optional[dict] = None, stop_at=None, start_offset: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.break_at = break_at or {}
+        self.stop_at = stop_at
+        self.ip = self.indexof[start_offset]
+        self.result = None  # ("return", value) / ("call", inst, why) / ("jump", ...) / ("stop", inst, why)
+        self.exn_table = _exception_table(self.code)
+        self.entry_grad_mode = torch.is_grad_enabled()
+        self.visits: dict[int, int] = {}
+        self.checkpoint = None  # (offset, visit) of the last instruction met with an empty stack
+
+    def step(self) -> None:
+        inst = self.instructions[self.ip]
+        visit = self.visits[inst.offset] = self.visits.get(inst.offset, 0) + 1
+        if self.stop_at is not None and self.stop_at[0] == (inst.offset, visit):
+            self.current_inst = inst
+            self.result = ("stop", inst, self.stop_at[1])
+            self.done = True
+            return
+        if not self.stack and not self.in_try_block(inst) and self.output.count_calls() > 0:
+            self.checkpoint = (inst.offset, visit)
+        try:
+            super().step()
+        except Unsupported as e:
+            # Not at a call or a jump (Note [Where a graph can break]): cut at the last
+            # checkpoint and let the rest of the frame run eagerly, as Dynamo does.
+            explanation = explain_unsupported(self, e)
+            if self.checkpoint is None or not vm_can_run(self.code, self.checkpoint[0]):
+                raise
+            raise RestartAnalysis(-1, explanation, stop_at=self.checkpoint) from e
+
+    def in_try_block(self, inst) -> bool:
+        return find_exception_handler(self.exn_table, inst.offset) is not None
+
+    def maybe_has_backedge(self) -> bool:
+        """Dynamo's heuristic: a jump after here goes back before here -> we are in a loop."""
+        current = self.current_inst.offset
+        for inst in self.instructions[self.ip :]:
+            if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+                break
+            if inst.opcode in JUMP_OPCODES and inst.argval < current:
+                return True
+        return False
+
+    def grad_blocks(self) -> list:
+        """The grad-mode ``with`` blocks open at this point (their exits on the stack), outermost first."""
+        return [v.ctx for v in self.stack if isinstance(v, WithExitVariable)]
+
+    def only_with_blocks(self) -> bool:
+        """No try/except/finally in the frame: every handler is a with-statement's (Note [A break inside a with block])."""
+        insts = self.instructions
+        for entry in self.exn_table:
+            i = self.indexof[entry.target]
+            if insts[i].opname == "PUSH_EXC_INFO" and insts[i + 1].opname != "WITH_EXCEPT_START":
+                return False
+        return True
+
+    def check_can_break(self, explanation, at_call: bool = False) -> None:
+        """Where real Dynamo refuses to split a frame, the whole frame runs eagerly."""
+        if at_call and self.in_try_block(self.current_inst) and self.grad_blocks() and self.only_with_blocks():
+            if self.maybe_has_backedge():
+                explanation.reason += " (graph break in a for/while loop: the whole frame runs eagerly, as in Dynamo)"
+                raise EagerFallback(explanation)
+            return  # inside `with torch.no_grad()` (or enable_grad, set_grad_enabled): resumed inside the block
+        if self.in_try_block(self.current_inst):
+            explanation.reason += " (inside a try/with block: the whole frame runs eagerly)"
+            raise EagerFallback(explanation)
+        if self.maybe_has_backedge():
+            explanation.reason += " (graph break in a for/while loop: the whole frame runs eagerly, as in Dynamo)"
+            raise EagerFallback(explanation)
+
+    def RETURN_VALUE(self, inst) -> None:
+        self.result = ("return", self.pop())
+        self.done = True
+
+    def CALL(self, inst) -> None:
+        self._breakable_call(inst, super().CALL)
+
+    def CALL_KW(self, inst) -> None:  # 3.13
+        self._breakable_call(inst, super().CALL_KW)
+
+    def CALL_FUNCTION_EX(self, inst) -> None:
+        self._breakable_call(inst, super().CALL_FUNCTION_EX)
+
+    def _breakable_call(self, inst, do_call) -> None:
+        if inst.offset in self.break_at:
+            self.result = ("call", inst, self.break_at[inst.offset])
+            self.done = True
+            return
+        try:
+            do_call(inst)
+        except Unsupported as e:
+            explanation = explain_unsupported(self, e)
+            if self.output.fullgraph:
+                raise
+            self.check_can_break(explanation, at_call=True)
+            raise RestartAnalysis(inst.offset, explanation) from e
+
+    def break_graph_at_jump(self, inst, value, jump_if, pop, e: Unsupported) -> None:
+        if self.output.fullgraph:
+            raise e
+        self.check_can_break(e.explanation)
+        self.result = ("jump", inst, value, jump_if, pop, e.explanation)
+        self.done = True

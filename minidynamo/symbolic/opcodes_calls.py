@@ -1,0 +1,126 @@
+"""Calls and functions: CALL, CALL_FUNCTION_EX, MAKE_FUNCTION, inlining, with, return, raise.
+
+Place in the pipeline: a mixin of ``InstructionTranslatorBase`` (``translator_base.py``).
+A call hands its operands to the callee's VariableTracker (``call_function``); a call of
+a Python function comes back to ``inline_user_function_return``, which runs its body in
+an ``InliningInstructionTranslator`` (``inlining.py``) on the same graph. The root frame
+(``instruction_translator.py``) wraps ``CALL`` to break the graph there. Mirrors
+``torch/_dynamo/symbolic_convert.py`` (``CALL``, ``CALL_FUNCTION_EX``, ``MAKE_FUNCTION``,
+``inline_user_function_return``, ``BEFORE_WITH``, ``RETURN_VALUE``).
+"""
+
+from __future__ import annotations
+
+from minidynamo.bytecode import NULL_AFTER_CALLABLE, call_target
+
+from .exc import unimplemented
+from .source import globals_source_for
+from .variables.base import VariableTracker
+from .variables.builder import wrap_sourceless
+from .variables.ctx_manager import GradModeVariable, WithExitVariable
+from .variables.dicts import ConstDictVariable
+from .variables.functions import NestedUserFunctionVariable
+from .variables.lists import LazyGeneratorVariable
+from .variables.misc import NullVariable
+
+MAX_INLINE_DEPTH = 40
+
+
+class CallOpcodes:
+    """Mixed into InstructionTranslatorBase (which provides push/pop/popn/output/depth)."""
+
+    ## Functions
+    def KW_NAMES(self, inst) -> None:
+        self.kw_names = self.code.co_consts[inst.arg]
+
+    def _call_args(self, argc: int):
+        """Pop a CALL's operands: [NULL|fn, fn|self, args...] (3.13: [fn, NULL|self, ...]) -> fn, args, kwargs."""
+        kw_names, self.kw_names = self.kw_names or (), None
+        args = self.popn(argc)
+        second, first = self.pop(), self.pop()
+        fn, args = call_target(first, second, args, lambda v: isinstance(v, NullVariable))
+        kwargs = {}
+        if kw_names:
+            kwargs = dict(zip(kw_names, args[len(args) - len(kw_names) :]))
+            args = args[: len(args) - len(kw_names)]
+        return fn, args, kwargs
+
+    def CALL(self, inst) -> None:
+        fn, args, kwargs = self._call_args(inst.arg)
+        self.push(fn.call_function(self, args, kwargs))
+
+    def CALL_FUNCTION_EX(self, inst) -> None:
+        kwargs_var = self.pop() if inst.arg & 1 else None
+        args_var = self.pop()
+        if NULL_AFTER_CALLABLE and self.stack and isinstance(self.stack[-1], NullVariable):
+            self.pop()  # 3.13: [fn, NULL, args, kwargs]
+        fn = self.pop()
+        if self.stack and isinstance(self.stack[-1], NullVariable):
+            self.pop()
+        args = args_var.unpack_var_sequence(self)
+        kwargs = {}
+        if kwargs_var is not None:
+            if not isinstance(kwargs_var, ConstDictVariable):
+                unimplemented(f"**kwargs from {kwargs_var}")
+            kwargs = dict(kwargs_var.items)
+        self.push(fn.call_function(self, args, kwargs))
+
+    def MAKE_FUNCTION(self, inst) -> None:
+        code = self.pop().as_python_constant()
+        flags = inst.arg or 0  # 3.13: no flags, SET_FUNCTION_ATTRIBUTE follows
+        closure = self.pop().items if flags & 0x08 else None
+        if flags & 0x04:
+            self.pop()  # annotations
+        kwdefaults = self.pop().items if flags & 0x02 else None
+        defaults = self.pop().items if flags & 0x01 else None
+        self.push(NestedUserFunctionVariable(code, code.co_qualname, self.f_globals, defaults, kwdefaults, closure))
+
+    def inline_user_function_return(self, fn_var, args: list, kwargs: dict) -> VariableTracker:
+        """Trace a Python function's body on this graph (Note [Binding arguments ...])."""
+        code = fn_var.get_code()
+        if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
+            unimplemented(f"{code.co_name} is a coroutine")
+        generator = bool(code.co_flags & 0x20)
+        if self.depth >= MAX_INLINE_DEPTH:
+            unimplemented("inlining too deep (recursion?)")
+        bound = fn_var.bind_args(self, args, kwargs)
+        fn_globals = fn_var.get_globals()
+        globals_source = None if fn_globals is self.output.root_globals else \
+            globals_source_for(fn_globals, code, getattr(fn_var, "source", None))
+        from .inlining import InliningInstructionTranslator
+
+        tracer = InliningInstructionTranslator(
+            code, fn_globals, bound, self.output, closure_cells=fn_var.closure_cells(self),
+            globals_source=globals_source, depth=self.depth + 1,
+        )
+        tracer.parent = self
+        if generator:
+            # Note [Generators are inlined lazily]: nothing of the body runs until the
+            # first next(); each next() runs it to the following yield.
+            tracer.is_generator = True
+            return LazyGeneratorVariable(tracer)
+        tracer.run()
+        return tracer.return_value
+
+    ## Context managers (only the grad-mode ones: torch.no_grad, enable_grad, set_grad_enabled)
+    def BEFORE_WITH(self, inst) -> None:
+        ctx = self.pop()
+        if not isinstance(ctx, GradModeVariable):
+            unimplemented(f"with-statement on {ctx}")
+        self.push(WithExitVariable(ctx))
+        self.push(ctx.enter(self))
+
+    ## Returning and raising
+    def RETURN_VALUE(self, inst) -> None:
+        self.return_value = self.pop()
+        self.done = True
+
+    def RETURN_CONST(self, inst) -> None:  # 3.12
+        self.push(wrap_sourceless(self, inst.argval))
+        self.RETURN_VALUE(inst)
+
+    def RAISE_VARARGS(self, inst) -> None:
+        unimplemented("raise statement (the frame runs eagerly, so the exception is raised as usual)")
+
+    def LOAD_ASSERTION_ERROR(self, inst) -> None:
+        unimplemented("assert failed while tracing (eager raises AssertionError)")

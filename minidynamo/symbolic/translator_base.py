@@ -1,0 +1,330 @@
+"""The frame loop and the opcode handlers every kind of frame shares.
+
+Place in the pipeline: the core of the symbolic interpreter (see ``symbolic_convert.py``
+for the overview and its Notes). ``InstructionTranslatorBase`` steps through a code
+object's instructions with VariableTrackers on its stack; this module holds the loop
+(``step``/``run``), the stack helpers, and the handlers for names, attributes and
+imports. The other families are mixins beside it: ``opcodes_data.py`` (containers,
+operators, unpacking), ``opcodes_control.py`` (iteration, jumps), ``opcodes_calls.py``
+(calls, functions, with, return/raise), ``opcodes_312_313.py`` (opcodes new in 3.12
+and 3.13). Mirrors ``torch/_dynamo/symbolic_convert.py`` (``InstructionTranslatorBase``:
+``step``, ``run``, ``push``/``pop``, the ``LOAD_*``/``STORE_*`` handlers).
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import linecache
+import types
+from typing import Optional
+
+from minidynamo import events
+from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_slots, exception_table,
+                                 find_exception_handler, get_instructions, offset_to_index)
+
+from . import counters
+from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
+from .fake_values import TracedUserError
+from .opcodes_312_313 import Py312Py313Opcodes
+from .opcodes_calls import CallOpcodes
+from .opcodes_control import ControlFlowOpcodes
+from .opcodes_data import DataOpcodes
+from .source import GetItemSource, GlobalSource
+from .variables.base import VariableTracker
+from .variables.builder import VariableBuilder, wrap_sourceless
+from .variables.lazy import LazyVariableTracker
+from .variables.misc import CellVariable, NewObjectVariable, NullVariable, UserDefinedObjectVariable
+from .variables.nn_module import NNModuleVariable
+from .variables.torch import PythonModuleVariable
+
+JUMP_OPCODES = set(dis.hasjrel) | set(dis.hasjabs)
+# Note [An instruction budget per frame]: one frame's trace (with everything it inlines)
+# may step through at most this many instructions. A trace that does not end (a
+# `while True` generator drained by list()) then breaks with a named reason instead of
+# hanging; eager would hang too only if the loop never ends at run time either.
+MAX_INSTRUCTIONS = 500_000
+_CONTROL_FLOW = (Unsupported, RestartAnalysis, EagerFallback, TracedUserError)
+
+
+@functools.lru_cache(maxsize=1024)
+def _exception_table(code: types.CodeType) -> list:
+    return exception_table(code)
+
+
+@functools.lru_cache(maxsize=1024)
+def decoded(code: types.CodeType) -> tuple[list, dict]:
+    """The instructions of a code object and their index by offset (decoded once per code)."""
+    instructions = get_instructions(code)
+    return instructions, offset_to_index(instructions)
+
+
+
+def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
+    """Fill in the explanation object of a graph break, at the innermost instruction."""
+    if e.explanation is None:
+        inst = tx.current_inst
+        filename = tx.code.co_filename
+        e.explanation = GraphBreak(
+            reason=e.reason,
+            instruction=f"{inst.opname} {inst.argrepr}".strip() if inst else "?",
+            lineno=tx.lineno,
+            filename=filename,
+            function=tx.code.co_name,
+            source=linecache.getline(filename, tx.lineno or 0),
+            hint=e.hint,
+            internal=e.internal,
+            warn=e.warn,
+        )
+    return e.explanation
+
+
+
+class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcodes, DataOpcodes):
+    """The loop and the opcode handlers, shared by the root frame and inlined calls."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict, symbolic_locals: dict, output, *,
+                 closure_cells: Optional[dict] = None, globals_source=None, depth: int = 0):
+        self.code = code
+        self.f_globals = f_globals
+        self.symbolic_locals = symbolic_locals
+        self.output = output
+        self.instructions, self.indexof = decoded(code)
+        self.stack: list[VariableTracker] = []
+        self.ip = 0
+        self.kw_names: Optional[tuple] = None
+        self.cells: dict[str, CellVariable] = {}
+        self.closure_cells = closure_cells or {}
+        self.globals_source = globals_source  # None: the root frame's G
+        self.current_inst = None
+        self.lineno = code.co_firstlineno
+        self.done = False
+        self.depth = depth
+        if not hasattr(output, "budget"):
+            output.budget = MAX_INSTRUCTIONS
+
+    # --- the loop -------------------------------------------------------------
+    def step(self) -> None:
+        inst = self.instructions[self.ip]
+        self.ip += 1
+        self.current_inst = inst
+        counters["instructions"] += 1
+        if inst.lineno is not None:
+            self.lineno = inst.lineno
+        self.output.budget -= 1
+        handler = getattr(self, inst.opname, None)
+        with events.source_line(self.lineno):
+            try:
+                if self.output.budget < 0:
+                    unimplemented(f"instruction budget exceeded: the trace ran {MAX_INSTRUCTIONS} instructions "
+                                  "without finishing the frame (a loop or generator that does not end?)")
+                if handler is None:
+                    unimplemented(f"opcode {inst.opname} is not supported by the symbolic interpreter "
+                                  f"(Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]})")
+                handler(inst)
+            except Unsupported as e:
+                explain_unsupported(self, e)
+                raise
+            except TracedUserError as e:
+                if self.in_user_try_block():  # the user catches it: run the frame eagerly
+                    raise self._internal(Unsupported(f"{e} (inside the user's try block)"), e) from e
+                raise
+            except _CONTROL_FLOW:
+                raise
+            except Exception as e:  # noqa: BLE001 - Note [No internal error reaches the user]
+                raise self._internal(Unsupported(f"internal error in the tracer: {type(e).__name__}: {e}"), e) from e
+
+    def _internal(self, u: Unsupported, cause: BaseException) -> Unsupported:
+        u.internal = not isinstance(cause, TracedUserError)
+        explain_unsupported(self, u)
+        return u
+
+    def in_user_try_block(self) -> bool:
+        tx = self
+        while tx is not None:
+            if find_exception_handler(_exception_table(tx.code), tx.current_inst.offset) is not None:
+                return True
+            tx = getattr(tx, "parent", None)
+        return False
+
+    def run(self) -> None:
+        while not self.done:
+            self.step()
+
+    # --- stack helpers (byterun's push/pop/popn) ---------------------------------
+    def push(self, v: VariableTracker) -> None:
+        assert isinstance(v, VariableTracker), v
+        self.stack.append(v)
+
+    def realize(self, v: VariableTracker) -> VariableTracker:
+        return v.realize(self) if isinstance(v, LazyVariableTracker) else v
+
+    def pop(self) -> VariableTracker:
+        return self.realize(self.stack.pop())
+
+    def peek(self, i: int = 1) -> VariableTracker:
+        v = self.stack[-i] = self.realize(self.stack[-i])
+        return v
+
+    def popn(self, n: int) -> list[VariableTracker]:
+        if n == 0:
+            return []
+        out = [self.realize(v) for v in self.stack[-n:]]
+        del self.stack[-n:]
+        return out
+
+    def jump(self, inst) -> None:
+        self.ip = self.indexof[inst.argval]
+
+    ## Do nothing
+    def nop(self, inst) -> None:
+        pass
+
+    NOP = RESUME = PRECALL = CACHE = EXTENDED_ARG = COPY_FREE_VARS = nop
+
+    ## Stack manipulation
+    def POP_TOP(self, inst) -> None:
+        self.stack.pop()  # not realized: a value nobody reads gets no guard
+
+    def PUSH_NULL(self, inst) -> None:
+        self.push(NullVariable())
+
+    def COPY(self, inst) -> None:
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst) -> None:
+        self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
+
+    ## Names: locals, constants, globals, cells
+    def LOAD_CONST(self, inst) -> None:
+        self.push(wrap_sourceless(self, inst.argval))
+
+    def LOAD_FAST(self, inst) -> None:
+        name = inst.argval
+        if inst.opname == "LOAD_FAST" and (name in self.code.co_cellvars or name in self.code.co_freevars):
+            return self.LOAD_CLOSURE(inst)  # 3.13: LOAD_CLOSURE is LOAD_FAST of the cell's slot
+        if name not in self.symbolic_locals:
+            unimplemented(f"local variable {name!r} referenced before assignment (eager raises UnboundLocalError)")
+        v = self.symbolic_locals[name]
+        if isinstance(v, LazyVariableTracker):
+            v = self.symbolic_locals[name] = v.realize(self)
+        self.push(v)
+
+    def STORE_FAST(self, inst) -> None:
+        value = self.pop()
+        if isinstance(value, NullVariable):  # 3.12: an inlined comprehension restores an unbound variable
+            self.symbolic_locals.pop(inst.argval, None)
+        else:
+            self.symbolic_locals[inst.argval] = value
+
+    def DELETE_FAST(self, inst) -> None:
+        self.symbolic_locals.pop(inst.argval, None)
+
+    def load_global(self, name: str) -> VariableTracker:
+        pending = self.output.side_effects.load_global(self, name)
+        if pending is not None:
+            return pending
+        if name in self.f_globals:
+            value = self.f_globals[name]
+            if self.globals_source is None:
+                return VariableBuilder(self, GlobalSource(name))(value)
+            if self.globals_source is False:
+                return wrap_sourceless(self, value)
+            return VariableBuilder(self, GetItemSource(self.globals_source, name))(value)
+        import builtins
+
+        if hasattr(builtins, name):
+            return wrap_sourceless(self, getattr(builtins, name))
+        unimplemented(f"name {name!r} is not defined (eager raises NameError)")
+
+    def push_callable(self, value: VariableTracker) -> None:
+        """A callable for a plain call, with its NULL on the side this Python wants it (Note [NULL on the stack])."""
+        for v in callable_slots(value, NullVariable()):
+            self.push(v)
+
+    def LOAD_GLOBAL(self, inst) -> None:
+        value = self.load_global(inst.argval)
+        self.push_callable(value) if inst.arg & 1 else self.push(value)
+
+    def STORE_GLOBAL(self, inst) -> None:
+        if self.globals_source is not None:
+            unimplemented("writing a global of another module")
+        self.output.side_effects.store_global(inst.argval, self.pop())
+
+    def MAKE_CELL(self, inst) -> None:
+        name = inst.argval
+        value = self.symbolic_locals.pop(name, None)
+        if isinstance(value, LazyVariableTracker):
+            value = value.realize(self)
+        self.cells[name] = CellVariable(value)
+
+    def _cell(self, name: str):
+        if name in self.cells:
+            return self.cells[name]
+        if name in self.closure_cells:
+            return self.closure_cells[name]
+        return None
+
+    def LOAD_DEREF(self, inst) -> None:
+        name = inst.argval
+        cell = self._cell(name)
+        if cell is None:  # the root frame: free variables arrive as inputs L[name]
+            return self.LOAD_FAST(inst)
+        value = cell.value if isinstance(cell, CellVariable) else cell
+        if value is None:
+            unimplemented(f"free variable {name!r} referenced before assignment")
+        self.push(value)
+
+    def STORE_DEREF(self, inst) -> None:
+        name = inst.argval
+        cell = self._cell(name)
+        if isinstance(cell, CellVariable):
+            cell.value = self.pop()
+        elif cell is None and name in self.code.co_cellvars:
+            self.cells[name] = CellVariable(self.pop())
+        else:
+            unimplemented(f"assigning to free variable {name!r} of an enclosing function (nonlocal)")
+
+    def LOAD_CLOSURE(self, inst) -> None:
+        name = inst.argval
+        cell = self._cell(name)
+        if cell is None:
+            v = self.symbolic_locals.get(name)
+            if isinstance(v, LazyVariableTracker):
+                v = v.realize(self)
+            cell = CellVariable(v)
+        elif not isinstance(cell, CellVariable):
+            cell = CellVariable(cell)
+        self.push(cell)
+
+    ## Attributes
+    def LOAD_ATTR(self, inst) -> None:
+        obj = self.pop()
+        value = obj.var_getattr(self, inst.argval)
+        self.push_callable(value) if LOAD_ATTR_METHOD_BIT and inst.arg & 1 else self.push(value)  # 3.12: LOAD_METHOD
+
+    def LOAD_METHOD(self, inst) -> None:
+        obj = self.pop()
+        self.push(NullVariable())
+        self.push(obj.var_getattr(self, inst.argval))
+
+    def STORE_ATTR(self, inst) -> None:
+        obj = self.pop()
+        value = self.pop()
+        if isinstance(obj, NewObjectVariable):
+            obj.store_attr(self, inst.argval, value)
+            return
+        if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
+            self.output.side_effects.store_attr(obj, inst.argval, value)
+            return
+        unimplemented(f"setting attribute {inst.argval!r} on {obj}")
+
+    def IMPORT_NAME(self, inst) -> None:
+        fromlist, level = self.pop(), self.pop()
+        module = __import__(inst.argval, self.f_globals, None, fromlist.as_python_constant(), level.as_python_constant())
+        self.push(PythonModuleVariable(module))
+
+    def IMPORT_FROM(self, inst) -> None:
+        self.push(self.peek().var_getattr(self, inst.argval))
+
+    LOAD_FAST_CHECK = LOAD_FAST  # 3.12: a LOAD_FAST that may find the local unbound

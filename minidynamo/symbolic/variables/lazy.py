@@ -1,0 +1,30 @@
+"""A frame input that is wrapped (and guarded) only when the trace first reads it.
+
+Place in the pipeline: ``convert_frame`` puts one ``LazyVariableTracker`` per local of the
+frame it traces; the translator's stack helpers (``translator_base.py``) realize it
+through ``VariableBuilder`` on first read, so an input nobody reads gets no guard.
+Mirrors ``torch/_dynamo/variables/lazy.py`` (``LazyVariableTracker``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .base import VariableTracker
+from .builder import VariableBuilder
+
+
+class LazyVariableTracker(VariableTracker):
+    """A frame input not read yet: it is wrapped (and guarded) on first read only."""
+
+    def __init__(self, value: Any, source):
+        super().__init__(source=source)
+        self.value = value
+        self.realized: Optional[VariableTracker] = None
+
+    def realize(self, tx) -> VariableTracker:
+        # once: every read of the same input is the same tracker (``y is _nil`` in copy.deepcopy)
+        if self.realized is None:
+            self.realized = VariableBuilder(tx, self.source)(self.value)
+        return self.realized
+
