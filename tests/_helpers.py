@@ -2,6 +2,8 @@
 
 * ``quiet()``: swallow what compiled code prints (``print`` is a graph-break case) and
   the warnings it raises (a fallback's warning), for a test that checks something else.
+* ``capture(call)``: the exception ``call()`` raises (its prints swallowed); fails if it
+  raises nothing.
 * ``MulSavedInBackward``: a custom ``autograd.Function`` whose backward mutates the input
   it saved (AOTAutograd must copy that mutation back, as eager leaves it).
 """
@@ -21,6 +23,16 @@ def quiet():
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
+
+
+def capture(call):
+    """The exception ``call()`` raises, with what it prints swallowed; AssertionError if none."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            call()
+    except Exception as e:  # noqa: BLE001
+        return e
+    raise AssertionError("did not raise")
 
 
 class MulSavedInBackward(torch.autograd.Function):

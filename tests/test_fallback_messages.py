@@ -27,6 +27,8 @@ import torch
 import minidynamo as md
 from minidynamo.symbolic import counters
 
+from _helpers import capture  # tests/ is on sys.path (no package)
+
 pytestmark = [pytest.mark.ch05]
 
 
@@ -215,15 +217,6 @@ def raises_in_callee_after_break(x):
     return _callee_that_raises(y)
 
 
-def _capture(call):
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            call()
-    except Exception as e:  # noqa: BLE001
-        return e
-    raise AssertionError("did not raise")
-
-
 USER_ERRORS = {
     "kernel_in_graph": (embedding_out_of_range, lambda: (torch.randn(4, 3), torch.tensor([1, 7]))),
     "callee_after_break": (raises_in_callee_after_break, lambda: (torch.randn(2, 3),)),
@@ -234,12 +227,12 @@ USER_ERRORS = {
 @pytest.mark.parametrize("case", list(USER_ERRORS))
 def test_user_exception_at_run_time_reaches_the_user_unchanged(case, backend):
     fn, make = USER_ERRORS[case]
-    eager = _capture(lambda: fn(*make()))
+    eager = capture(lambda: fn(*make()))
     compiled = md.compile(fn, backend=backend)
     for _ in range(2):  # the first call traces, the second runs the cached entry
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no fallback warning: it is not ours
-            ours = _capture(lambda: compiled(*make()))
+            ours = capture(lambda: compiled(*make()))
         assert type(ours) is type(eager) and str(ours) == str(eager), (ours, eager)
         mine, theirs = traceback.extract_tb(ours.__traceback__)[-1], traceback.extract_tb(eager.__traceback__)[-1]
         if case == "kernel_in_graph":  # raised in torch: under aot_eager by the aten op the graph calls

@@ -32,7 +32,7 @@ import minidynamo as md
 from minidynamo._torch_private import dynamo_explain
 from minidynamo.symbolic import counters
 
-from _helpers import quiet  # tests/ is on sys.path (no package)
+from _helpers import capture, quiet  # tests/ is on sys.path (no package)
 
 pytestmark = [pytest.mark.ch05, pytest.mark.usefixtures("real_dynamo")]
 
@@ -438,27 +438,18 @@ RAISING = [raises_after_work, raises_after_break, raises_in_callee, raises_chain
            reraises_bare, torch_raises_outside_try, asserts]
 
 
-def _capture(call):
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            call()
-    except Exception as e:  # noqa: BLE001
-        return e
-    raise AssertionError("did not raise")
-
-
 def _last_entry(exc):
     return traceback.extract_tb(exc.__traceback__)[-1]
 
 
 @pytest.mark.parametrize("fn", RAISING, ids=lambda f: f.__name__)
 def test_user_exception_reaches_the_user_unchanged(fn):
-    eager = _capture(lambda: fn(_input()))
+    eager = capture(lambda: fn(_input()))
     compiled = md.compile(fn, backend="eager")
     for call in ("first", "second"):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            ours = _capture(lambda: compiled(_input()))
+            ours = capture(lambda: compiled(_input()))
         assert type(ours) is type(eager) and str(ours) == str(eager), f"{call}: {ours!r} vs {eager!r}"
         assert type(ours.__cause__) is type(eager.__cause__)
         mine, theirs = _last_entry(ours), _last_entry(eager)

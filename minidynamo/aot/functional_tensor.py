@@ -69,6 +69,15 @@ Push a ``FunctionalTensorMode`` ABOVE the tracing mode (and the fake mode). Then
   ``mirror_leaf=False`` to get a leaf you can take ``autograd.grad`` against.
 * ``functionalize(fn)`` packs the above into one call for convenience.
 * An in-place op on a tensor that was not wrapped raises ``FunctionalizationError``.
+
+Layout (one concept a module; every name stays importable from here):
+``functional_wrapper.py`` (``FunctionalTensor``, ``FunctionalStorage``,
+``FunctionalizationError``), ``functional_ops.py`` (which ops write or view, their
+functional twins), ``functional_inverses.py`` (``scatter_into_base``, Note [Mutating a
+view]), ``functional_mutations.py`` (the kernels for ops that write: Note [Ops that
+mutate several arguments], Note [out= ops], Note [set_() on a FunctionalTensor], Note
+[resize_() in functionalization], Note [Schemas that hide a mutation]); this module: the
+mode (wrapping, syncing, routing, views, metadata mutations) and ``functionalize``.
 """
 
 from __future__ import annotations
@@ -80,6 +89,10 @@ import torch
 
 from minidynamo import events
 from minidynamo._torch_private import TorchDispatchMode, mirror_autograd_meta, no_dispatch, tree_map
+from minidynamo.aot.functional_inverses import scatter_into_base
+from minidynamo.aot.functional_mutations import MutationKernels
+from minidynamo.aot.functional_ops import _STORAGE_MUTATIONS, _functional_variant, _is_view_op, _is_write
+from minidynamo.aot.functional_wrapper import FunctionalizationError, FunctionalStorage, FunctionalTensor
 from minidynamo.aot.schemas import ViewMeta, replay_views
 
 __all__ = [
@@ -93,248 +106,10 @@ __all__ = [
 aten = torch.ops.aten
 
 
-class FunctionalizationError(RuntimeError):
-    """Functionalization met something it cannot rewrite (the message names the op)."""
-
-
-class FunctionalStorage:
-    """What a group of aliasing FunctionalTensors share (torch: ``FunctionalStorageImpl``).
-
-    ``base_value`` is the current value of the root base; ``generation`` goes up
-    at every data mutation of any alias. The counters feed ``InputAliasInfo``:
-    torch counts mutations, mutations under no_grad/inference mode, and
-    mutations marked hidden from autograd, and compares them.
-    """
-
-    def __init__(self, base_value: torch.Tensor):
-        self.base_value = base_value
-        self.original_base = base_value
-        self.generation = 0
-        self.mutation_counter = 0
-        self.mutation_counter_no_grad_or_inference_mode = 0
-        self.mutation_counter_hidden_from_autograd = 0
-        # set_() moved some tensor off this storage: further writes to it are refused
-        # (torch: FunctionalStorageImpl::freeze, Note [set_() on a FunctionalTensor]).
-        self.frozen = False
-
-
-class FunctionalTensor(torch.Tensor):
-    """A wrapper whose value (``elem``) the mode swaps when the tensor is mutated."""
-
-    elem: torch.Tensor
-    storage_: FunctionalStorage
-    chain: tuple[ViewMeta, ...]
-    generation: int
-
-    @staticmethod
-    def __new__(cls, elem: torch.Tensor, storage: FunctionalStorage, chain: tuple = (),
-                original_storage: FunctionalStorage | None = None):
-        out = torch.Tensor._make_wrapper_subclass(
-            cls,
-            elem.shape,
-            strides=elem.stride(),
-            storage_offset=elem.storage_offset(),
-            dtype=elem.dtype,
-            device=elem.device,
-            requires_grad=False,  # autograd, above us, sets it on the outputs of ops
-        )
-        out.elem = elem
-        out.storage_ = storage
-        out.chain = tuple(chain)
-        out.generation = storage.generation
-        # torch: FunctionalTensorWrapper::was_storage_changed_ (set by set_())
-        out.storage_changed = False
-        # Note [Two storages after set_()]: torch's Python FunctionalTensor has a storage of
-        # its own, shared by its views (return_and_correct_aliasing) and never moved by set_().
-        # Aliasing questions about outputs are asked of that one; ours is this field.
-        out.original_storage = original_storage or storage
-        return out
-
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        # Only reached when no FunctionalTensorMode is active (the mode runs first).
-        raise FunctionalizationError(
-            f"{func} was called on a FunctionalTensor outside its FunctionalTensorMode; "
-            "use mode.from_fun(t) to get its value out"
-        )
-
-    def __repr__(self, *, tensor_contents=None) -> str:
-        chain = " -> ".join(map(str, self.chain)) or "base"
-        return f"FunctionalTensor({tuple(self.shape)}, {chain})"
-
-
-# Storage mutations other than set_(Tensor) and resize_ (handled below): refused.
-_STORAGE_MUTATIONS = frozenset({"aten::resize_as_", "aten::set_"})
-
-
-def _is_write(arg_or_ret) -> bool:
-    return arg_or_ret.alias_info is not None and arg_or_ret.alias_info.is_write
-
-
-def _is_view_op(func) -> bool:
-    rets = func._schema.returns
-    return bool(rets) and rets[0].alias_info is not None and not rets[0].alias_info.is_write
-
-
-def _written_arguments(func, args, kwargs) -> list[tuple[int, Any]]:
-    """``(schema position, value)`` of every argument the schema marks ``Tensor(a!)``, positional or keyword."""
-    out = []
-    for i, a in enumerate(func._schema.arguments):
-        if not _is_write(a):
-            continue
-        if i < len(args):
-            out.append((i, args[i]))
-        elif a.name in kwargs:
-            out.append((i, kwargs[a.name]))
-    return out
-
-
-def _functional_variant(func):
-    """``aten.add_.Tensor`` -> ``aten.add.Tensor``; ``aten.transpose_.default`` -> ``aten.transpose.int``."""
-    name = func._schema.name.split("::")[1].rstrip("_")
-    packet = getattr(aten, name, None)
-    if packet is None:
-        raise FunctionalizationError(f"no functional variant of {func} (looked for aten.{name})")
-    overload = func._overloadname
-    if overload in packet.overloads():
-        return getattr(packet, overload)
-    # Overload names differ (transpose_.default vs transpose.int): match by argument names.
-    want = [a.name for a in func._schema.arguments]
-    for ov in packet.overloads():
-        cand = getattr(packet, ov)
-        if [a.name for a in cand._schema.arguments] == want:
-            return cand
-    raise FunctionalizationError(f"no functional overload of {func} in aten.{name}")
-
-
-def _out_variant_twin(func):
-    """Note [out= ops]: the functional sibling of an ``out=`` overload, found from the schemas alone.
-
-    ``sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`` pairs with
-    ``sin.default(Tensor self) -> Tensor``: same name, and the same arguments once
-    the written ones are dropped; it returns one value per written argument, in
-    order. Torch's codegen pairs them the same way (a ``NativeFunctionsGroup``).
-    """
-    name = func._schema.name.split("::")[1]
-    packet = getattr(aten, name, None)
-    want = [(a.name, str(a.type)) for a in func._schema.arguments if not _is_write(a)]
-    n_written = sum(_is_write(a) for a in func._schema.arguments)
-    for ov in packet.overloads() if packet is not None else ():
-        cand = getattr(packet, ov)
-        sch = cand._schema
-        if any(_is_write(a) for a in sch.arguments) or any(r.alias_info is not None for r in sch.returns):
-            continue
-        if [(a.name, str(a.type)) for a in sch.arguments] == want and len(sch.returns) == n_written:
-            return cand
-    raise FunctionalizationError(f"{func}: no functional overload of aten.{name} takes its non-out arguments")
-
-
-def _contiguous_strides(size) -> list[int]:
-    strides, acc = [], 1
-    for s in reversed(list(size)):
-        strides.append(acc)
-        acc *= max(int(s), 1)
-    return strides[::-1]
-
-
-def _with_defaults(func, twin, args, kwargs):
-    """``args`` plus the positional arguments ``twin`` requires that the dispatcher dropped.
-
-    The dispatcher omits trailing arguments left at their default (``bernoulli_(p=0.5)``
-    arrives as ``bernoulli_(x)``); the functional twin may have no default for them
-    (``bernoulli.p``). Only those are filled in, from ``func``'s own defaults.
-    """
-    args = list(args)
-    defaults = {a.name: a for a in func._schema.arguments if a.has_default_value()}
-    for i, a in enumerate(twin._schema.arguments):
-        if a.kwarg_only or i < len(args) or a.name in kwargs or a.has_default_value():
-            continue
-        if a.name not in defaults:
-            break
-        args.append(defaults[a.name].default_value)
-    return tuple(args), kwargs
-
-
-# ----------------------------------------------------------------------------- inverse views
-
-
-def _inverse_view(step: ViewMeta, parent: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
-    """The value of ``parent`` after its view ``step(parent)`` became ``new`` (a functional op).
-
-    Torch generates one "reverse view function" per view op (``*_scatter`` ops
-    and inverse views); ours covers the common view ops by hand and falls back
-    to ``as_strided_scatter``.
-    """
-    op, args = step.op, step.args
-    name = op._schema.name.split("::")[1]
-    if name in ("view", "_unsafe_view", "reshape", "squeeze", "flatten", "unflatten", "view_as"):
-        return aten.view.default(new, list(parent.shape))
-    if name in ("alias", "detach", "_conj", "lift_fresh"):
-        return new
-    if name == "t":
-        return aten.t.default(new)
-    if name == "transpose":
-        return aten.transpose.int(new, *args)
-    if name == "permute":
-        dims = [d % parent.dim() for d in args[0]]
-        inverse = [dims.index(i) for i in range(len(dims))]
-        return aten.permute.default(new, inverse)
-    if name == "unsqueeze":
-        return aten.squeeze.dim(new, args[0])
-    if name == "select":
-        return aten.select_scatter.default(parent, new, *args)
-    if name == "slice":
-        return aten.slice_scatter.default(parent, new, *args)
-    if name == "diagonal":
-        return aten.diagonal_scatter.default(parent, new, *args)
-    if name == "as_strided":
-        return aten.as_strided_scatter.default(parent, new, *args)
-    if name == "unbind":
-        dim = args[0] if args else 0
-        return aten.select_scatter.default(parent, new, dim, step.out_index)
-    if name in ("split", "split_with_sizes", "chunk"):
-        dim = args[1] if len(args) > 1 else 0
-        sizes = _split_sizes(name, parent.shape[dim], args[0])
-        start = sum(sizes[: step.out_index])
-        return aten.slice_scatter.default(parent, new, dim, start, start + sizes[step.out_index])
-    if name == "expand":
-        raise FunctionalizationError(
-            "in-place write into an expanded view (aten.expand): more than one element "
-            "refers to the same memory location (eager raises too)"
-        )
-    # Fallback: where the view sits inside its parent, from the layout below us.
-    view = step.replay(parent)
-    offset = view.storage_offset() - parent.storage_offset()
-    return aten.as_strided_scatter.default(parent, new, list(view.shape), list(view.stride()), offset)
-
-
-def _split_sizes(name: str, total: int, arg) -> list[int]:
-    if name == "split_with_sizes":
-        return list(arg)
-    if name == "chunk":
-        arg = -(-total // arg)
-    return [min(arg, total - i) for i in range(0, total, arg)] or [0]
-
-
-def scatter_into_base(base: torch.Tensor, chain: tuple[ViewMeta, ...], new: torch.Tensor) -> torch.Tensor:
-    """Note [Mutating a view]: the new value of the root base after ``replay_views(base, chain)`` became ``new``.
-
-    Walk the chain from the outermost view inwards: each step's parent gets the
-    inverse of that view applied. The intermediate parents are recomputed by
-    replaying the chain (view ops, cheap and functional).
-    """
-    parents = [base]
-    for step in chain[:-1]:
-        parents.append(step.replay(parents[-1]))
-    for step, parent in zip(reversed(chain), reversed(parents)):
-        new = _inverse_view(step, parent, new)
-    return new
-
-
 # ----------------------------------------------------------------------------- the mode
 
 
-class FunctionalTensorMode(TorchDispatchMode):
+class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
     """Turns every op on FunctionalTensors into functional ops on their values.
 
     See the module docstring for the contract; torch's counterpart is
@@ -473,155 +248,6 @@ class FunctionalTensorMode(TorchDispatchMode):
             func(t, *args[1:], **kwargs)
         return t
 
-    def _data_mutation(self, func, args, kwargs, mutated: list[int]):
-        if len(mutated) != 1 or mutated[0] != 0:
-            return self._multi_mutation(func, args, kwargs, mutated)
-        t = args[0]
-        if not isinstance(t, FunctionalTensor):
-            raise FunctionalizationError(
-                f"{func}: in-place op on a tensor that was not wrapped; call mode.to_fun() on every input"
-            )
-        functional = _functional_variant(func)
-        self._report(func, functional, "mutation")
-        # The dispatcher drops trailing defaults (bernoulli_(p=0.5)); the twin may have none.
-        args, kwargs = _with_defaults(func, functional, args, kwargs)
-        new = functional(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
-        self._commit(t, new)
-        return t
-
-    def _multi_mutation(self, func, args, kwargs, mutated: list[int]):
-        """Note [Ops that mutate several arguments]: read the schema, not the op's name.
-
-        ``_native_batch_norm_legit(input, w, b, running_mean!, running_var!, ...)`` writes
-        arguments 3 and 4. Torch's functional twin of such an op (``<name>_functional``,
-        or the name without its trailing ``_``) returns the op's own non-aliased
-        returns followed by the new value of every written argument, in order; each
-        new value is committed to its argument, and a return the schema aliases to a
-        written argument is that argument.
-        """
-        name = func._schema.name.split("::")[1]
-        packet = getattr(aten, f"{name}_functional", None) or getattr(aten, name.rstrip("_"), None)
-        twin = None
-        if packet is not None:
-            twin = getattr(packet, func._overloadname, None) if func._overloadname in packet.overloads() else None
-            twin = twin or next((getattr(packet, o) for o in packet.overloads()), None)
-        if twin is None:
-            raise FunctionalizationError(f"{func}: writes arguments {mutated} and has no functional twin")
-        for i in mutated:
-            if not isinstance(args[i], FunctionalTensor):
-                raise FunctionalizationError(f"{func}: argument {i} is written but was not wrapped (to_fun)")
-        self._report(func, twin, "mutation")
-        args, kwargs = _with_defaults(func, twin, args, kwargs)
-        result = twin(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
-        results = list(result) if isinstance(result, (tuple, list)) else [result]
-        rets = func._schema.returns
-        plain = [r for r in rets if not _is_write(r)]
-        if len(results) != len(plain) + len(mutated):
-            raise FunctionalizationError(f"{func}: {twin} returned {len(results)} values, expected "
-                                         f"{len(plain)} + {len(mutated)} written arguments")
-        for i, new in zip(mutated, results[len(plain):]):
-            self._commit(args[i], new)
-        written = {frozenset(func._schema.arguments[i].alias_info.before_set): args[i] for i in mutated
-                   if func._schema.arguments[i].alias_info is not None}
-        plain_iter = iter(results[:len(plain)])
-        outs = [written.get(frozenset(r.alias_info.before_set)) if _is_write(r) else self._wrap_fresh(next(plain_iter))
-                for r in rets]
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def _out_mutation(self, func, args, kwargs):
-        """Note [out= ops]: run the functional sibling, commit each result to its ``out`` argument.
-
-        ``torch.sin(a, out=b)`` becomes ``new = aten.sin(a)`` and ``b``'s value
-        becomes ``new``, exactly like an in-place op; if ``new`` has another
-        shape (``out=torch.empty(0)``), ``b`` is resized first, as the out=
-        kernel does in eager.
-        """
-        written = _written_arguments(func, args, kwargs)
-        for _, t in written:
-            if not isinstance(t, FunctionalTensor):
-                raise FunctionalizationError(f"{func}: an out= argument that was not wrapped (to_fun)")
-        twin = _out_variant_twin(func)
-        self._report(func, twin, "mutation")
-        names = {func._schema.arguments[i].name for i, _ in written}
-        f_kwargs = {k: v for k, v in kwargs.items() if k not in names}
-        result = twin(*tree_map(self._unwrap, args), **tree_map(self._unwrap, f_kwargs))
-        results = list(result) if isinstance(result, (tuple, list)) else [result]
-        for (_, t), new in zip(written, results):
-            if tuple(new.shape) != tuple(t.shape):
-                self._resize(aten.resize_.default, (t, list(new.shape)), {})
-            elif tuple(new.stride()) != tuple(t.stride()):
-                # eager's out= kernel writes into out's own strides (torch's functionalization
-                # keeps the twin's layout here, so a later read of the base gets other strides)
-                new = aten.copy.default(self._unwrap(t), new)
-            self._commit(t, new)
-        by_alias = {frozenset(func._schema.arguments[i].alias_info.before_set): t for i, t in written}
-        outs = [by_alias.get(frozenset(r.alias_info.before_set)) if r.alias_info is not None else None
-                for r in func._schema.returns]
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def _set(self, func, args):
-        """Note [set_() on a FunctionalTensor] (torch: ``set__functionalize``, ``FunctionalTensorWrapper::set__impl``).
-
-        ``a.set_(b)`` makes ``a`` an alias of ``b``: it takes ``b``'s storage,
-        value, view chain and generation, and its own sizes, strides and offset
-        become ``b``'s. ``a``'s old storage is frozen: a write to any tensor still
-        in it is refused, as torch refuses it. ``storage_changed`` tells the
-        metadata analysis that ``a``'s storage moved (``mutates_storage_metadata``).
-        """
-        self_t, src = args[0], args[1]
-        if not isinstance(self_t, FunctionalTensor) and isinstance(src, FunctionalTensor):
-            raise FunctionalizationError(
-                "set__functionalize: Tried to mutate a non-functional tensor with a functional tensor, "
-                "which is not allowed")
-        if not isinstance(src, FunctionalTensor):
-            raise FunctionalizationError(
-                "set__functionalize: We do not currently support x.set_(y) where y is not a FunctionalTensor")
-        self._report(func, func, "storage_mutation")
-        self._sync(src)
-        self_t.storage_.frozen = True
-        self_t.elem, self_t.generation, self_t.chain = src.elem, src.generation, src.chain
-        self_t.storage_ = src.storage_
-        self_t.storage_changed = True
-        with no_dispatch():  # the wrapper's own sizes, strides, offset (and storage) become src's
-            func(self_t, src)
-        return self_t
-
-    def _resize(self, func, args, kwargs):
-        """Note [resize_() in functionalization] (torch: ``resize__functionalization``).
-
-        Shrinking (the new size fits the storage) is a view: the value becomes
-        ``as_strided(size, contiguous strides)`` of the old one, a metadata
-        mutation like ``t_()``. Growing needs a bigger storage: the tensor gets a
-        fresh one holding ``aten.resize(value)``, allowed only for a tensor that is
-        no view (torch refuses the rest with the same words).
-        """
-        t, size = args[0], [int(s) for s in args[1]]
-        if not isinstance(t, FunctionalTensor):
-            raise FunctionalizationError(f"{func}: resize_ of a tensor that was not wrapped (to_fun)")
-        self._sync(t)
-        numel = 1
-        for s in size:
-            numel *= s
-        new_bytes = 0 if numel == 0 else (t.storage_offset() + numel) * t.element_size()
-        base = t.storage_.base_value
-        if new_bytes > base.untyped_storage().nbytes():
-            if t.chain:
-                raise FunctionalizationError(
-                    "Attempted to resize a view tensor to a larger size. This is not allowed in the "
-                    "functionalization pass")
-            self._report(func, aten.resize.default, "storage_mutation")
-            new = aten.resize.default(t.elem, size, **kwargs)
-            t.storage_ = FunctionalStorage(new)
-            t.elem, t.generation, t.chain = new, 0, ()
-        else:
-            self._report(func, aten.as_strided.default, "metadata_mutation")
-            step = ViewMeta(aten.as_strided.default, (size, _contiguous_strides(size)))
-            t.elem = step.replay(t.elem)
-            t.chain = t.chain + (step,)
-        with no_dispatch():
-            torch.Tensor.resize_(t, size)
-        return t
-
     def _commit(self, t: FunctionalTensor, new: torch.Tensor) -> None:
         """``t``'s data is now ``new``: update the base, bump the generation, count the mutation."""
         if new.dtype != t.dtype:
@@ -636,25 +262,6 @@ class FunctionalTensorMode(TorchDispatchMode):
             storage.mutation_counter_no_grad_or_inference_mode += 1
         t.elem = new
         t.generation = storage.generation
-
-    def _batch_norm(self, func, args, kwargs):
-        """Note [Schemas that hide a mutation]: ``native_batch_norm`` writes its running stats.
-
-        Its schema does not say so (no ``Tensor(a!)``), so the generic rule would miss
-        the write and the runtime would never copy the new running stats back: a
-        silently wrong result. Torch rewrites it to ``_native_batch_norm_legit_functional``,
-        which returns the new running stats; so do we.
-        """
-        args, kwargs = _with_defaults(func, aten._native_batch_norm_legit_functional.default, args, kwargs)
-        self._report(func, aten._native_batch_norm_legit_functional.default, "mutation")
-        out, mean, rstd, new_rm, new_rv = aten._native_batch_norm_legit_functional.default(
-            *tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs)
-        )
-        for stat, new in ((args[3], new_rm), (args[4], new_rv)):
-            if not isinstance(stat, FunctionalTensor):
-                raise FunctionalizationError(f"{func}: running stats that were not wrapped (to_fun)")
-            self._commit(stat, new)
-        return tuple(self._wrap_fresh(x) for x in (out, mean, rstd))
 
     def _report(self, func, replacement, how: str) -> None:
         self.num_rewrites += 1

@@ -1,0 +1,90 @@
+"""Inverse views: write a view's new value back into its root base with functional ops.
+
+Place in the pipeline: ``FunctionalTensorMode._commit`` (``functional_tensor.py``) calls
+``scatter_into_base`` when an in-place op hits a view (Note [Mutating a view]).
+Mirrors ``aten/src/ATen/FunctionalInverses.cpp`` (the generated reverse view functions)
+and the ``*_scatter`` ops torch's functionalization emits.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from minidynamo.aot.functional_wrapper import FunctionalizationError
+from minidynamo.aot.schemas import ViewMeta
+
+aten = torch.ops.aten
+
+
+
+def _inverse_view(step: ViewMeta, parent: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """The value of ``parent`` after its view ``step(parent)`` became ``new`` (a functional op).
+
+    Torch generates one "reverse view function" per view op (``*_scatter`` ops
+    and inverse views); ours covers the common view ops by hand and falls back
+    to ``as_strided_scatter``.
+    """
+    op, args = step.op, step.args
+    name = op._schema.name.split("::")[1]
+    if name in ("view", "_unsafe_view", "reshape", "squeeze", "flatten", "unflatten", "view_as"):
+        return aten.view.default(new, list(parent.shape))
+    if name in ("alias", "detach", "_conj", "lift_fresh"):
+        return new
+    if name == "t":
+        return aten.t.default(new)
+    if name == "transpose":
+        return aten.transpose.int(new, *args)
+    if name == "permute":
+        dims = [d % parent.dim() for d in args[0]]
+        inverse = [dims.index(i) for i in range(len(dims))]
+        return aten.permute.default(new, inverse)
+    if name == "unsqueeze":
+        return aten.squeeze.dim(new, args[0])
+    if name == "select":
+        return aten.select_scatter.default(parent, new, *args)
+    if name == "slice":
+        return aten.slice_scatter.default(parent, new, *args)
+    if name == "diagonal":
+        return aten.diagonal_scatter.default(parent, new, *args)
+    if name == "as_strided":
+        return aten.as_strided_scatter.default(parent, new, *args)
+    if name == "unbind":
+        dim = args[0] if args else 0
+        return aten.select_scatter.default(parent, new, dim, step.out_index)
+    if name in ("split", "split_with_sizes", "chunk"):
+        dim = args[1] if len(args) > 1 else 0
+        sizes = _split_sizes(name, parent.shape[dim], args[0])
+        start = sum(sizes[: step.out_index])
+        return aten.slice_scatter.default(parent, new, dim, start, start + sizes[step.out_index])
+    if name == "expand":
+        raise FunctionalizationError(
+            "in-place write into an expanded view (aten.expand): more than one element "
+            "refers to the same memory location (eager raises too)"
+        )
+    # Fallback: where the view sits inside its parent, from the layout below us.
+    view = step.replay(parent)
+    offset = view.storage_offset() - parent.storage_offset()
+    return aten.as_strided_scatter.default(parent, new, list(view.shape), list(view.stride()), offset)
+
+
+def _split_sizes(name: str, total: int, arg) -> list[int]:
+    if name == "split_with_sizes":
+        return list(arg)
+    if name == "chunk":
+        arg = -(-total // arg)
+    return [min(arg, total - i) for i in range(0, total, arg)] or [0]
+
+
+def scatter_into_base(base: torch.Tensor, chain: tuple[ViewMeta, ...], new: torch.Tensor) -> torch.Tensor:
+    """Note [Mutating a view]: the new value of the root base after ``replay_views(base, chain)`` became ``new``.
+
+    Walk the chain from the outermost view inwards: each step's parent gets the
+    inverse of that view applied. The intermediate parents are recomputed by
+    replaying the chain (view ops, cheap and functional).
+    """
+    parents = [base]
+    for step in chain[:-1]:
+        parents.append(step.replay(parents[-1]))
+    for step, parent in zip(reversed(chain), reversed(parents)):
+        new = _inverse_view(step, parent, new)
+    return new
