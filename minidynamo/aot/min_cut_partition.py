@@ -17,7 +17,8 @@ Note [Saving as a minimum cut]
     random ops, ...); every node the backward needs drains to the sink. A
     minimum source/sink cut then crosses exactly the node edges of a cheapest
     set of values to save: everything between that cut and the backward is
-    recomputed. networkx (a torch dependency) solves the max-flow.
+    recomputed. torch solves it with networkx; ours with ``max_flow.minimum_cut``
+    (Dinic's algorithm), which cuts the same edges (Note [Which minimum cut]).
 
 Note [What may be recomputed]
     torch's rules, as ours: an op is recomputable only if it is on an allowlist
@@ -45,6 +46,7 @@ import torch
 import torch.fx as fx
 
 from minidynamo._torch_private import OpOverload
+from minidynamo.aot.max_flow import FlowGraph, minimum_cut
 from minidynamo.aot.sym_tracing import hint
 from minidynamo.aot.partitioners import (
     PartitionResult,
@@ -219,10 +221,9 @@ def _materialized_in_backward(node: fx.Node, info: _NodeInfo) -> bool:
     return False
 
 
-def _solve_min_cut(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
-                   unsaveable: set[fx.Node]) -> tuple[list[fx.Node], dict[str, str]]:
-    import networkx as nx
-
+def _flow_graph(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
+                unsaveable: set[fx.Node]) -> tuple[FlowGraph, dict[str, str]]:
+    """The network of Note [Saving as a minimum cut], and why each banned node may not be recomputed."""
     for node in reversed(graph.nodes):  # distance (in nodes) to the nearest backward user
         if node.op == "output" or node in info.required_fw:
             node.dist_from_bw = int(1e9)
@@ -232,23 +233,23 @@ def _solve_min_cut(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node]
         else:
             node.dist_from_bw = 0
 
-    nxg = nx.DiGraph()
+    flow = FlowGraph()
     banned: dict[str, str] = {}
 
     def ban(node: fx.Node, reason: str) -> None:
         if _is_view(node):
             return  # a view is free to recompute from what it views
         banned[node.name] = reason
-        nxg.add_edge("source", node.name + "_in", capacity=math.inf)
+        flow.add_edge("source", node.name + "_in", capacity=math.inf)
 
     for node in graph.nodes:
         if node.op == "output":
             continue
         if node in info.required_bw:
             if node not in info.tangents_closure:
-                nxg.add_edge(node.name + "_out", "sink", capacity=math.inf)  # must be available to the backward
+                flow.add_edge(node.name + "_out", "sink", capacity=math.inf)  # must be available to the backward
             else:
-                nxg.add_edge(node.name + "_in", "sink", capacity=math.inf)  # computed in the backward
+                flow.add_edge(node.name + "_in", "sink", capacity=math.inf)  # computed in the backward
                 continue
         if _is_primal(node):
             ban(node, "primal input")
@@ -266,12 +267,18 @@ def _solve_min_cut(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node]
             weight = int(_size_of(node) * 1.1 ** max(min(node.dist_from_bw, 100), 1))
             if node.op != "placeholder" and all(_is_fusible(node, u) for u in node.users):
                 weight *= 2
-        nxg.add_edge(node.name + "_in", node.name + "_out", capacity=weight)
+        flow.add_edge(node.name + "_in", node.name + "_out", capacity=weight)
         for user in node.users:
-            nxg.add_edge(node.name + "_out", user.name + "_in", capacity=math.inf)
+            flow.add_edge(node.name + "_out", user.name + "_in", capacity=math.inf)
 
-    _, (reachable, non_reachable) = nx.minimum_cut(nxg, "source", "sink")
-    cut = {u[:-3] for u in reachable for v in nxg[u] if v in non_reachable}
+    return flow, banned
+
+
+def _solve_min_cut(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
+                   unsaveable: set[fx.Node]) -> tuple[list[fx.Node], dict[str, str]]:
+    flow, banned = _flow_graph(graph, info, static_inputs, unsaveable)
+    _, (reachable, non_reachable) = minimum_cut(flow, "source", "sink")
+    cut = {u[:-3] for u in reachable for v in flow.successors(u) if v in non_reachable}
     saved = [n for n in graph.nodes if n.name in cut]
     return saved, banned
 
@@ -310,9 +317,8 @@ def min_cut_rematerialization_partition(joint_module: fx.GraphModule, *, num_fwd
             bw_graph = _extract_graph_with_inputs_outputs(graph, saved + tangents, bwd_outputs, "backward")
     fw_module, bw_module = fx.GraphModule(joint_module, fw_graph), fx.GraphModule(joint_module, bw_graph)
     fw_names = {n.name for n in fw_graph.nodes if n.op == "call_function"}
-    recomputed = [n for n in graph.nodes
-                  if n.op == "call_function" and n.name in fw_names
-                  and any(b.name == n.name for b in bw_graph.nodes if b.op == "call_function")]
+    bw_names = {n.name for n in bw_graph.nodes if n.op == "call_function"}
+    recomputed = [n for n in graph.nodes if n.op == "call_function" and n.name in fw_names and n.name in bw_names]
     result = MinCutResult(fw_module, bw_module, saved, num_fwd_outputs, recomputed=recomputed, banned=banned)
     result.saved_bytes = activation_bytes(saved)
     return result
