@@ -25,13 +25,16 @@ def report(tmp_path_factory):
 
 def test_json_has_one_object_per_workload_with_ratios(report):
     data, _ = report
-    assert list(data) == ["mutation_views"]
+    assert [k for k in data if not k.startswith("_")] == ["mutation_views"]
+    assert data["_timing"]["workers"] == 2 and data["_timing"]["per_workload_s"]["mutation_views"] > 0
     entry = data["mutation_views"]
     assert isinstance(entry["compile_ratio"], float) and entry["compile_ratio"] > 0
     assert entry["overhead_ratio"] is None or isinstance(entry["overhead_ratio"], float)
     for system in ("ours", "torch"):
         assert entry[system]["compile_s"] > 0
         assert entry[system]["eager_call_s"] > 0
+        lo, hi = entry[system]["overhead_ci_s"]
+        assert lo <= entry[system]["overhead_s"] <= hi and entry[system]["overhead_rounds"] >= 5
 
 
 def test_ops_per_pass_counts_the_three_passes_on_both_sides(report):
@@ -106,3 +109,88 @@ def test_cold_figure_is_the_median_of_alternating_fresh_workers(monkeypatch):
     assert entry["cold_ratio"] == 0.4
     assert [s for s, w in calls if not w] == ["ours", "torch", "torch", "ours", "ours", "torch"]
     assert "cold minus warm compile, ms (ours / torch): mutation_views 1900.0 / 4900.0" in bench.format_table(report)
+
+
+def test_a_forked_worker_starts_its_timer_with_the_modules_of_a_new_interpreter():
+    # Note [Fresh processes from a zygote]: the zygote must not have imported anything a new
+    # worker process would only import inside the cold figure (torch._dynamo, our stages, sympy)
+    from minidynamo.bench_measure import Zygotes, spawn_worker
+
+    spec = {"workload": "mutation_views", "system": "ours", "quick": True, "warm": False, "steady": False,
+            "list_modules": True}
+    zygotes = Zygotes()
+    try:
+        forked = set(zygotes.run(dict(spec))["modules_at_timer"])
+        with pytest.raises(RuntimeError, match="KeyError"):  # a failing worker's traceback reaches the driver
+            zygotes.run({**spec, "workload": "nope"})
+    finally:
+        zygotes.close()
+    spawned = set(spawn_worker(dict(spec))["modules_at_timer"])
+    assert "torch" in forked and not any(m.startswith("torch._dynamo") for m in forked)
+    assert forked - spawned == set(), sorted(forked - spawned)
+    assert not {m for m in spawned - forked if not m.startswith(("encodings.", "_"))}, sorted(spawned - forked)
+
+
+def _stats_row(ours_rounds, torch_rounds):
+    from minidynamo import bench
+
+    entry = {"compile_ratio": 0.2, "ours": {}, "torch": {}}
+    ours = bench._steady_figures(entry["ours"], [{"overhead_s": 0.0, "overhead_rounds_s": r} for r in ours_rounds])
+    theirs = bench._steady_figures(entry["torch"], [{"overhead_s": 0.0, "overhead_rounds_s": r} for r in torch_rounds])
+    r = bench._ratio_ci(ours, theirs)
+    entry.update(overhead_ratio=r["ratio"], overhead_ratio_ci=r["ci"], overhead_ratio_within_noise=r["within_noise"])
+    return entry
+
+
+def test_overhead_interval_and_ratio_from_pooled_rounds():
+    import random
+
+    rng = random.Random(0)
+    ours = [[50e-6 + rng.gauss(0, 2e-6) for _ in range(40)] for _ in range(3)]
+    theirs = [[100e-6 + rng.gauss(0, 2e-6) for _ in range(40)] for _ in range(3)]
+    entry = _stats_row(ours, theirs)
+    lo, hi = entry["ours"]["overhead_ci_s"]
+    assert lo < entry["ours"]["overhead_s"] < hi and hi - lo < 5e-6
+    assert entry["ours"]["overhead_rounds"] == 120 and entry["ours"]["overhead_processes"] == 3
+    assert not entry["overhead_ratio_within_noise"]
+    assert entry["overhead_ratio_ci"][0] < 0.5 < entry["overhead_ratio_ci"][1]
+    assert _stats_row(ours, theirs) == entry  # a fixed seed: the same rounds, the same interval
+
+
+def test_a_ratio_over_an_overhead_within_noise_is_not_a_number():
+    from minidynamo import bench
+
+    import random
+
+    rng = random.Random(1)
+    ours = [[-3e-3 + rng.gauss(0, 2e-3) for _ in range(31)] for _ in range(3)]
+    theirs = [[0.5e-3 + rng.gauss(0, 2e-3) for _ in range(31)] for _ in range(3)]  # a 70 ms step's noise
+    entry = _stats_row(ours, theirs)
+    assert entry["overhead_ratio_within_noise"] and entry["overhead_ratio_ci"] is None
+    table = bench.format_table({"resnet18_train": {**entry, "cold_ratio": None, "ops_per_pass": {"ours": {}, "torch": {}}}})
+    assert "within noise (torch's interval includes 0)" in table and "noise" in table.splitlines()[1]
+    # and it is not reported as a regression (nor compared) against a previous run
+    assert bench.regressions({"resnet18_train": entry}, {"resnet18_train": {"overhead_ratio": 0.4}}) == []
+
+
+def test_the_table_prints_small_overheads_in_microseconds():
+    from minidynamo import bench
+
+    entry = _stats_row([[15e-6] * 5], [[30e-6] * 5])
+    table = bench.format_table({"mutation_views": {**entry, "cold_ratio": None,
+                                                   "ops_per_pass": {"ours": {}, "torch": {}}}})
+    assert "overhead us" in table and "15 / 30" in table.splitlines()[1]
+
+
+def test_a_regression_inside_this_runs_interval_says_within_noise():
+    from minidynamo import bench
+
+    def row(value, ci=None):
+        return {"ours": {}, "torch": {}, "compile_ratio": 0.2, "overhead_ratio": value, "overhead_ratio_ci": ci}
+
+    previous = {"mlp": row(0.40), "gpt2_tiny": row(0.40), "resnet18_train": row(-6.16)}
+    now = {"mlp": row(0.50, [0.47, 0.53]), "gpt2_tiny": row(0.50, [0.30, 0.70]), "resnet18_train": row(0.3)}
+    found = bench.regressions(now, previous)
+    assert len(found) == 2  # a previous negative ratio is not compared
+    assert "mlp overhead_ratio" in found[0] and "within noise" not in found[0]
+    assert "gpt2_tiny overhead_ratio" in found[1] and "within noise" in found[1]
