@@ -83,8 +83,8 @@ def tour() -> int:
     start = time.perf_counter()
     md.compile(lambda t: (t + 1).sum())(torch.ones(2, requires_grad=True)).backward()  # first use of every stage
     print(f"  first use of every stage (a one-op function, compiled and differentiated): {time.perf_counter() - start:.1f} s")
-    print("  (mostly imports: our stages, and sympy and torch.distributed.tensor, which torch's meta kernels")
-    print("  import on their first call; not torch._dynamo: python -m minidynamo.bench prints the breakdown)")
+    print("  (mostly imports: our stages, and sympy, which torch's meta kernels import on their first call;")
+    print("  not torch._dynamo, nor torch.distributed: python -m minidynamo.bench prints the breakdown)")
     torch.manual_seed(0)
     md.reset()
     model = TinyMLP()

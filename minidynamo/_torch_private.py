@@ -136,10 +136,12 @@ unsafe_set_version_counter = torch._C._autograd._unsafe_set_version_counter
 #     behaves from then on as if the cache had never been filled. Which functions: every
 #     ``_disable_dynamo`` wrapper reachable from the decomposition tables and torch._refs
 #     through closures and ``__wrapped__`` (the Meta kernels run nothing else).
-#     Not avoidable this way, and measured in the benchmark's import breakdown: torch's
-#     C++ dispatch of any tensor subclass with ``__torch_dispatch__`` (our FakeTensor,
-#     as torch's) fetches ``torch.distributed.tensor.DTensor`` once (``get_dtensor_class``
-#     in libtorch_python), which imports torch.fx.experimental.symbolic_shapes and sympy.
+#     Not avoidable this way, and measured in the benchmark's import breakdown (Note
+#     [Import time of a first compile] in bench_imports.py): the first Python meta kernel
+#     imports sympy and torch's ShapeEnv (``torch._check`` imports
+#     torch.fx.experimental.symbolic_shapes on every call). torch.distributed.tensor, which
+#     torch's C++ subclass dispatch imports to check for DTensor, is kept out by a
+#     torch_dispatch rule (Note [The device question has a torch_dispatch rule]).
 
 
 class _DisableWhenDynamoLoaded:

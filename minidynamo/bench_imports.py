@@ -44,21 +44,26 @@ PROBE = (
 #       - torch._dynamo: the real Dynamo. Nothing of ours needs it: torch's meta kernels
 #         used to import it (Note [torch._dynamo on the first meta kernel] in
 #         _torch_private.py); a nonzero figure here is a regression;
-#       - torch.distributed: torch's C++ dispatch of any tensor subclass with
-#         ``__torch_dispatch__`` (our FakeTensor, as torch's) fetches the DTensor class
-#         once (``get_dtensor_class`` in libtorch_python), importing torch.distributed.tensor;
-#       - sympy (with mpmath): imported by torch.distributed.tensor (via
-#         torch.fx.experimental.symbolic_shapes) and by torch's type promotion
-#         (``torch._prims_common.elementwise_dtypes``), which every elementwise meta
-#         kernel runs; our own ShapeEnv imports it only when a size is symbolic;
+#       - torch.distributed: torch's C++ dispatch of a tensor subclass checks for DTensor
+#         (importing torch.distributed.tensor) unless a torch_dispatch rule answers first;
+#         our FakeTensor's one such op has its rule (Note [The device question has a
+#         torch_dispatch rule] in fake/fake_tensor.py): a nonzero figure is a regression;
+#       - sympy (torch's meta kernels): sympy, mpmath, torch.utils._sympy and torch's
+#         ShapeEnv (torch.fx.experimental.symbolic_shapes). Torch imports them on the first
+#         Python meta kernel: ``torch._check`` imports ``symbolic_shapes.expect_true`` on every
+#         call, and ``torch._prims_common.elementwise_dtypes`` imports sympy for an isinstance
+#         check; in torch 2.13 nearly every aten op's Meta kernel is Python (``activate_meta``
+#         in torch/_meta_registrations.py), so ``torch.empty(2, device="meta") * 2`` in a
+#         fresh process pays the same. Our own ShapeEnv imports sympy only for symbolic sizes;
 #       - networkx: the max-flow of the min-cut partitioner (ours, as torch's aot_eager);
 #       - other torch, other: the rest.
-#     The first three after minidynamo are torch's and happen with torch's own
-#     FakeTensorMode too; ``first_compile_top_s`` lists the biggest imports the first
-#     compile started (cumulative), which names each trigger.
+#     ``first_compile_top_s`` lists the biggest imports the first compile started
+#     (cumulative), which names each trigger.
 
-GROUPS = ("torch (import torch)", "minidynamo", "torch._dynamo", "torch.distributed", "sympy", "networkx",
-          "other torch", "other")
+GROUPS = ("torch (import torch)", "minidynamo", "torch._dynamo", "torch.distributed", "sympy (torch's meta kernels)",
+          "networkx", "other torch", "other")
+_SYMPY = ("torch.utils._sympy", "torch.fx.experimental.symbolic_shapes", "torch.fx.experimental.recording",
+          "torch.fx.experimental._size_hinting")
 
 
 def _group(name: str) -> str:
@@ -69,8 +74,8 @@ def _group(name: str) -> str:
         return "torch._dynamo"
     if name.startswith("torch.distributed"):
         return "torch.distributed"
-    if top in ("sympy", "mpmath"):
-        return "sympy"
+    if top in ("sympy", "mpmath") or name.startswith(_SYMPY):
+        return "sympy (torch's meta kernels)"
     if top == "networkx":
         return "networkx"
     return "other torch" if top == "torch" else "other"

@@ -2,8 +2,11 @@
 
 Note [torch._dynamo on the first meta kernel] (minidynamo/_torch_private.py): our first
 compile must not import the real Dynamo, and once a real ``torch.compile`` runs in the
-same process torch must behave as if we had never touched its meta kernels. Each check
-runs in a fresh interpreter, since the imports of this one are long done.
+same process torch must behave as if we had never touched its meta kernels. Note [The
+device question has a torch_dispatch rule] (minidynamo/fake/fake_tensor.py): nor
+torch.distributed.tensor. sympy does come in, and only from inside a torch kernel we ran
+(Note [Import time of a first compile], minidynamo/bench_imports.py). Each check runs
+in a fresh interpreter, since the imports of this one are long done.
 """
 
 from __future__ import annotations
@@ -84,6 +87,65 @@ def test_first_compile_skips_real_dynamo_and_torch_compile_still_gets_its_disabl
     assert out["stand_ins_before"] > 0
     # real torch.compile ran the same meta kernels: each stand-in it met became torch's own disable
     assert out["stand_ins_used_by_torch"] > 0 and out["real_disable_marked"]
+
+
+# Which heavy modules a fresh process's first compiles import, and who asked: the stack
+# at the moment each is first loaded (an import, not importlib.util.find_spec's lookup).
+_HEAVY_PROBE = textwrap.dedent("""
+    import json, sys, traceback
+    import torch
+    import minidynamo as md
+
+    WATCH = ("sympy", "torch.fx.experimental.symbolic_shapes", "torch.distributed.tensor", "torch._dynamo",
+             "minidynamo.fake.symbolic_shapes")
+    stacks = {}
+
+    class Watch:
+        def find_spec(self, name, path=None, target=None):
+            if name in WATCH and name not in stacks and name not in sys.modules:
+                frames = traceback.extract_stack()[:-1]
+                if any(f.name == "_find_and_load" for f in frames):  # a real import
+                    stacks[name] = [(f.filename, f.name) for f in frames]
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 8))
+
+    def mlp(x):
+        return model(x).sum()
+
+    def views(x, y):
+        y.add_(1)
+        return x.t().mul(2), x.view(-1)[1:].sigmoid(), y
+
+    x = torch.randn(4, 8, requires_grad=True)
+    out = md.compile(mlp)(x)
+    out.backward()
+    r1 = md.compile(views)(torch.randn(4, 8), torch.randn(3))
+    out = {"imported": {n: n in sys.modules for n in WATCH}, "ours_matches_eager": bool(torch.allclose(out, mlp(x)))}
+    # the innermost frame of ours under each import: where our code handed control to torch
+    out["ours_innermost"] = {n: next(((f, fn) for f, fn in reversed(st) if "/minidynamo/" in f), None)
+                             for n, st in stacks.items()}
+    print(json.dumps(out))
+""")
+
+
+def test_first_compile_imports_no_dtensor_and_sympy_only_inside_torch_kernels():
+    out = _run(_HEAVY_PROBE)
+    assert out["ours_matches_eager"]
+    imported = out["imported"]
+    # torch's C++ subclass dispatch would fetch DTensor at the first in-kernel .device
+    assert imported["torch.distributed.tensor"] is False
+    assert imported["torch._dynamo"] is False
+    # our ShapeEnv (and its sympy) only for symbolic sizes: these graphs are static
+    assert imported["minidynamo.fake.symbolic_shapes"] is False
+    # sympy and torch's ShapeEnv: torch's own Python meta kernels import them (torch._check,
+    # elementwise_dtypes). Whatever first imported them, it was inside a kernel we called.
+    for name in ("sympy", "torch.fx.experimental.symbolic_shapes"):
+        if imported[name]:
+            filename, function = out["ours_innermost"][name]
+            assert filename.endswith("minidynamo/fake/fake_tensor.py") and function == "_run_kernel", (name, filename)
 
 
 def test_stand_in_calls_through_until_dynamo_is_loaded():

@@ -219,6 +219,24 @@ class FakeTensor(torch.Tensor):
         )
 
 
+# Note [The device question has a torch_dispatch rule]
+#     Inside the kernel (DisableTorchDispatch: no mode on the stack) a Meta kernel's
+#     ``x.to(dtype)`` or ``x.new_empty(...)`` asks the fake for its device, and the C++
+#     dispatch of that ``prim.device`` goes to the subclass (``dispatch_on_subclass`` in
+#     torch/csrc/utils/python_arg_parser.cpp). For every subclass argument torch asks
+#     first whether a ``torch.library.register_torch_dispatch`` rule is registered for
+#     (op, class), and only if none answers whether the argument is a DTensor: that
+#     check imports ``torch.distributed.tensor`` (with sympy and torch's ShapeEnv) the
+#     first time, 0.3 s of a learner's first compile. ``prim.device`` is the only op
+#     that reaches FakeTensor's own dispatch in a trace (every other op meets our mode
+#     first), so it gets the rule, the same answer as ``FakeTensor.__torch_dispatch__``
+#     (which still answers for a torch that asks in another order). The rule is public
+#     API and touches nothing of torch's; it is looked up only for our class.
+_PRIM_LIB = torch.library.Library("prim", "IMPL")  # kept alive: the rule lives as long as the library
+torch.library.register_torch_dispatch(
+    "prim::device", FakeTensor, lambda cls, func, types, args, kwargs: args[0].fake_mode._device_of(args[0]),
+    lib=_PRIM_LIB)
+
 # torch.tensor(data) builds a real CPU tensor first and then "lifts" it into the
 # traced world with aten.lift_fresh: a fresh constant, so we convert it (torch's
 # fake mode does the same and also remembers its value as a constant; ours does not).
