@@ -159,7 +159,8 @@ def test_tensor_guard_passes_exactly_when_shape_and_strides_equal(shape, order, 
     the Python guards and the C++ TensorMatch (Note [TENSOR_MATCH runs in C++]).
     """
     from minidynamo.symbolic import tensor_match
-    from minidynamo.symbolic.guards import GuardSet, CheckFunction
+    from minidynamo.symbolic.guard_codegen import CheckFunction
+    from minidynamo.symbolic.guards import GuardSet
     from minidynamo.symbolic.source import LocalSource
 
     compiled_for = torch.randn(shape)

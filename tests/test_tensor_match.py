@@ -17,7 +17,8 @@ import torch
 
 import minidynamo as md
 from minidynamo.symbolic import tensor_match
-from minidynamo.symbolic.guards import CheckFunction, GuardSet
+from minidynamo.symbolic.guard_codegen import CheckFunction
+from minidynamo.symbolic.guards import GuardSet
 from minidynamo.symbolic.source import LocalSource
 
 from _global_state import default_dtype, deterministic  # tests/ is on sys.path (no package)
@@ -161,7 +162,9 @@ def test_alike_inputs_share_one_matcher_and_the_check_is_the_same_without_it():
     python_check = _entry_check(f, args, python=True)
     cpp_check = _entry_check(f, args, python=False)
     assert "___tensor_match" not in python_check.source and ".is_contiguous()" in python_check.source
-    assert cpp_check.source.count("___tensor_match_0(") == 20 and "___tensor_match_1" not in cpp_check.source
+    # Note [A sequence of tensors is one C++ call]: one ItemsMatch for the 20 items, sharing one TensorMatch
+    assert cpp_check.source.count("___items_match_0(___s0)") == 1 and "___tensor_match_0(" not in cpp_check.source
+    assert sum(k.startswith("___tensor_match_") for k in cpp_check.scope) == 1
     frames = [
         args, _inputs(20), _inputs(19), (*_inputs(19), torch.randn(4)), (*_inputs(19), torch.randn(3).double()),
         (*_inputs(19), torch.randn(3, requires_grad=True)), (*_inputs(19), torch.randn(6)[::2]),
@@ -188,7 +191,8 @@ def test_no_aliasing_in_cpp_says_what_the_unrolled_identity_tests_say():
     args = _inputs(6)
     python_check = _entry_check(f, args, python=True)
     cpp_check = _entry_check(f, args, python=False)
-    assert "___no_aliasing(2, " in cpp_check.source and "___no_aliasing" not in python_check.source
+    # every input of the guard is an item of xs: its identity tests run inside the items' one ItemsMatch call
+    assert "___items_match_0(" in cpp_check.source and "___no_aliasing" not in cpp_check.source + python_check.source
     seen = set()
     for i in range(6):
         for j in range(6):  # xs[j] passed again as xs[i]: a miss exactly when a written input is reached twice
@@ -199,6 +203,64 @@ def test_no_aliasing_in_cpp_says_what_the_unrolled_identity_tests_say():
             assert ours == reference == (i == j or not {i, j} & {1, 4}), (i, j)
             seen.add(ours)
     assert seen == {True, False}
+
+
+def test_items_match_with_inputs_outside_the_sequence_and_lists_says_what_python_says():
+    """A written input outside ``xs`` keeps the separate ``___no_aliasing`` call; a list is fused as a tuple."""
+    if tensor_match.items_match() is None:
+        pytest.skip(tensor_match.reason())
+
+    def f(a, xs, *ys):
+        a.add_(1)
+        xs[2].mul_(2)
+        return torch.stack([*xs, *ys]).sum(0) + a
+
+    base = (torch.randn(3), [torch.randn(3) for _ in range(4)], *_inputs(3))
+    python_check = _entry_check(f, base, python=True)
+    cpp_check = _entry_check(f, base, python=False)
+    assert "___items_match_1(" in cpp_check.source and "___no_aliasing(2, " in cpp_check.source
+    p = torch.nn.Parameter(torch.randn(3))
+    seen = set()
+    for k in range(4):
+        for change in ("same", "alias_a", "alias_item", "dtype", "parameter", "short", "tuple", "grad"):
+            a, xs, ys = base[0], list(base[1]), list(base[2:])
+            if change == "alias_a":
+                xs[k] = a
+            elif change == "alias_item":
+                xs[k] = xs[2] if k != 2 else xs[0]
+                ys[k % 3] = xs[2]
+            elif change == "dtype":
+                xs[k] = xs[k].double()
+            elif change == "parameter":
+                ys[k % 3] = p
+            elif change == "short":
+                xs = xs[:k]
+            elif change == "tuple":
+                xs = tuple(xs)
+            elif change == "grad":
+                xs[k] = torch.randn(3, requires_grad=True)
+            L = {"a": a, "xs": xs, "ys": tuple(ys)}
+            ours, reference = cpp_check(L, globals()), python_check(L, globals())
+            assert ours == reference, (k, change)
+            seen.add((change, ours))
+    assert ("same", True) in seen and {c for c, ok in seen if not ok} >= {"alias_a", "alias_item", "dtype",
+                                                                            "parameter", "short", "tuple", "grad"}
+
+
+def test_items_match_refuses_bad_arguments():
+    ItemsMatch = tensor_match.items_match()
+    if ItemsMatch is None:
+        pytest.skip(tensor_match.reason())
+    m = tensor_match.get()(torch.float32, None, (3,), None, False)
+    check = ItemsMatch((0, 2), (torch.Tensor, torch.Tensor), (m, m), (0,), (0, 1, 2))
+    t = torch.randn(3)
+    assert check((t, None, torch.randn(3))) is True and check([t, 1, torch.randn(3)]) is True
+    assert check((t, None, t)) is False and check((t,)) is False and check("abc") is False
+    assert check((torch.nn.Parameter(t), None, torch.randn(3))) is False
+    with pytest.raises(TypeError):
+        ItemsMatch((0,), (torch.Tensor,), ("not a matcher",), (), ())
+    with pytest.raises(ValueError):
+        ItemsMatch((0, 1), (torch.Tensor,), (m,), (), ())
 
 
 # --- GlobalState (Note [Global state is one guard]) ----------------------------------

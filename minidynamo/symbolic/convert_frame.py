@@ -25,7 +25,8 @@ from . import counters
 from .codegen import PyCodegen, assemble, graph_args
 from .dynamic_shapes import install_shape_guards
 from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported, unimplemented, warn_internal
-from .guards import CheckFunction, Guard
+from .guard_codegen import CheckFunction
+from .guards import Guard
 from .output_graph import OutputGraph
 from .resume_execution import NULL, ResumeFunction, live_locals
 from .source import LocalSource

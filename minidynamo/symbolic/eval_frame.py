@@ -43,6 +43,15 @@ Note [No PEP 523: calls go through the cache explicitly]
     frame Dynamo skips runs on our concrete interpreter so that its callees can be
     sent to the cache: the same frames get compiled, counted and cached, much slower.
 
+Note [The entry that hit last is tried first]
+    A frame whose sizes went dynamic keeps its first, static entry: every call of
+    another size would check that entry's guards, fail on the size, and only then
+    reach the dynamic entry. Torch's cache (``cache_entry.cpp``) moves the entry that
+    hit to the front of the frame's list. Ours keeps the list in the order the
+    entries were made (``.cache.entries``, what the chapters show) and remembers
+    the index of the last hit, ``FrameCache.hot``, which the hook path tries first;
+    when several entries' guards hold, any of them computes the same result.
+
 Note [Recompiles and the cache size limit]
     When no entry's guards hold, we name the first failing guard of the newest entry
     (and what changed), emit a "recompile" event, and trace again. After 8 entries
@@ -105,6 +114,7 @@ class FrameCache:
     skipped: bool = False  # Dynamo's SkipFrame: eager, but the frames it calls are still compiled
     frame_state: dict = field(default_factory=dict)  # input sizes traced so far (Note [Automatic dynamic])
     no_ops: bool = False  # Note [A frame the hook met that traced no ops is skipped]
+    hot: int = 0  # the index of the entry that hit last (Note [The entry that hit last is tried first])
 
 
 @dataclass(eq=False)
@@ -140,12 +150,15 @@ class CompileConfig:
         cache = self.frames.get(code)
         if cache is not None and cache.fallback is None:  # Note [A cache hit is one Python frame of ours]
             G = frame.f_globals
-            for entry in cache.entries:
+            entries, hot = cache.entries, cache.hot
+            for i in (hot, *range(hot), *range(hot + 1, len(entries))) if 0 < hot < len(entries) else range(len(entries)):
+                entry = entries[i]
                 try:
                     ok = entry.check.fn(L, G)
                 except Exception:  # noqa: BLE001 - a guard that cannot even be evaluated has failed
                     ok = False
                 if ok:
+                    cache.hot = i  # Note [The entry that hit last is tried first]
                     counters["cache_hits"] += 1
                     return _run_entry(frame, cache, self, entry, L, G, self._in_cpython, self._in_cpython)
         out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here

@@ -1,15 +1,16 @@
 """Guards: the assumptions a compiled entry made, as readable Python checked before every call.
 
 Place in the pipeline: the symbolic interpreter installs guards while it wraps inputs
-(``variables/builder.py``); the cache (``eval_frame.py``) evaluates them before every
-call. Mirrors ``torch/_dynamo/guards.py`` (``GuardBuilder``: TYPE_MATCH, ID_MATCH,
-CONSTANT_MATCH / EQUALS_MATCH, TENSOR_MATCH, LENGTH_CHECK, and the compiled
-``CheckFunctionManager``).
+(``variables/builder.py``) into a ``GuardSet``; ``guard_codegen.py`` compiles them into
+one check function that the cache (``eval_frame.py``) calls before every call. Mirrors
+``GuardBuilder`` in ``torch/_dynamo/guards.py`` (TYPE_MATCH, ID_MATCH, CONSTANT_MATCH /
+EQUALS_MATCH, TENSOR_MATCH, LENGTH_CHECK, GLOBAL_STATE); the compiled
+``CheckFunctionManager`` is ``guard_codegen.py``.
 
 Note [A guard is one readable expression]
     Each guard is one Python expression over ``L`` and ``G`` (``L['x'].shape == (2, 3)``)
     with its source and the reason it exists. All guards of an entry are compiled
-    once into one function (Note [Each source is read once]), so a steady-state call
+    once into one function (Note [Each source is read once], guard_codegen.py), so a steady-state call
     costs one Python call. Only when it says no do we evaluate the guards one by one to name
     the one that failed and show what changed. Real Dynamo builds a tree of C++ guard
     managers (``GuardManager``) for speed; TENSOR_MATCH checks dtype, device, shape,
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import builtins
 import enum
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -399,304 +399,11 @@ def _no_hooks_expr(n: str) -> str:
 #     Inputs with the same metadata share one TensorMatch. Where the extension
 #     cannot be built (``tensor_match.reason()``), the Python guards run.
 
-# ``torch.float32`` in a guard, as the check function reads it: a global bound once.
-_TORCH_CONSTANT = re.compile(r"(?<![\w.'\]])torch\.([A-Za-z_]\w*)(?![\w.(])")
 
+def __getattr__(name: str) -> Any:
+    """``guards.CheckFunction``, as before guard_codegen.py was split out (imported late: it imports us)."""
+    if name == "CheckFunction":
+        from .guard_codegen import CheckFunction
 
-def _hoist_torch_constants(text: str, scope: dict[str, Any]) -> str:
-    """``torch.float32`` -> ``___torch_float32`` (bound in ``scope``): one lookup instead of two."""
-
-    def bind(m: re.Match) -> str:
-        value = getattr(torch, m.group(1), None)
-        if not isinstance(value, (torch.dtype, type)):
-            return m.group(0)
-        scope[f"___torch_{m.group(1)}"] = value
-        return f"___torch_{m.group(1)}"
-
-    return _TORCH_CONSTANT.sub(bind, text)
-
-
-def _no_aliasing_guard(guard_set: GuardSet) -> Optional[Guard]:
-    """The NO_TENSOR_ALIASING guard for an entry (Note [Distinct tensors stay distinct]).
-
-    Note [Distinct tensors stay distinct]
-        The graph was traced with ``a`` and ``b`` as two tensors. Called with
-        the same tensor twice, a write through ``a`` would have to show in
-        ``b``, and the graph, which read ``b`` as its own input, would give a
-        wrong answer. Torch's NO_TENSOR_ALIASING guard (``check_no_aliasing``,
-        C++) checks that all tensor inputs are distinct objects; a miss
-        recompiles, and the new trace sees one tensor reached twice. Like torch
-        (``skip_no_tensor_aliasing_guards_on_parameters``), parameters are left out.
-
-        Only a write can make the difference: a graph that mutates no input
-        computes the same values whether or not two inputs are one tensor. So
-        ours checks just the inputs the trace wrote to (their fake tensor's
-        version counter moved), each against every other tensor input, as
-        identity tests: with 3 mutated inputs out of 200 that is 600 of them,
-        cheaper than building a set of 200 ids. Where the C++ extension is
-        built they run in one call, ``___no_aliasing(3, ___s1, ..., ___s200)``
-        (the written ones first; ~12 us as unrolled ``is`` bytecode, under 1 us
-        in C); elsewhere as unrolled ``is`` tests. When the
-        mutated inputs are not known, every pair is checked, as torch does.
-    """
-    sources = [n for n in guard_set.tensor_names if n not in guard_set.duplicate_sources]
-    mutated = guard_set.mutated_sources
-    written = sources if mutated is None else [n for n in sources if n in mutated]
-    if len(sources) < 2 or not written:
-        return None
-    expr = f"___check_not_aliased(({', '.join(written)},), ({', '.join(sources)},))"
-    why = "the graph takes these tensors as distinct inputs; the graph writes to " + ", ".join(written)
-    return Guard(None, "NO_TENSOR_ALIASING", expr, why, operands=(tuple(written), tuple(sources)))
-
-
-def _unrolled_not_aliased(guard: Guard, bound: dict[str, str]) -> str:
-    """``___s1 is ___s2 or ___s1 is ___s3 ...``: true when some mutated input is another input."""
-    written, sources = guard.operands
-    tests, done = [], set()
-    for w in written:
-        done.add(w)
-        tests += [f"{bound.get(w, w)} is {bound.get(n, n)}" for n in sources if n not in done]
-    return " or ".join(tests) if tests else "False"
-
-
-def _no_aliasing_call(guard: Guard, bound: dict[str, str]) -> str:
-    """``___no_aliasing(2, ___s1, ___s2, ___s3)``: the written inputs first, then the others (tensor_match.cpp)."""
-    written, sources = guard.operands
-    ordered = list(written) + [n for n in sources if n not in written]
-    return f"___no_aliasing({len(written)}, {', '.join(bound.get(n, n) for n in ordered)})"
-
-
-def _replace_source(expr: str, name: str, local: str) -> str:
-    """``expr`` with each ``name`` not followed by ``\\w``, ``'`` or ``]`` replaced by ``local``.
-
-    ``re.sub(re.escape(name) + r"(?![\\w'\\]])", local, expr)`` without compiling one
-    pattern per source: 450 sources overflow ``re``'s cache, and compiling them was
-    a tenth of a ResNet's first compile.
-    """
-    parts, start, at = [], 0, expr.find(name)
-    while at >= 0:
-        end = at + len(name)
-        nxt = expr[end:end + 1]
-        if nxt and (nxt.isalnum() or nxt in "_']"):
-            at = expr.find(name, at + 1)
-            continue
-        parts += [expr[start:at], local]
-        start = end
-        at = expr.find(name, end)
-    return "".join(parts) + expr[start:] if parts else expr
-
-
-def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
-                     tensor_specs: Optional[dict[str, tuple]] = None, guard_set: Optional[GuardSet] = None) -> str:
-    """One function checking every guard, each source read once (Note [Each source is read once]).
-
-    Note [Each source is read once]
-        A tensor input has six guards (type, dtype, device, shape, stride,
-        requires_grad). Joined naively, ``L['xs'][7]`` would be looked up six
-        times per call; with 200 inputs that dominates a call. So the guards are
-        grouped by source, in order of first appearance, the source is bound to a
-        local once, and its guards test the local. A source inside another one
-        (``L['xs'][7]`` inside ``L['xs']``) is read from its parent's local, and
-        constants such as ``torch.float32`` are bound once as globals of the check
-        function. Real Dynamo's guard managers do the same in C++: one manager per
-        source, child managers for items and attributes, the checks as leaves.
-
-    With ``tensor_specs`` (the C++ ``TensorMatch`` is available), a source's
-    TENSOR_MATCH guards run as one call (Note [TENSOR_MATCH runs in C++]), and
-    with ``guard_set`` a module's layout guards too (Note [A module's layout is one
-    C++ call]); sources are read as ``guard_set.read_expr`` says (Note [Module
-    attributes are read from their tables]).
-    """
-    matchers: dict[tuple, str] = {}  # one TensorMatch per distinct spec: 200 alike inputs share one
-    module_matchers: dict[tuple, str] = {}  # one ModuleMatch per distinct layout: every ReLU shares one
-    layouts = guard_set.module_layouts if guard_set is not None and tensor_match.module_match() is not None else {}
-    groups: dict[str, list[Guard]] = {}
-    sources: dict[str, Any] = {}
-    over_many = [g for g in guards if g.source is None and g.kind == "NO_TENSOR_ALIASING"]  # checked last
-    global_state = [g for g in guards if g.kind == "GLOBAL_STATE"]  # checked first, one call
-    for g in guards:
-        if g.source is None:
-            continue
-        groups.setdefault(g.source.name(), []).append(g)
-        sources.setdefault(g.source.name(), g.source)
-    lines = ["def ___check_guards(L, G):"]
-    if global_state:  # Note [Global state is one guard]
-        tests = "___global_state()" if "___global_state" in scope else \
-            " and ".join(f"({_hoist_torch_constants(g.expr, scope)})" for g in global_state)
-        lines += [f"    if not ({tests}):", "        return False"]
-    for g in guards:  # a flag read as a constant (allow_tf32), warning_once's cache, a class attribute inlined
-        if g.source is None and g.kind in ("BACKEND_FLAG", "LRU_CACHE", "CLASS_ATTRIBUTE"):
-            test = _class_attribute_test(g.expr, scope) if g.kind == "CLASS_ATTRIBUTE" else None
-            lines += [f"    if not ({test or _hoist_torch_constants(g.expr, scope)}):", "        return False"]
-    bound: dict[str, str] = {}  # source name -> the local holding it
-    for i, (name, group) in enumerate(groups.items()):
-        local = f"___s{i}"
-        read = guard_set.read_expr(sources[name], bound) if guard_set is not None else \
-            _read_from_bound(sources[name], bound)
-        bound[name] = local
-        lines.append(f"    {local} = {read}")
-        spec = tensor_specs.get(name) if tensor_specs else None
-        fused = _module_fused(name, group, layouts)
-        tests = [f"({_hoist_torch_constants(_replace_source(g.expr, name, local), scope)})" for g in group
-                 if (spec is None or g.kind != "TENSOR_MATCH") and g not in fused]  # one C++ call replaces those
-        if spec is not None:
-            tests.append(f"{_tensor_matcher(spec, scope, matchers)}({local})")
-        if fused:
-            no_hooks = len(fused) == len(_MODULE_TABLES) + 1
-            tests.insert(1, f"{_module_matcher(layouts[name].tables + (no_hooks,), scope, module_matchers)}({local})")
-        tests = " and ".join(tests)
-        lines.append(f"    if not ({tests}):")
-        lines.append("        return False")
-    for g in guards:  # sizes of the inputs whose types and ranks are checked above (dynamic_shapes.py)
-        if g.kind == "SHAPE_ENV":
-            lines += [f"    if not ({g.expr}):", "        return False"]
-    no_aliasing = tensor_match.no_aliasing() if tensor_specs else None
-    for g in over_many:  # identity tests between the written inputs and the others: one C++ call, or unrolled
-        if no_aliasing is not None:
-            scope["___no_aliasing"] = no_aliasing
-            lines.append(f"    if not {_no_aliasing_call(g, bound)}:")
-        else:
-            lines.append(f"    if {_unrolled_not_aliased(g, bound)}:")
-        lines.append("        return False")
-    lines.append("    return True")
-    return "\n".join(lines) + "\n"
-
-
-_CLASS_ATTRIBUTE = re.compile(r"___getattr_static\((\w+), ('\w+'), None\) is (\w+)")
-
-
-def _class_attribute_test(expr: str, scope: dict[str, Any]) -> Optional[str]:
-    """``___getattr_static(C, 'forward', None) is F`` as dict lookups along C's MRO, or None to keep it.
-
-    Note [A class attribute guard without inspect]
-        ``inspect.getattr_static(C, name)`` is a Python function of a dozen calls
-        (about 3 us), one per class the trace read ``forward`` from: 30 us for a
-        small CNN. For a class whose metaclass is ``type`` it returns the first
-        ``__dict__`` along ``C.__mro__`` that holds ``name``, so the same test is
-        ``C.__mro__ is <the MRO traced> and 'forward' not in <each class before
-        the owner>.__dict__ and <owner>.__dict__.get('forward') is F``: a few C
-        lookups. A new ``__bases__`` makes a new ``__mro__`` tuple, so the identity
-        test sees it. The readable guard stays the ``getattr_static`` one.
-    """
-    m = _CLASS_ATTRIBUTE.fullmatch(expr)
-    if m is None or m.group(1) not in scope or m.group(3) not in scope:
-        return None
-    cls, name, attr = scope[m.group(1)], eval(m.group(2)), scope[m.group(3)]  # noqa: S307 - a quoted identifier
-    if not isinstance(cls, type) or type(cls) is not type or attr is None:
-        return None
-    owners = [k for k in cls.__mro__ if name in vars(k)]
-    if not owners or vars(owners[0])[name] is not attr:
-        return None
-    before = cls.__mro__[: cls.__mro__.index(owners[0])]
-    mro = f"___mro_{m.group(1).lstrip('_')}"
-    scope[mro] = cls.__mro__
-    tests = [f"{m.group(1)}.__mro__ is {mro}"]
-    for k in before:
-        tests.append(f"{name!r} not in {_scope_name(k, scope)}.__dict__")
-    tests.append(f"{_scope_name(owners[0], scope)}.__dict__.get({name!r}) is {m.group(3)}")
-    return " and ".join(tests)
-
-
-def _scope_name(obj: Any, scope: dict[str, Any]) -> str:
-    """A scope name bound to ``obj`` (an existing one if any)."""
-    for k, v in scope.items():
-        if v is obj and k.startswith("___"):
-            return k
-    name = f"___cls_{''.join(c if c.isalnum() else '_' for c in obj.__name__)}_{id(obj) % 100000}"
-    scope[name] = obj
-    return name
-
-
-def _module_fused(name: str, group: list[Guard], layouts: dict) -> list[Guard]:
-    """The guards of a module's group that one ``ModuleMatch`` call replaces (none without the extension)."""
-    if name not in layouts:
-        return []
-    fused = [g for g in group if g.kind == "NN_MODULE_LAYOUT"]
-    if len(fused) != len(_MODULE_TABLES):
-        return []
-    return fused + [g for g in group if g.kind == "NN_MODULE_CALL" and g.expr == _no_hooks_expr(name)][:1]
-
-
-def _module_matcher(spec: tuple, scope: dict[str, Any], matchers: dict[tuple, str]) -> str:
-    """The scope name of the ``ModuleMatch`` for ``spec`` (three layouts, no_hooks), one per distinct spec."""
-    if spec not in matchers:
-        name = matchers[spec] = f"___module_match_{len(matchers)}"
-        scope[name] = tensor_match.module_match()(*spec)
-    return matchers[spec]
-
-
-def _tensor_matcher(spec: tuple, scope: dict[str, Any], matchers: dict[tuple, str]) -> str:
-    """The scope name of the ``TensorMatch`` for ``spec``, made once per distinct spec."""
-    if spec not in matchers:
-        name = matchers[spec] = f"___tensor_match_{len(matchers)}"
-        scope[name] = tensor_match.get()(*spec)
-    return matchers[spec]
-
-
-def _read_from_bound(source: Source, bound: dict[str, str]) -> str:
-    """``L['xs'][7]`` read as ``___s0[7]`` when ``L['xs']`` is already in local ``___s0``.
-
-    A nested source starts from its nearest enclosing source that an earlier
-    guard has bound, so with 200 items of one tuple the tuple is looked up once,
-    not 200 times.
-    """
-    name = source.name()
-    for base in source.bases():
-        base_name = base.name()
-        if base_name in bound and name.startswith(base_name):
-            return bound[base_name] + name[len(base_name):]
-    return name
-
-
-class CheckFunction:
-    """All guards of an entry compiled into one function (``CheckFunctionManager``)."""
-
-    def __init__(self, guard_set: GuardSet):
-        self.guards = list(guard_set.guards)
-        no_aliasing = _no_aliasing_guard(guard_set)
-        if no_aliasing is not None:
-            self.guards.append(no_aliasing)
-        self.scope = guard_set.scope
-        if guard_set.global_state is not None:
-            self.scope["___global_state"] = guard_set.global_state
-        specs = guard_set.tensor_specs if tensor_match.get() is not None else None
-        self.source = _check_fn_source(self.guards, self.scope, specs, guard_set)
-        exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
-        self.fn = self.scope["___check_guards"]
-
-    def __call__(self, L: dict, G: dict) -> bool:
-        try:
-            return bool(self.fn(L, G))
-        except Exception:  # a guard that cannot even be evaluated has failed
-            return False
-
-    def first_failure(self, L: dict, G: dict) -> tuple[Optional[Guard], str]:
-        """The first guard that fails on this frame, and what the value is now."""
-        for guard in self.guards:
-            scope = dict(self.scope, L=L, G=G)
-            try:
-                ok = eval(guard.expr, scope)
-            except Exception as e:  # noqa: BLE001
-                return guard, f"could not evaluate: {type(e).__name__}: {e}"
-            if not ok and guard.kind == "NO_TENSOR_ALIASING":
-                return guard, _aliasing_change(guard, scope)
-            if not ok:
-                try:
-                    now = eval(guard.value_expr, scope) if guard.value_expr else "?"
-                except Exception as e:  # noqa: BLE001
-                    now = f"<{type(e).__name__}>"
-                return guard, f"{guard.value_expr or guard.expr} is now {now!r}"
-        return None, ""
-
-    def __str__(self) -> str:
-        return "\n".join(str(g) for g in self.guards)
-
-
-def _aliasing_change(guard: Guard, scope: dict) -> str:
-    """Which inputs are now one tensor: ``L['a'] and L['b'] are now the same tensor``."""
-    names = guard.operands[1]
-    by_id: dict[int, list[str]] = {}
-    for name in names:
-        by_id.setdefault(id(eval(name, scope)), []).append(name)  # noqa: S307
-    same = [" and ".join(group) for group in by_id.values() if len(group) > 1]
-    return "; ".join(f"{s} are now the same tensor" for s in same)
+        return CheckFunction
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

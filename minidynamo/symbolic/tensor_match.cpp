@@ -42,6 +42,11 @@
 //
 // no_aliasing(n, *tensors) is the NO_TENSOR_ALIASING guard's identity tests (the
 // first n tensors, the ones the graph writes to, are none of the others).
+//
+// ItemsMatch is TENSOR_MATCH for the tensor items of one tuple or list (``def
+// f(*xs)``): their type, their TensorMatch and the no-aliasing tests among them, in
+// one call instead of one per item (guards.py, Note [A sequence of tensors is one
+// C++ call]); torch's guard tree checks each item in a child GuardManager, in C++.
 
 #include <Python.h>
 
@@ -95,26 +100,30 @@ bool same(c10::IntArrayRef actual, const std::vector<int64_t>& expected) {
   return actual.size() == expected.size() && std::equal(actual.begin(), actual.end(), expected.begin());
 }
 
+// 1: the five fields hold, 0: they do not, -1: an error is set.
+int tensor_matches(const TensorMatch* self, PyObject* obj) {
+  if (!THPVariable_Check(obj)) return 0;
+  try {
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    return t.scalar_type() == self->dtype &&
+           (self->cpu_only ? t.is_cpu() : t.device() == self->device) &&
+           same(t.sizes(), self->sizes) &&
+           (self->contiguous_only ? t.is_contiguous() : same(t.strides(), self->strides)) &&
+           t.requires_grad() == self->requires_grad;
+  } catch (const std::exception& e) {  // a nested or sparse tensor: its sizes or strides cannot be read
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return -1;
+  }
+}
+
 PyObject* tensor_match_call(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<TensorMatch*>(self_);
   if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != nullptr) {
     PyErr_SetString(PyExc_TypeError, "TensorMatch takes one tensor");
     return nullptr;
   }
-  PyObject* obj = args[0];
-  if (!THPVariable_Check(obj)) Py_RETURN_FALSE;
-  try {
-    const at::Tensor& t = THPVariable_Unpack(obj);
-    bool ok = t.scalar_type() == self->dtype &&
-              (self->cpu_only ? t.is_cpu() : t.device() == self->device) &&
-              same(t.sizes(), self->sizes) &&
-              (self->contiguous_only ? t.is_contiguous() : same(t.strides(), self->strides)) &&
-              t.requires_grad() == self->requires_grad;
-    return PyBool_FromLong(ok);
-  } catch (const std::exception& e) {  // a nested or sparse tensor: its sizes or strides cannot be read
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-    return nullptr;
-  }
+  int ok = tensor_matches(self, args[0]);
+  return ok < 0 ? nullptr : PyBool_FromLong(ok);
 }
 
 PyObject* tensor_match_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
@@ -392,6 +401,119 @@ PyObject* module_match_repr(PyObject* self_) {
 
 PyTypeObject ModuleMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// --- ItemsMatch ------------------------------------------------------------------
+
+// ItemsMatch(indices, types, matchers, written, distinct)(seq) -> bool: the guards of
+// the tensor items of one tuple or list in one call (guards.py, Note [A sequence of
+// tensors is one C++ call]): for each k, type(seq[indices[k]]) is types[k] and
+// matchers[k] (a TensorMatch) holds; then, as no_aliasing, none of the items at the
+// positions ``written`` is another of the items at ``distinct``.
+struct ItemsMatch {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  std::vector<Py_ssize_t> indices, written, distinct;
+  std::vector<PyObject*> types;  // borrowed: kept alive by args
+  std::vector<TensorMatch*> matchers;
+  PyObject* args;
+};
+
+PyObject* items_match_call(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<ItemsMatch*>(self_);
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != nullptr) {
+    PyErr_SetString(PyExc_TypeError, "ItemsMatch takes one tuple or list");
+    return nullptr;
+  }
+  PyObject* seq = args[0];
+  PyObject** items;
+  Py_ssize_t n;
+  if (PyTuple_CheckExact(seq)) {
+    items = &PyTuple_GET_ITEM(seq, 0);
+    n = PyTuple_GET_SIZE(seq);
+  } else if (PyList_CheckExact(seq)) {
+    items = PySequence_Fast_ITEMS(seq);
+    n = PyList_GET_SIZE(seq);
+  } else {
+    Py_RETURN_FALSE;
+  }
+  for (size_t k = 0; k < self->indices.size(); ++k) {
+    Py_ssize_t i = self->indices[k];
+    if (i >= n || reinterpret_cast<PyObject*>(Py_TYPE(items[i])) != self->types[k]) Py_RETURN_FALSE;
+    int ok = tensor_matches(self->matchers[k], items[i]);
+    if (ok <= 0) return ok < 0 ? nullptr : (Py_INCREF(Py_False), Py_False);
+  }
+  for (Py_ssize_t w : self->written) {
+    if (w >= n) Py_RETURN_FALSE;
+    for (Py_ssize_t d : self->distinct)
+      if (d != w && d < n && items[d] == items[w]) Py_RETURN_FALSE;
+  }
+  Py_RETURN_TRUE;
+}
+
+bool read_sizes(PyObject* seq, std::vector<Py_ssize_t>& out) {
+  std::vector<int64_t> v;
+  if (!read_ints(seq, v, "ItemsMatch: indices must be ints")) return false;
+  for (int64_t i : v) {
+    if (i < 0) {
+      PyErr_SetString(PyExc_ValueError, "ItemsMatch: indices must be >= 0");
+      return false;
+    }
+    out.push_back(static_cast<Py_ssize_t>(i));
+  }
+  return true;
+}
+
+PyObject* items_match_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject *indices, *types, *matchers, *written, *distinct;
+  static const char* names[] = {"indices", "types", "matchers", "written", "distinct", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!OO", const_cast<char**>(names), &indices, &PyTuple_Type,
+                                   &types, &PyTuple_Type, &matchers, &written, &distinct))
+    return nullptr;
+  auto* self = reinterpret_cast<ItemsMatch*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->vectorcall = items_match_call;
+  new (&self->indices) std::vector<Py_ssize_t>();
+  new (&self->written) std::vector<Py_ssize_t>();
+  new (&self->distinct) std::vector<Py_ssize_t>();
+  new (&self->types) std::vector<PyObject*>();
+  new (&self->matchers) std::vector<TensorMatch*>();
+  self->args = PyTuple_Pack(5, indices, types, matchers, written, distinct);
+  if (self->args == nullptr || !read_sizes(indices, self->indices) || !read_sizes(written, self->written) ||
+      !read_sizes(distinct, self->distinct)) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  size_t n = self->indices.size();
+  if (static_cast<size_t>(PyTuple_GET_SIZE(types)) != n || static_cast<size_t>(PyTuple_GET_SIZE(matchers)) != n) {
+    PyErr_SetString(PyExc_ValueError, "ItemsMatch: one type and one TensorMatch per index");
+    Py_DECREF(self);
+    return nullptr;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    PyObject* m = PyTuple_GET_ITEM(matchers, k);
+    if (Py_TYPE(m) != &TensorMatchType || !PyType_Check(PyTuple_GET_ITEM(types, k))) {
+      PyErr_SetString(PyExc_TypeError, "ItemsMatch: types must be types, matchers TensorMatch objects");
+      Py_DECREF(self);
+      return nullptr;
+    }
+    self->types.push_back(PyTuple_GET_ITEM(types, k));
+    self->matchers.push_back(reinterpret_cast<TensorMatch*>(m));
+  }
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void items_match_dealloc(PyObject* self_) {
+  auto* self = reinterpret_cast<ItemsMatch*>(self_);
+  self->indices.~vector();
+  self->written.~vector();
+  self->distinct.~vector();
+  self->types.~vector();
+  self->matchers.~vector();
+  Py_XDECREF(self->args);
+  Py_TYPE(self_)->tp_free(self_);
+}
+
+PyTypeObject ItemsMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
 // --- no_aliasing -----------------------------------------------------------------
 
 // no_aliasing(n, t0, ..., tk) -> bool: none of the first n objects is another of the
@@ -473,7 +595,11 @@ PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
                   "ModuleMatch(modules, parameters, buffers, no_hooks)(module) -> bool: the module's "
                   "_modules/_parameters/_buffers hold these (name, is_none) pairs in order (and no hooks)",
                   sizeof(ModuleMatch), offsetof(ModuleMatch, vectorcall), module_match_new, module_match_dealloc,
-                  module_match_repr))
+                  module_match_repr) ||
+      !ready_type(ItemsMatchType, "minidynamo.ItemsMatch",
+                  "ItemsMatch(indices, types, matchers, written, distinct)(seq) -> bool: the typed TensorMatch of "
+                  "each item at indices, and the items at written distinct from those at distinct",
+                  sizeof(ItemsMatch), offsetof(ItemsMatch, vectorcall), items_match_new, items_match_dealloc, nullptr))
     return nullptr;
   const char* tables[3] = {"_modules", "_parameters", "_buffers"};
   const char* hooks[4] = {"_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks"};
@@ -485,7 +611,7 @@ PyMODINIT_FUNC MD_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;
   if (!add_type(m, "GlobalState", GlobalStateType) || !add_type(m, "TensorMatch", TensorMatchType) ||
-      !add_type(m, "ModuleMatch", ModuleMatchType)) {
+      !add_type(m, "ModuleMatch", ModuleMatchType) || !add_type(m, "ItemsMatch", ItemsMatchType)) {
     Py_DECREF(m);
     return nullptr;
   }

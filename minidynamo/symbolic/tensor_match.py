@@ -1,8 +1,8 @@
-"""The C++ TENSOR_MATCH, GLOBAL_STATE and module layout (``tensor_match.cpp``): built on first use, or the reason not.
+"""The C++ TENSOR_MATCH, GLOBAL_STATE, module layout and tuple-of-tensors guards (``tensor_match.cpp``): built on first use, or the reason not.
 
 Place in the pipeline: ``guards.py`` asks ``get()`` for the ``TensorMatch`` type,
 ``global_state()`` for the ``GlobalState`` type and ``module_match()`` for the
-``ModuleMatch`` type when it compiles a check function. The first call in a fresh environment compiles
+``ModuleMatch`` type and ``items_match()`` for the ``ItemsMatch`` type when it compiles a check function. The first call in a fresh environment compiles
 ``tensor_match.cpp`` with ``torch.utils.cpp_extension.load`` (about 30 s on two cores;
 ``python -m minidynamo tour`` does it as part of the install) into
 ``~/.cache/minidynamo/<name>/`` (``MINIDYNAMO_CACHE`` moves it), the name carrying a hash
@@ -37,6 +37,7 @@ def get() -> Optional[type]:
         _state["global_state"] = getattr(module, "GlobalState", None)
         _state["module_match"] = getattr(module, "ModuleMatch", None)
         _state["no_aliasing"] = getattr(module, "no_aliasing", None)
+        _state["items_match"] = getattr(module, "ItemsMatch", None)
     return _state["type"]
 
 
@@ -58,6 +59,12 @@ def no_aliasing() -> Optional[Any]:
     return _state.get("no_aliasing")
 
 
+def items_match() -> Optional[type]:
+    """The ``ItemsMatch`` type (Note [A sequence of tensors is one C++ call]); None where the extension is missing."""
+    get()
+    return _state.get("items_match")
+
+
 def reason() -> str:
     """Why the C++ guard is not used ("" when it is)."""
     get()
@@ -68,7 +75,8 @@ def reason() -> str:
 def python_guards() -> Iterator[None]:
     """Check functions built inside run the Python TENSOR_MATCH guards, as where the extension is missing."""
     saved = dict(_state)
-    _state.update(type=None, global_state=None, module_match=None, no_aliasing=None, reason="inside tensor_match.python_guards()")
+    _state.update(type=None, global_state=None, module_match=None, no_aliasing=None, items_match=None,
+                  reason="inside tensor_match.python_guards()")
     try:
         yield
     finally:
