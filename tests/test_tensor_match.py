@@ -247,6 +247,36 @@ def test_items_match_with_inputs_outside_the_sequence_and_lists_says_what_python
                                                                             "parameter", "short", "tuple", "grad"}
 
 
+def test_dynamic_tensor_match_in_cpp_says_what_python_says():
+    """A dynamic input's TensorMatch has -1 for its dynamic sizes; the SHAPE_ENV guards check those."""
+    if tensor_match.get() is None:
+        pytest.skip(tensor_match.reason())
+
+    def f(x, y):
+        return (x * 2).sum(0) + y
+
+    def entry(python: bool):
+        with tensor_match.python_guards() if python else contextlib.nullcontext():
+            compiled = md.compile(f, backend="eager", dynamic=True)
+            compiled(torch.randn(5, 3), torch.randn(3))
+        return compiled.cache.entries[0].check
+
+    python_check, cpp_check = entry(True), entry(False)
+    assert "___tensor_match_" in cpp_check.source and "___tensor_match_" not in python_check.source
+    base = torch.randn(8, 6)
+    frames = [(torch.randn(5, 3), torch.randn(3)), (torch.randn(9, 3), torch.randn(3)), (torch.randn(9, 4), torch.randn(4)),
+              (torch.randn(9, 4), torch.randn(3)), (torch.randn(1, 3), torch.randn(3)), (base.t(), torch.randn(8)),
+              (torch.randn(5, 3, 1), torch.randn(3)), (torch.randn(15), torch.randn(3)),
+              (torch.randn(5, 3).double(), torch.randn(3)), (torch.randn(5, 3, requires_grad=True), torch.randn(3)),
+              (base[:, :3], torch.randn(3)), (torch.randn(5, 3), 1.0)]
+    results = []
+    for x, y in frames:
+        L = {"x": x, "y": y}
+        assert cpp_check(L, globals()) == python_check(L, globals()), (tuple(x.shape), getattr(y, "shape", y))
+        results.append(cpp_check(L, globals()))
+    assert results[0] and results[1] and not all(results)
+
+
 def test_items_match_refuses_bad_arguments():
     ItemsMatch = tensor_match.items_match()
     if ItemsMatch is None:

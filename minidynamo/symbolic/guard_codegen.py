@@ -13,13 +13,14 @@ leaves call the C++ matchers of ``tensor_match.cpp`` where the extension is buil
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Optional
 
 import torch
 
 from . import tensor_match
 from .guards import _MODULE_TABLES, Guard, GuardSet, _no_hooks_expr
-from .source import GetItemSource, Source
+from .source import GetItemSource, ModuleSource, Source
 
 # ``torch.float32`` in a guard, as the check function reads it: a global bound once.
 _TORCH_CONSTANT = re.compile(r"(?<![\w.'\]])torch\.([A-Za-z_]\w*)(?![\w.(])")
@@ -159,8 +160,8 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         if name in skipped:
             continue
         local = f"___s{i}"
-        read = guard_set.read_expr(sources[name], bound) if guard_set is not None else \
-            _read_from_bound(sources[name], bound)
+        read = _module_read(sources[name], scope) or (
+            guard_set.read_expr(sources[name], bound) if guard_set is not None else _read_from_bound(sources[name], bound))
         bound[name] = local
         lines.append(f"    {local} = {read}")
         spec = tensor_specs.get(name) if tensor_specs else None
@@ -178,9 +179,14 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         if name in fused_items:
             matcher = _items_matcher(fused_items[name], folded.get(name), scope, matchers)
             lines += [f"    if not {matcher}({local}):", "        return False"]
+    longest_first = sorted(bound, key=len, reverse=True)
     for g in guards:  # sizes of the inputs whose types and ranks are checked above (dynamic_shapes.py)
-        if g.kind == "SHAPE_ENV":
-            lines += [f"    if not ({g.expr}):", "        return False"]
+        if g.kind == "SHAPE_ENV":  # read from the locals bound above: L['x'].size()[0] >= 2 is ___s4.size()[0] >= 2
+            expr = g.expr
+            for name in longest_first:
+                if name in expr:
+                    expr = _replace_source(expr, name, bound[name])
+            lines += [f"    if not ({expr}):", "        return False"]
     no_aliasing = tensor_match.no_aliasing() if tensor_specs else None
     for g in over_many:  # identity tests between the written inputs and the others: one C++ call, or unrolled
         if no_aliasing is not None:
@@ -260,6 +266,30 @@ def _items_matcher(items: list, no_aliasing: Optional[Guard], scope: dict, match
         distinct = tuple(positions[n] for n in no_aliasing.operands[1])
     name = f"___items_match_{sum(k.startswith('___items_match_') for k in scope)}"
     scope[name] = tensor_match.items_match()(indices, types, tensor_matchers, written, distinct)
+    return name
+
+
+def _module_read(source: Source, scope: dict[str, Any]) -> Optional[str]:
+    """``sys.modules['helpers']`` read as the module object bound at compile time (Note [A module is bound once]).
+
+    Note [A module is bound once]
+        A function inlined from ``helpers.py`` reads its globals from its module's
+        ``__dict__``, and the global hooks of ``nn.Module`` are read from
+        ``torch.nn.modules.module``'s: their guards read ``sys.modules['...']``, a
+        global, an attribute and a dict lookup per call. A module's ``__dict__``
+        cannot be replaced, and the functions traced read the ``__dict__`` of the
+        module they were defined in (their ``__globals__``), whatever ``sys.modules``
+        says later; so the module object is bound once into the check function's
+        scope and its guards read attributes of it: the same values, and a rebinding
+        of any of those globals still fails its guard. Torch's guards reach a
+        module's globals the same way, from an object held by the guard manager.
+    """
+    if type(source) is not ModuleSource or source.module_name not in sys.modules:
+        return None
+    module = sys.modules[source.module_name]
+    name = "___module_" + "".join(c if c.isalnum() else "_" for c in source.module_name)
+    if scope.setdefault(name, module) is not module:
+        return None
     return name
 
 

@@ -289,7 +289,7 @@ class GuardSet:
                                          None if contiguous else tuple(value.stride()), value.requires_grad))
 
     def _dynamic_tensor_match(self, source: Source, value: torch.Tensor, why: str, dynamic_dims: tuple) -> None:
-        """TENSOR_MATCH with some sizes symbolic: rank and the static sizes here, no C++ spec.
+        """TENSOR_MATCH with some sizes symbolic: rank and the static sizes here; in C++ a size -1 matches any.
 
         A dynamic input is traced as contiguous (Note [A symbolic fake]), so its stride
         guard is ``is_contiguous()`` whatever its sizes.
@@ -307,6 +307,9 @@ class GuardSet:
         self.add(source, "TENSOR_MATCH", " and ".join([f"{n}.dim() == {value.dim()}"] + static), why, f"{n}.shape")
         self.add(source, "TENSOR_MATCH", f"{n}.is_contiguous()", why, f"{n}.stride()")
         self.add(source, "TENSOR_MATCH", f"{n}.requires_grad is {value.requires_grad}", why, f"{n}.requires_grad")
+        sizes = tuple(-1 if i in dynamic_dims else int(s) for i, s in enumerate(value.shape))  # -1: any size
+        self.tensor_specs.setdefault(n, (value.dtype, None if value.device.type == "cpu" else value.device, sizes,
+                                         None, value.requires_grad))
 
 
 _MODULE_TABLES = ("_modules", "_parameters", "_buffers")

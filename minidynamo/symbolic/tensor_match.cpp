@@ -5,6 +5,9 @@
 //
 //     ___tensor_match_0(___s1)   # dtype, device, sizes, strides, requires_grad
 //
+// A size of -1 matches any size: a dynamic dimension, whose size the SHAPE_ENV
+// guards check (``L['x'].dim() == 2 and L['x'].size()[1] == 16`` is sizes (-1, 16)).
+//
 // It reads the same five fields as the readable Python guards
 //
 //     L['x'].dtype == torch.float32
@@ -100,6 +103,14 @@ bool same(c10::IntArrayRef actual, const std::vector<int64_t>& expected) {
   return actual.size() == expected.size() && std::equal(actual.begin(), actual.end(), expected.begin());
 }
 
+// sizes with -1 where a size is dynamic (checked by the SHAPE_ENV guards): any size matches there
+bool same_sizes(c10::IntArrayRef actual, const std::vector<int64_t>& expected) {
+  if (actual.size() != expected.size()) return false;
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i] != -1 && actual[i] != expected[i]) return false;
+  return true;
+}
+
 // 1: the five fields hold, 0: they do not, -1: an error is set.
 int tensor_matches(const TensorMatch* self, PyObject* obj) {
   if (!THPVariable_Check(obj)) return 0;
@@ -107,7 +118,7 @@ int tensor_matches(const TensorMatch* self, PyObject* obj) {
     const at::Tensor& t = THPVariable_Unpack(obj);
     return t.scalar_type() == self->dtype &&
            (self->cpu_only ? t.is_cpu() : t.device() == self->device) &&
-           same(t.sizes(), self->sizes) &&
+           same_sizes(t.sizes(), self->sizes) &&
            (self->contiguous_only ? t.is_contiguous() : same(t.strides(), self->strides)) &&
            t.requires_grad() == self->requires_grad;
   } catch (const std::exception& e) {  // a nested or sparse tensor: its sizes or strides cannot be read
