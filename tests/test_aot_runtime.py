@@ -410,3 +410,38 @@ def test_boxed_backward_with_retain_graph_runs_twice_like_eager():
         out.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         ref.backward()
+
+
+def test_boxed_backward_graph_frees_each_input_after_its_last_use():
+    # A saved activation must die while the backward still runs (as eager frees each node's
+    # saved tensors), not when the graph returns: the graph takes one list, empties it, and
+    # drops each input after its last use. A probe node in the middle sees which are still alive.
+    import weakref
+
+    import torch.fx as fx
+
+    from minidynamo.aot.aot_autograd import _boxed_graph
+
+    alive_at_probe = []
+
+    refs = []  # read through the closure: fx copies list arguments of a node
+
+    def probe(x):
+        alive_at_probe.append([r() is not None for r in refs])
+        return x
+
+    graph = fx.Graph()
+    a, b = graph.placeholder("a"), graph.placeholder("b")
+    first = graph.call_function(torch.ops.aten.sin.default, (a,))  # a's last use
+    mid = graph.call_function(probe, (first,))
+    graph.output(graph.call_function(torch.ops.aten.mul.Tensor, (mid, b)))  # b's last use, after the probe
+    run = _boxed_graph(fx.GraphModule(torch.nn.Module(), graph))
+    ta, tb = torch.randn(4), torch.randn(4)
+    expected = ta.sin() * tb
+    refs += [weakref.ref(ta), weakref.ref(tb)]
+    args = [ta, tb]
+    del ta, tb
+    out = run(args)
+    assert args == []
+    assert alive_at_probe == [[False, True]]
+    torch.testing.assert_close(out, expected)
