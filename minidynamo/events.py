@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 __all__ = [
     "Event",
     "record",
     "emit",
+    "emit_lazy",
     "is_recording",
     "pass_scope",
     "current_pass",
@@ -46,7 +46,6 @@ AOT_METADATA = "aot_metadata"
 AOT_JOINT = "aot_joint"
 
 
-@dataclass
 class Event:
     """One thing a stage did.
 
@@ -59,21 +58,72 @@ class Event:
     name as torch prints it ("aten.add.Tensor") for op events; ``line`` is the
     user source line being traced, when known. Everything else a stage reports
     sits in ``details`` and reads as an attribute too (``event.how``).
+
+    Note [Events are formatted when read]
+        A compile of a small CNN emits thousands of events (one per FakeTensor op
+        of each pass, one per guard), and the log records by default; formatting
+        each as it happens (``str(op)``, a source's expression, shape tuples, the
+        alias scan) cost a tenth of the compile. So a stage may hand over raw
+        values instead: ``op`` may be the OpOverload itself, and
+        :func:`emit_lazy` takes a function and the raw values it needs. The
+        strings and the ``details`` dict are built on first access, once, and
+        then read as if they had been stored (the same values, the same types).
+        Raw values must be snapshots that cannot change later (a ``torch.Size``,
+        an int, a frozen source), never a live tensor.
     """
 
-    kind: str
-    pass_name: str | None = None
-    op: str | None = None
-    line: int | None = None
-    seq: int = 0
-    details: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("kind", "pass_name", "_op", "line", "seq", "_details", "_build")
+
+    def __init__(self, kind: str, pass_name: str | None = None, op: Any = None, line: int | None = None,
+                 seq: int = 0, details: dict[str, Any] | None = None) -> None:
+        self.kind = kind
+        self.pass_name = pass_name
+        self._op = op
+        self.line = line
+        self.seq = seq
+        self._details = {} if details is None else details
+        self._build = None
+
+    @property
+    def op(self) -> str | None:
+        op = self._op
+        if op is None or type(op) is str:
+            return op
+        self._op = op = str(op)  # an OpOverload: its name as torch prints it
+        return op
+
+    @op.setter
+    def op(self, value: str | None) -> None:
+        self._op = value
+
+    @property
+    def details(self) -> dict[str, Any]:
+        if self._build is not None:
+            build, raw = self._build
+            self._build = None
+            self._details = build(*raw)
+        return self._details
+
+    @details.setter
+    def details(self, value: dict[str, Any]) -> None:
+        self._build, self._details = None, value
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: expose the details as attributes.
-        details = self.__dict__.get("details", {})
+        if name.startswith("_"):
+            raise AttributeError(name)
+        details = self.details
         if name in details:
             return details[name]
         raise AttributeError(f"{type(self).__name__} of kind {self.kind!r} has no field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Event:
+            return NotImplemented
+        return (self.kind, self.pass_name, self.op, self.line, self.seq, self.details) == (
+            other.kind, other.pass_name, other.op, other.line, other.seq, other.details)
+
+    __hash__ = None  # type: ignore[assignment]  # as the dataclass it was: mutable, unhashable
 
     def __repr__(self) -> str:
         parts = [f"kind={self.kind!r}", f"pass_name={self.pass_name!r}"]
@@ -85,11 +135,71 @@ class Event:
         return f"Event({', '.join(parts)})"
 
 
+class _Log(list):
+    """The list ``record()`` yields: events are kept as a flat tape and become Events when read.
+
+    Note [The log is a tape until read]
+        An Event object per op and guard, each kept until the log is read, is
+        thousands of new objects the garbage collector tracks; on a CNN compile
+        they tipped CPython into a full collection of the whole process (436k
+        objects, torch's included) in every recorded compile and in none
+        unrecorded. So while recording, an event is seven plain values
+        (kind, pass, line, seq, op, builder, count) and its raw values, appended
+        to one list, the tape: no object per event survives for the collector.
+        Every way of reading the log (iterating, ``len``, indexing, ``in``,
+        ``repr``, comparing) first turns the tape into Events, in order, so the
+        log reads as the list of Events it always was.
+    """
+
+    __slots__ = ("_tape",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tape: list[Any] = []
+
+    def _flush(self) -> None:
+        tape = self._tape
+        if not tape:
+            return
+        self._tape = []
+        out, i, n = [], 0, len(tape)
+        while i < n:
+            kind, pass_name, line, seq, op, build, count = tape[i : i + 7]
+            raw = tape[i + 7 : i + 7 + count]
+            i += 7 + count
+            event = Event(kind, pass_name, op, line, seq, raw[0] if build is None else None)
+            if build is not None:
+                event._build = (build, tuple(raw))
+            out.append(event)
+        list.extend(self, out)
+
+
+def _reading(name: str):
+    method = getattr(list, name)
+
+    def read(self, *args, **kwargs):
+        self._flush()
+        return method(self, *args, **kwargs)
+
+    read.__name__ = name
+    return read
+
+
+for _name in ("__iter__", "__len__", "__getitem__", "__contains__", "__reversed__", "__repr__", "__eq__",
+              "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__add__", "__mul__", "__rmul__", "__iadd__",
+              "__imul__", "__setitem__", "__delitem__", "__reduce_ex__", "__copy__", "append", "extend",
+              "insert", "pop", "remove", "clear", "count", "index", "copy", "sort", "reverse"):
+    if hasattr(list, _name):
+        setattr(_Log, _name, _reading(_name))
+del _name
+_Log.__hash__ = None  # type: ignore[assignment]
+
+
 # --- state -------------------------------------------------------------------
 # _recording is the one flag every emit tests. It is true while at least one
 # recorder or subscriber is active.
 _recording = False
-_logs: list[list[Event]] = []
+_logs: list[_Log] = []
 _subscribers: list[Callable[[Event], None]] = []
 _pass_stack: list[str] = []
 _line_stack: list[int | None] = []
@@ -116,20 +226,47 @@ def current_line() -> int | None:
     return _line_stack[-1] if _line_stack else None
 
 
-def emit(kind: str, *, op: str | None = None, pass_name: str | None = None, **details: Any) -> None:
-    """Report one event. Costs one flag check when nobody records."""
+def emit(kind: str, *, op: Any = None, pass_name: str | None = None, **details: Any) -> None:
+    """Report one event. Costs one flag check when nobody records.
+
+    ``op`` may be the OpOverload itself; it is printed when read (Note [Events are formatted when read]).
+    """
     if not _recording:
         return
-    event = Event(
-        kind=kind,
-        pass_name=pass_name if pass_name is not None else current_pass(),
-        op=op,
-        line=details.pop("line", None) if "line" in details else current_line(),
-        seq=next(_counter),
-        details=details,
-    )
+    line = details.pop("line") if "line" in details else (_line_stack[-1] if _line_stack else None)
+    if pass_name is None and _pass_stack:
+        pass_name = _pass_stack[-1]
+    seq = next(_counter)
     for log in _logs:
-        log.append(event)
+        log._tape.extend((kind, pass_name, line, seq, op, None, 1, details))
+    if _subscribers:
+        _tell(Event(kind, pass_name, op, line, seq, details))
+
+
+def emit_lazy(kind: str, build: Callable[..., dict[str, Any]], *raw: Any, op: Any = None) -> None:
+    """Report one event whose ``details`` are ``build(*raw)``, called only if someone reads them.
+
+    For hot call sites (Note [Events are formatted when read]); the caller tests
+    ``is_recording()`` first, so that not even the raw values are made for nobody.
+    The raw values should be long-lived objects or tuples of plain values (Note
+    [The log is a tape until read]): a new list per event would be tracked.
+    """
+    if not _recording:
+        return
+    pass_name = _pass_stack[-1] if _pass_stack else None
+    line = _line_stack[-1] if _line_stack else None
+    seq = next(_counter)
+    for log in _logs:
+        tape = log._tape
+        tape.extend((kind, pass_name, line, seq, op, build, len(raw)))
+        tape.extend(raw)
+    if _subscribers:
+        event = Event(kind, pass_name, op, line, seq)
+        event._build = (build, raw)
+        _tell(event)
+
+
+def _tell(event: Event) -> None:
     for callback in list(_subscribers):
         callback(event)
 
@@ -137,13 +274,13 @@ def emit(kind: str, *, op: str | None = None, pass_name: str | None = None, **de
 @contextlib.contextmanager
 def record() -> Iterator[list[Event]]:
     """Record every event emitted inside the block into the yielded list."""
-    log: list[Event] = []
+    log = _Log()
     _logs.append(log)
     _refresh_flag()
     try:
         yield log
     finally:
-        _logs.remove(log)
+        del _logs[next(i for i, other in enumerate(_logs) if other is log)]  # by identity: == would read logs
         _refresh_flag()
 
 

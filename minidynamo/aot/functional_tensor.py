@@ -265,9 +265,13 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
 
     def _report(self, func, replacement, how: str) -> None:
         self.num_rewrites += 1
-        if events.is_recording() and func.namespace == "aten":
-            events.emit("functionalize", op=str(func), replacement=str(replacement), how=how)
+        if events.is_recording() and func.namespace == "aten":  # printed when read (events.emit_lazy)
+            events.emit_lazy("functionalize", _functionalize_details, replacement, how, op=func)
 
+
+
+def _functionalize_details(replacement, how: str) -> dict:
+    return {"replacement": str(replacement), "how": how}
 
 def functionalize(fn: Callable, *, mode: FunctionalTensorMode | None = None) -> Callable:
     """``g(*args) -> (outputs, final_inputs)``: ``fn`` run functionally on wrapped copies of ``args``.

@@ -60,7 +60,7 @@ from typing import Iterator
 import torch
 
 from minidynamo import events
-from minidynamo.fake.dispatch_cache import cached_dispatch, storage_id
+from minidynamo.fake.dispatch_cache import cached_dispatch
 from minidynamo._torch_private import (
     DisableTorchDispatch,
     PreserveDispatchKeyGuard,
@@ -437,14 +437,22 @@ class FakeTensorMode(TorchDispatchMode):
         return next(iter(devices)) if devices else torch.device("cpu")
 
     def _emit(self, func, flat_in, out) -> None:
-        flat_out = _flat_tensors(out if isinstance(out, (list, tuple)) else [out], {})
-        storages = [storage_id(t) for t in flat_in]  # shares_storage, without two weak references per pair
-        aliases = [next((i for i, s in enumerate(storages) if s == storage_id(o)), None) for o in flat_out]
-        events.emit(
-            "op",
-            op=str(func),
-            input_shapes=[tuple(t.shape) for t in flat_in],
-            output_shapes=[tuple(t.shape) for t in flat_out],
-            output_aliases_input=aliases,
-            mutates=func._schema.is_mutable,
+        # Snapshots in plain tuples (sizes, storage addresses), formatted when read: Notes
+        # [Events are formatted when read] and [The log is a tape until read] (events.py).
+        flat_out = [out] if isinstance(out, torch.Tensor) else _flat_tensors(out if isinstance(out, (list, tuple)) else [out], {})
+        events.emit_lazy(
+            "op", _op_event_details, func,
+            tuple([tuple(t.shape) for t in flat_in]), tuple([tuple(t.shape) for t in flat_out]),
+            tuple([t.untyped_storage()._cdata for t in flat_in]), tuple([t.untyped_storage()._cdata for t in flat_out]),
+            op=func,
         )
+
+
+def _op_event_details(func, in_shapes, out_shapes, in_storages, out_storages) -> dict:
+    """An op event's details, from the snapshots ``_emit`` took (storage addresses compare as ``storage_id``)."""
+    return {
+        "input_shapes": list(in_shapes),
+        "output_shapes": list(out_shapes),
+        "output_aliases_input": [next((i for i, s in enumerate(in_storages) if s == o), None) for o in out_storages],
+        "mutates": func._schema.is_mutable,
+    }

@@ -119,6 +119,11 @@ _BASE_SCOPE = {"torch": torch, "sys": sys, "___check_not_aliased": check_not_ali
                "___deterministic_algorithms": deterministic_algorithms}
 
 
+def _guard_event_details(source, kind: str, expr: str, why: str) -> dict[str, Any]:
+    """A guard event's details, built when read (Note [Events are formatted when read], events.py)."""
+    return {"source": str(source), "guard_kind": kind, "expr": expr, "why": why}
+
+
 class GuardSet:
     """The guards of one entry, plus the scope their expressions need."""
 
@@ -165,8 +170,8 @@ class GuardSet:
         self._seen.add(expr)
         guard = Guard(source, kind, expr, why, value_expr)
         self.guards.append(guard)
-        if events.is_recording():  # str(source) walks the source's chain: not for nobody
-            events.emit("guard", source=str(source), guard_kind=kind, expr=expr, why=why)
+        if events.is_recording():  # str(source) walks the source's chain: only when read
+            events.emit_lazy("guard", _guard_event_details, source, kind, expr, why)
 
     # --- the GuardBuilder methods (torch/_dynamo/guards.py) -------------------
     def GLOBAL_STATE(self) -> None:
