@@ -25,7 +25,7 @@ import types
 
 import torch
 
-__all__ = ["gpt2", "bert", "llama", "resnet10t", "vit_tiny", "BUILDERS"]
+__all__ = ["gpt2", "bert", "llama", "t5", "deberta_v2", "resnet10t", "vit_tiny", "BUILDERS"]
 
 VOCAB, SEQ, BATCH = 128, 8, 2
 
@@ -113,16 +113,22 @@ def gpt2(n_layer: int = 2):
     return GPT2LMHeadModel(cfg).eval(), (), {"input_ids": ids, "labels": ids}
 
 
-def bert(n_layer: int = 2):
-    """transformers ``BertForSequenceClassification``, hidden 64, 3 labels."""
+def _sequence_classifier(config: str, model: str, n_layer: int):
+    """A transformers ``<model>`` over ``<config>``: hidden 64, 4 heads, 3 labels, called with ``labels``."""
     _without_broken_torchvision()
     _quiet_transformers()
-    from transformers import BertConfig, BertForSequenceClassification
+    import transformers
 
     torch.manual_seed(0)
-    cfg = BertConfig(num_hidden_layers=n_layer, hidden_size=64, num_attention_heads=4, intermediate_size=128,
-                     vocab_size=VOCAB, max_position_embeddings=32, num_labels=3)
-    return BertForSequenceClassification(cfg).eval(), (), {"input_ids": _tokens(), "labels": torch.tensor([0, 2])}
+    cfg = getattr(transformers, config)(num_hidden_layers=n_layer, hidden_size=64, num_attention_heads=4,
+                                        intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=32,
+                                        num_labels=3)
+    return getattr(transformers, model)(cfg).eval(), (), {"input_ids": _tokens(), "labels": torch.tensor([0, 2])}
+
+
+def bert(n_layer: int = 2):
+    """transformers ``BertForSequenceClassification``, hidden 64, 3 labels."""
+    return _sequence_classifier("BertConfig", "BertForSequenceClassification", n_layer)
 
 
 def llama(n_layer: int = 2):
@@ -151,6 +157,11 @@ def t5(n_layer: int = 2):
     return T5ForConditionalGeneration(cfg).eval(), (), {"input_ids": ids, "labels": ids}
 
 
+def deberta_v2(n_layer: int = 2):
+    """transformers ``DebertaV2ForSequenceClassification``, hidden 64, 3 labels (its pooler builds ACT2FN[...])."""
+    return _sequence_classifier("DebertaV2Config", "DebertaV2ForSequenceClassification", n_layer)
+
+
 def resnet10t():
     """timm ``resnet10t`` (BatchNorm), 10 classes, 32x32 images."""
     _without_broken_torchvision()
@@ -171,4 +182,5 @@ def vit_tiny():
     return model.eval(), (torch.randn(BATCH, 3, 32, 32),), {}
 
 
-BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "t5": t5, "resnet10t": resnet10t, "vit_tiny": vit_tiny}
+BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "t5": t5, "deberta_v2": deberta_v2, "resnet10t": resnet10t,
+            "vit_tiny": vit_tiny}

@@ -728,3 +728,80 @@ def test_super_getitem_of_a_dict_subclass_that_overrides_getitem():
         torch.testing.assert_close(compiled(x), x * 3 + 1)
     finally:
         dict.__setitem__(_ACTS, "double", _Doubler)
+
+
+# -- a user nn.Module made and called in the trace (DeBERTa-v2's ACT2FN[name](x)) -----------------
+# Note [A user module made in the trace]: torch inlines it as an UnspecializedNNModuleVariable
+
+
+class _Gelu(torch.nn.Module):  # transformers' GELUActivation: a user __init__, a function as attribute
+    def __init__(self, use_tanh: bool = False):
+        super().__init__()
+        self.approximate = "tanh" if use_tanh else "none"
+        self.act = torch.nn.functional.gelu
+
+    def forward(self, x):
+        return self.act(x, approximate=self.approximate) if self.training else -x
+
+
+def builds_a_module_and_calls_it(x):
+    return _Gelu(use_tanh=True)(x * 2) + 1
+
+
+def builds_a_module_then_breaks(x):
+    act = _Gelu()
+    print("a graph break")  # the module must be rebuilt for the code after the break
+    y = act(x) + 1
+    return y, isinstance(act, torch.nn.Module), act.training
+
+
+def test_a_user_module_made_in_the_trace_is_inlined():
+    x = torch.randn(4, 3)
+    ours, theirs = check(builds_a_module_and_calls_it, x)
+    assert ours.graph_count == theirs.graph_count == 1 and not ours.break_reasons, ours.break_reasons
+
+
+def test_a_user_module_made_in_the_trace_survives_a_graph_break(capsys):  # capsys: the print
+    x = torch.randn(4, 3)
+    ours, _ = check(builds_a_module_then_breaks, x)  # outputs as eager, graphs <= torch's (it counts an empty one)
+    assert [r.reason.split(" ")[0] for r in ours.break_reasons] == ["print()"], ours.break_reasons
+
+
+def test_transformers_act2fn_made_in_the_trace():
+    from transformers.activations import ACT2FN
+
+    def pooler(x):
+        return ACT2FN["gelu"](x).sum(-1)
+
+    ours, theirs = check(pooler, torch.randn(2, 5))
+    assert ours.graph_count == theirs.graph_count == 1 and not ours.break_reasons, ours.break_reasons
+
+
+# -- calling an object made in the trace whose class defines __call__ -----------------------------
+
+
+class _Affine:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x, *, shift=1.0):
+        return x * self.k + shift
+
+
+def calls_an_object_made_in_the_trace(x):
+    f = _Affine(3.0)
+    return f(x, shift=2.0).sin() + f(x)
+
+
+def test_calling_an_object_made_in_the_trace_inlines_its_call():
+    x = torch.randn(4)
+    ours, theirs = check(calls_an_object_made_in_the_trace, x)
+    assert ours.graph_count == theirs.graph_count == 1 and not ours.break_reasons, ours.break_reasons
+    compiled = md.compile(calls_an_object_made_in_the_trace, backend="eager")
+    compiled(x)
+    original = _Affine.__call__
+    _Affine.__call__ = lambda self, x, shift=1.0: x - self.k  # the class's __call__ the trace inlined changed
+    try:
+        torch.testing.assert_close(compiled(x), calls_an_object_made_in_the_trace(x))
+    finally:
+        _Affine.__call__ = original

@@ -165,3 +165,21 @@ def test_t5_matches_eager_and_torchs_graph_count():
     ours, theirs = _graph_counts("t5")
     assert (ours.graph_count, len(ours.break_reasons)) == (theirs.graph_count, theirs.graph_break_count), \
         [str(r).splitlines()[0] for r in ours.break_reasons]
+
+
+def test_deberta_v2_matches_torch_compile_and_its_graph_count():
+    # DeBERTa-v2's pooler builds transformers' GELUActivation (a user nn.Module) in forward and
+    # calls it: inlined as a module made in the trace (Note [A user module made in the trace]),
+    # as torch's UnspecializedNNModuleVariable; the one break left is torch's too (nonzero)
+    model, args, kwargs = zoo.deberta_v2()
+    twin, theirs_model = copy.deepcopy(model), copy.deepcopy(model)
+    eager = run(model, args, kwargs)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="minidynamo: tracing")
+        ours_run = run(md.compile(twin, backend="aot_eager"), args, kwargs)
+    assert_same(eager, ours_run)
+    theirs_out = run(torch.compile(theirs_model, backend="aot_eager"), args, kwargs)[0]  # (its parameters: _orig_mod.*)
+    torch.testing.assert_close(ours_run[0], theirs_out)
+    ours, theirs = _graph_counts("deberta_v2")
+    assert (ours.graph_count, len(ours.break_reasons)) == (theirs.graph_count, theirs.graph_break_count) == (2, 1), \
+        [str(r).splitlines()[0] for r in ours.break_reasons]

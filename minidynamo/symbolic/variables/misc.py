@@ -291,6 +291,10 @@ class SuperVariable(VariableTracker):
                           f"{self.cls.__name__} (super() in a classmethod)")
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in klass.__dict__:
+                if klass is torch.nn.Module and name == "__init__" and getattr(self.obj, "is_new_module", False):
+                    from .nn_module import ModuleInitVariable
+
+                    return ModuleInitVariable(self.obj)  # Note [A user module made in the trace]
                 attr = klass.__dict__[name]
                 found = class_attribute(tx, self.obj, attr, name)
                 if found is not None:
@@ -404,6 +408,16 @@ class NewObjectVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        """``obj(x)``: ``type(obj).__call__`` inlined (Python looks it up on the class, never the instance)."""
+        call = inspect.getattr_static(self.cls, "__call__", None)
+        if not inspect.isfunction(call):
+            unimplemented(f"calling a {self.cls.__name__} object (its class has no Python __call__)")
+        from .functions import UserMethodVariable
+
+        guard_class_attribute(tx, self.cls, "__call__", call)
+        return UserMethodVariable(call, self).call_function(tx, list(args), dict(kwargs))
+
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         """``obj.name = value`` / ``setattr``: through the class's ``__setattr__`` when it has one in Python."""
         setattr_ = inspect.getattr_static(self.cls, "__setattr__", object.__setattr__)
@@ -490,6 +504,8 @@ def _abc_sequence_iter(cls: type) -> bool:
 def new_object(cls: type, attrs: dict):
     """Rebuild an object created while tracing (used by transformed functions)."""
     obj = object.__new__(cls)
+    if isinstance(obj, torch.nn.Module):  # a user module made in the trace (UnspecializedNNModuleVariable)
+        torch.nn.Module.__init__(obj)
     obj.__dict__.update(attrs)
     return obj
 
@@ -586,6 +602,14 @@ class UserDefinedClassVariable(VariableTracker):
 
             module = NewModuleVariable.create(cls, args, kwargs)  # Note [A torch.nn module made in the trace]
             if module is not None:
+                return module
+            from .nn_module import UnspecializedNNModuleVariable
+
+            if UnspecializedNNModuleVariable.accepts(cls):  # Note [A user module made in the trace]
+                from .functions import UserMethodVariable
+
+                module = UnspecializedNNModuleVariable(cls)
+                UserMethodVariable(inspect.getattr_static(cls, "__init__"), module).call_function(tx, args, kwargs)
                 return module
         init = inspect.getattr_static(cls, "__init__", None)
         no_init = init is object.__init__ and not args and not kwargs  # `class Empty: pass`, then Empty()

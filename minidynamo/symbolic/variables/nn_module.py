@@ -24,6 +24,7 @@ from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import BaseListVariable, ListVariable, TupleVariable
+from .misc import NewObjectVariable
 
 
 def _global_hooks() -> bool:
@@ -331,7 +332,93 @@ class NewModuleVariable(NNModuleVariable):
         return name
 
 
-__all__ = ["NNModuleVariable", "NewModuleVariable", "ModuleListSliceVariable", "is_plain_call"]
+# what nn.Module.__init__ puts in a module's __dict__ besides ``training``: not tracked on a module made in the trace
+_MODULE_STATE = frozenset(torch.nn.Module().__dict__) - {"training"}
+# what decides how ``m(x)`` and ``m.name = v`` behave: nn.Module's own code, for the class to be inlined as an object
+_MODULE_PROTOCOL = ("__new__", "__call__", "_call_impl", "_wrapped_call_impl", "__setattr__", "__getattr__",
+                    "__getattribute__", "__delattr__")
+
+
+class UnspecializedNNModuleVariable(NewObjectVariable):
+    """A user ``nn.Module`` subclass instantiated inside the trace, tracked as a plain new object.
+
+    Note [A user module made in the trace]
+        DeBERTa-v2's pooler calls ``ACT2FN[name](x)``: it builds transformers'
+        ``GELUActivation()`` (a module whose ``__init__`` is user code) in ``forward``
+        and calls it at once. Torch traces it as an ``UnspecializedNNModuleVariable``:
+        ``__init__`` inlined on a new object, ``nn.Module.__call__`` inlined down to
+        ``forward``. Ours is that object (a ``NewObjectVariable``): its ``__init__`` is
+        inlined; ``super().__init__()`` (``nn.Module.__init__``, no arguments) only
+        sets ``training = True``, the module's other state (``_parameters``,
+        ``_modules``, the hook dicts) is known empty and not tracked, so reading it is a
+        graph break; setting an attribute stores it on the object unless the value is a
+        tensor or a module (``nn.Module.__setattr__`` would register it: a graph break);
+        ``m(x)`` inlines ``m.forward`` (no hooks: a fresh module has none, global ones
+        are guarded absent). After a graph break it is rebuilt by ``___new_object``,
+        which runs ``nn.Module.__init__`` before restoring its attributes. Only for a
+        class that leaves nn.Module's call and attribute protocol (``_MODULE_PROTOCOL``)
+        as it is.
+    """
+
+    is_new_module = True
+
+    def __init__(self, cls: type, **kwargs):
+        super().__init__(cls, **kwargs)
+        self.initialized = False
+
+    @staticmethod
+    def accepts(cls: type) -> bool:
+        return (issubclass(cls, torch.nn.Module) and type(cls) is type and "__slots__" not in cls.__dict__
+                and inspect.isfunction(inspect.getattr_static(cls, "__init__", None))
+                and all(inspect.getattr_static(cls, n, None) is inspect.getattr_static(torch.nn.Module, n, None)
+                        for n in _MODULE_PROTOCOL))
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in _MODULE_STATE and name not in self.attrs:
+            unimplemented(f"reading {name} of a {self.cls.__name__} made in the trace (its module state is not tracked)")
+        return self.generic_getattr(tx, name)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        from .tensor import TensorVariable
+
+        kind = value.python_type() if not isinstance(value, TensorVariable) else torch.Tensor
+        if (not self.initialized or name in _MODULE_STATE or isinstance(value, (TensorVariable, NNModuleVariable))
+                or (isinstance(kind, type) and issubclass(kind, (torch.Tensor, torch.nn.Module)))):
+            unimplemented(f"setting {name!r} on a {self.cls.__name__} made in the trace "
+                          "(nn.Module.__setattr__ would register it)")
+        self.attrs[name] = value
+
+    def del_attr(self, tx, name: str) -> None:
+        unimplemented(f"delattr on a {self.cls.__name__} made in the trace")
+
+    def call_hasattr(self, tx, name: str) -> VariableTracker:
+        unimplemented(f"hasattr on a {self.cls.__name__} made in the trace (nn.Module.__getattr__)")
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        _guard_no_global_hooks(tx)  # a fresh module has no hooks of its own
+        return self.var_getattr(tx, "forward").call_function(tx, list(args), dict(kwargs))
+
+    def __repr__(self) -> str:
+        return f"UnspecializedNNModuleVariable({self.cls.__name__})"
+
+
+class ModuleInitVariable(VariableTracker):
+    """``super().__init__()`` reaching ``nn.Module.__init__`` for a module made in the trace."""
+
+    def __init__(self, module: UnspecializedNNModuleVariable, **kwargs):
+        super().__init__(**kwargs)
+        self.module = module
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if args or kwargs or self.module.initialized:
+            unimplemented(f"nn.Module.__init__ of a {self.module.cls.__name__} with arguments, or twice")
+        self.module.initialized = True
+        self.module.attrs["training"] = ConstantVariable(True)
+        return ConstantVariable(None)
+
+
+__all__ = ["NNModuleVariable", "NewModuleVariable", "ModuleListSliceVariable", "UnspecializedNNModuleVariable",
+           "is_plain_call"]
 
 
 class ModuleListSliceVariable(BaseListVariable):
