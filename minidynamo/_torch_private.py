@@ -48,6 +48,15 @@ def silence_dynamo_logs() -> None:
 # Imported above: SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten.
 
 
+def lazy_graph_module(root, graph, class_name: str = "GraphModule"):
+    """torch.fx._lazy_graph_module._LazyGraphModule (used): an ``fx.GraphModule`` that writes and
+    compiles its Python code when first called or read (``.code``, ``print``), not when built,
+    as torch's Dynamo and AOTAutograd make theirs (Note [Graph modules compile their code lazily])."""
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    return _LazyGraphModule(root, graph, class_name)
+
+
 # --- bytecode, chapter 01 (oracle) ----------------------------------------------------
 
 

@@ -24,6 +24,15 @@ Note [Modes stack: tracer above fake]
     functionalization mode may sit above the tracer (Note [Functionalize above
     the tracer] in graph_capture.py): then only functional ops reach us.
 
+Note [Graph modules compile their code lazily]
+    An ``fx.GraphModule`` writes its graph out as Python source and compiles it
+    as soon as it is built. Most graph modules of a compile are never run: the
+    joint graph is only read by the partitioner, the partition's two halves are
+    copied into the boxed graphs the runtime calls, Dynamo's graph is traced
+    through by AOT, not called. So they are ``_LazyGraphModule``s, as torch's
+    (``torch.fx._lazy_graph_module``): the code is written the first time the
+    module is called or its ``.code`` is read; the graph is the same.
+
 Ours is simpler: symbolic sizes only through Dynamo's ShapeEnv (sym_tracing.py), no pre-dispatch mode, no
 decomposition table argument (decomposition is whatever the dispatcher does below
 autograd), tensor constants are stored as ``_tensor_constantN`` attributes.
@@ -39,7 +48,13 @@ import torch
 import torch.fx as fx
 
 from minidynamo import events
-from minidynamo._torch_private import TorchDispatchMode, graph_target_to_str, tree_flatten, tree_unflatten
+from minidynamo._torch_private import (
+    TorchDispatchMode,
+    graph_target_to_str,
+    lazy_graph_module,
+    tree_flatten,
+    tree_unflatten,
+)
 from minidynamo.aot.sym_tracing import SymTracker, check_no_symbolic_constants
 
 __all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
@@ -224,7 +239,7 @@ def make_fx(
             tracer.graph.eliminate_dead_code()
         if tracer.sym.nodes:  # a symbolic trace: no SymInt object may stay a constant
             check_no_symbolic_constants(tracer.graph)
-        gm = fx.GraphModule(tracer.root, tracer.graph)
+        gm = lazy_graph_module(tracer.root, tracer.graph)  # Note [Graph modules compile their code lazily]
         gm.meta["num_traced_ops"] = mode.num_ops
         return gm
 

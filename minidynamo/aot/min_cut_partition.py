@@ -45,7 +45,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from minidynamo._torch_private import OpOverload
+from minidynamo._torch_private import OpOverload, lazy_graph_module
 from minidynamo.aot.max_flow import FlowGraph, minimum_cut
 from minidynamo.aot.sym_tracing import hint
 from minidynamo.aot.partitioners import (
@@ -315,7 +315,7 @@ def min_cut_rematerialization_partition(joint_module: fx.GraphModule, *, num_fwd
             saved = kept
             fw_graph = _extract_graph_with_inputs_outputs(graph, primals, fwd_outputs + saved, "forward")
             bw_graph = _extract_graph_with_inputs_outputs(graph, saved + tangents, bwd_outputs, "backward")
-    fw_module, bw_module = fx.GraphModule(joint_module, fw_graph), fx.GraphModule(joint_module, bw_graph)
+    fw_module, bw_module = lazy_graph_module(joint_module, fw_graph), lazy_graph_module(joint_module, bw_graph)
     fw_names = {n.name for n in fw_graph.nodes if n.op == "call_function"}
     bw_names = {n.name for n in bw_graph.nodes if n.op == "call_function"}
     recomputed = [n for n in graph.nodes if n.op == "call_function" and n.name in fw_names and n.name in bw_names]

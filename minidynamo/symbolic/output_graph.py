@@ -22,6 +22,7 @@ import torch
 import torch.fx
 
 from minidynamo import events
+from minidynamo._torch_private import lazy_graph_module
 
 from . import counters
 from .fake_values import make_fake_mode, wrap_to_fake
@@ -133,7 +134,7 @@ class OutputGraph:
             else:
                 self.graph.erase_node(node)
         self.graph.lint()
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
+        gm = lazy_graph_module(torch.nn.Module(), self.graph, class_name=name)  # code written when first run
         if code is not None:  # whose graph it is, for a backend's warnings
             gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         example_inputs = [value for _, _, value in used]
