@@ -444,6 +444,14 @@ def torch_collect_metadata(fn, *args, keep_input_mutations: bool = False):
 # --- the joint graph, partitioning and the runtime, chapters 10-11 ----------------------
 
 OpOverload = torch._ops.OpOverload  # the type of torch.ops.aten.mm.default
+# The Python bindings eager calls (torch.sin, F.gelu's backend, x.view): aot/graph_runner.py
+# calls a graph's aten op through them when they reach the same overload (building block).
+VARIABLE_FUNCTIONS = torch._C._VariableFunctions
+NN_FUNCTIONS = torch._C._nn
+TENSOR_BASE = torch._C.TensorBase
+# The C switch under torch.set_grad_enabled (a Python class: constructing it costs ~1 us per call);
+# the inference runtime wrapper flips grad mode with it (building block).
+set_grad_enabled_c = torch._C._set_grad_enabled
 
 
 def graph_target_to_str(graph, target) -> str:

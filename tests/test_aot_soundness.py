@@ -364,3 +364,39 @@ def test_mutated_input_saved_by_autograd_compiles_and_matches_eager(fn, entry):
         assert bw_e[0] == "raised"
     if entry != "md.compile":
         assert cf.artifacts.fallback is None and cf.artifacts.compiled_function is not None
+
+
+@pytest.mark.parametrize("alias", ["view", "detach", "set_", "same"])
+@pytest.mark.parametrize("how", ["aot_function", "md.compile"])
+def test_aliasing_without_a_common_base_is_seen_per_call(alias, how):
+    """Compiled for two storages; called with two tensors of one storage, one of them mutated.
+
+    ``x.detach()`` and ``y.set_(x.untyped_storage())`` share ``x``'s storage without
+    ``x`` as their ``_base``: Note [The aliasing check per call] looks at storages.
+    (torch's own aot_eager reuses the unaliased graph here and returns zeros.)
+    """
+
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    def second(x):
+        if alias == "view":
+            return x[:]
+        if alias == "detach":
+            return x.detach()
+        if alias == "same":
+            return x
+        return torch.empty(0).set_(x.untyped_storage())
+
+    md.reset()
+    c = aot_function(f) if how == "aot_function" else md.compile(f, backend="aot_eager")
+    for _ in range(2):  # compile, then the hot path
+        c(torch.zeros(3), torch.zeros(3))
+    for _ in range(2):  # a variant for the new aliasing, then its own hot path
+        x_e, x_c = torch.zeros(3), torch.zeros(3)
+        torch.testing.assert_close(c(x_c, second(x_c)), f(x_e, second(x_e)))
+        torch.testing.assert_close(x_c, x_e)
+    x_e, x_c = torch.zeros(3), torch.zeros(3)  # and separate storages again
+    torch.testing.assert_close(c(x_c, torch.zeros(3)), f(x_e, torch.zeros(3)))
+    torch.testing.assert_close(x_c, x_e)

@@ -32,9 +32,12 @@ Note [Aliasing is part of the compile key]
     ``aot_function`` checks it too (one C call), and compiles a variant per mode.
     Which inputs share a storage decides the dedupe and synthetic-base
     wrappers, but only matters when the graph mutates an input: then every call
-    compares the inputs' aliasing (storages, identities, offsets) with the one
-    compiled for, and a new aliasing compiles its own variant. torch instead adds
-    storage-overlap guards to Dynamo for the inputs it found overlapping.
+    checks the inputs' aliasing (storages, identities, offsets) against the one
+    compiled for (Note [The aliasing check per call]), and a new aliasing compiles
+    its own variant. torch instead adds storage-overlap guards to Dynamo for the
+    inputs it found overlapping, and checks nothing for inputs it did not: after
+    ``f(x, y)``, torch's ``f(x, x[:])`` with ``x`` mutated reuses the graph
+    compiled for two storages (``x[:]`` does not see the write).
 
 Note [AOT failures run the graph eagerly]
     Any exception inside AOT (an op functionalization does not handle, a joint
@@ -49,6 +52,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import operator
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -57,8 +61,9 @@ import torch
 import torch.fx as fx
 
 from minidynamo import events
-from minidynamo._torch_private import SUPPORTED_NODES, tree_flatten, tree_unflatten
+from minidynamo._torch_private import SUPPORTED_NODES, set_grad_enabled_c, tree_flatten, tree_unflatten
 from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
+from minidynamo.aot.graph_runner import run_graph_fast
 from minidynamo.aot.partitioners import PartitionResult, default_partition
 from minidynamo.aot.sym_tracing import SymbolicAOTFailed, is_dynamic_graph
 from minidynamo.aot.runtime_wrappers import (
@@ -75,10 +80,12 @@ __all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "
 def _run_graph(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
     """The default compiler: run the fx graph as it is (the "aot_eager" way).
 
-    ``gm.forward`` rather than ``gm``: the graph has no hooks, so the
-    ``nn.Module.__call__`` machinery would only add a few microseconds per call.
+    The graph's function rather than ``gm``: the graph has no hooks, so the
+    ``nn.Module.__call__`` machinery would only add a few microseconds per call;
+    and each aten op is called through its cheapest faithful entry point
+    (graph_runner's Note [Calling aten ops without OpOverload.__call__]).
     """
-    return gm.forward
+    return run_graph_fast(gm)
 
 
 class _BoxedCodeGen(fx.graph.CodeGen):
@@ -113,7 +120,7 @@ def _boxed_graph(gm: fx.GraphModule) -> Callable:
     out = graph.graph_copy(gm.graph, {})
     graph.output(out)
     graph.set_codegen(_BoxedCodeGen())
-    return fx.GraphModule(gm, graph).forward
+    return run_graph_fast(gm, graph)
 
 
 @dataclass
@@ -146,6 +153,48 @@ class _Entry:
     art: CompiledArtifacts
     fast: Callable | None = None
     variants: dict = field(default_factory=dict)  # other alias signatures, same grad mode
+    alias_ok: Callable | None = None  # args -> whether they alias as alias_sig says; None: no check
+
+
+def _aliasing_check(sig: tuple | None, flat_args: list[Any]) -> Callable[[tuple], bool] | None:
+    """The per-call check that arguments alias as ``sig`` says, chosen once (Note [The aliasing check per call]).
+
+    Note [The aliasing check per call]
+        A graph that mutates no input checks nothing. One compiled for inputs of
+        which no two share a storage (``sig == ()``, by far the common case)
+        checks exactly that: the tensors' storages, one C call each through
+        ``map``, are all distinct (a storage has one Python object while it is
+        alive: PyObject preservation, so a ``set`` of them counts the distinct
+        ones). Any sharing, or an argument that is not a tensor where one was,
+        falls to the full ``_alias_signature``, which picks or compiles the
+        variant for it. Only a graph compiled for shared storages computes the
+        full signature on every call. What this cannot see is two storages over
+        the same memory (two ``torch.from_numpy`` of one array), as torch's
+        guards cannot either.
+    """
+    if sig is None:
+        return None
+    if sig:
+        return lambda args: _alias_signature(args) == sig
+    positions = [i for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor)]
+    count = len(positions)
+    if count < 2:
+        return lambda args: True
+    if count == len(flat_args):
+        def no_shared_storage(args: tuple) -> bool:
+            try:
+                return len(set(map(_untyped_storage, args))) == count
+            except Exception:  # a non-tensor, or a tensor without a storage
+                return _alias_signature(args) == ()
+    else:
+        pick = operator.itemgetter(*positions)
+
+        def no_shared_storage(args: tuple) -> bool:
+            try:
+                return len(set(map(_untyped_storage, pick(args)))) == count
+            except Exception:
+                return _alias_signature(args) == ()
+    return no_shared_storage
 
 
 def _example_inputs(gm: fx.GraphModule) -> list[Any]:
@@ -274,24 +323,27 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
         _check_metadata_mutations_fit(meta, gm, flat_args)
         art.fw_module = gm
         compiled = config.fw_compiler(gm, _example_inputs(gm))
+        is_grad_enabled = torch.is_grad_enabled
 
         def compiled_fn(*args):
-            if not torch.is_grad_enabled():
+            if not is_grad_enabled():
                 return compiled(*args)
-            torch.set_grad_enabled(False)  # a plain call: cheaper than entering torch.no_grad()
+            set_grad_enabled_c(False)  # the C call: cheaper than entering torch.no_grad()
             try:
                 return compiled(*args)
             finally:
-                torch.set_grad_enabled(True)
+                set_grad_enabled_c(True)
 
         art.wrappers.append("inference")
     art.wrappers.append("RuntimeWrapper")
+    # Note [A runtime wrapper with nothing to do]: apply() returns a tuple, and so does fx's code.
+    returns_tuple = training or config.fw_compiler is _run_graph
     if sym_mode is not None:  # Note [Sizes per call] (runtime_wrappers.py)
         from minidynamo.aot.sym_tracing import size_resolver
 
         return create_runtime_wrapper(compiled_fn, meta, as_strided_inputs=as_strided_inputs,
-                                      resolve=size_resolver(flat_args))
-    return create_runtime_wrapper(compiled_fn, meta, as_strided_inputs=as_strided_inputs)
+                                      resolve=size_resolver(flat_args), returns_tuple=returns_tuple)
+    return create_runtime_wrapper(compiled_fn, meta, as_strided_inputs=as_strided_inputs, returns_tuple=returns_tuple)
 
 
 def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], config: AOTConfig,
@@ -340,16 +392,17 @@ def _fast_call(compiled: Callable, out_spec: Any, returns_tuple: bool | None = T
 
 _Parameter = torch.nn.Parameter
 _PLAIN = frozenset({int, float, bool, type(None), str})
+_untyped_storage = torch.Tensor.untyped_storage
 
 
 def _alias_signature(flat_args: tuple) -> tuple:
-    """Which flat arguments alias each other, and how (Note [Aliasing is part of the compile key]).
+    """Which flat arguments share a storage, and how (Note [Aliasing is part of the compile key]).
 
-    Tensors are grouped by their autograd base (a view's ``_base``, else the
-    tensor itself): one attribute read per argument, no storage object made.
-    ``()`` when no two share one; else one entry per argument: ``None`` for a
-    non-tensor or a tensor alone, else ``(first position in its group, same
-    object as that one, storage offset)``.
+    Tensors are grouped by their storage (a view, ``x.detach()``, ``y.set_(x.untyped_storage())``
+    all share ``x``'s). ``()`` when no two share one; else one entry per argument:
+    ``None`` for a non-tensor or a tensor alone, else ``(first position in its group,
+    same object as that one, storage offset)``. Per call, Note [The aliasing check per call]
+    decides when this is needed.
     """
     first: dict[int, int] = {}
     keys: list[int | None] = []
@@ -357,8 +410,11 @@ def _alias_signature(flat_args: tuple) -> tuple:
     for i, a in enumerate(flat_args):
         t = type(a)  # isinstance on a Parameter costs ~0.4 us (a Python __instancecheck__): test the type first
         if t is torch.Tensor or t is _Parameter or (t not in _PLAIN and isinstance(a, torch.Tensor)):
-            base = a._base
-            k = id(a if base is None else base)
+            try:
+                k = id(a.untyped_storage())  # alive as long as ``a`` is: ids cannot be reused meanwhile
+            except Exception:  # no storage (sparse, ...): its autograd base stands for it
+                base = a._base
+                k = id(a if base is None else base)
             if k in first:
                 shared = True
             else:
@@ -438,6 +494,7 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
             compiled, mutates = flat_fn, False
         returned_function.artifacts = art
         new = _Entry(compiled, sig if mutates else None, art)
+        new.alias_ok = _aliasing_check(new.alias_sig, flat_args)
         if "out_spec" in state and flat and not art.fallback:
             new.fast = _fast_call(compiled, state["out_spec"], returns_tuple=True)
         if entry is None:
@@ -449,7 +506,7 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
     def returned_function(*args, **kwargs):
         entry = by_grad.get(torch.is_grad_enabled())
         if (entry is not None and entry.fast is not None and not kwargs and len(args) == state["num_args"]
-                and _all_leaves(args) and (entry.alias_sig is None or entry.alias_sig == _alias_signature(args))):
+                and _all_leaves(args) and (entry.alias_ok is None or entry.alias_ok(args))):
             return entry.fast(*args)  # the hot path: flat positional arguments flatten to themselves
         flat_args, in_spec = tree_flatten((args, kwargs))
         if "in_spec" not in state:
@@ -477,7 +534,7 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
         """Like the function, for callers that promise flat positional leaves (Dynamo's backend entry)."""
         entry = by_grad.get(torch.is_grad_enabled())
         if (entry is not None and entry.fast is not None and len(flat_args) == state["num_args"]
-                and (entry.alias_sig is None or entry.alias_sig == _alias_signature(flat_args))):
+                and (entry.alias_ok is None or entry.alias_ok(flat_args))):
             return entry.fast(*flat_args)
         return returned_function(*flat_args)
 

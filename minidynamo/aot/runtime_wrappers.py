@@ -119,12 +119,38 @@ def _regen(base: torch.Tensor, target: torch.Tensor, target_requires_grad: bool,
     return out
 
 
+def _single_view(chain: tuple | None) -> tuple | None:
+    """``(callable, args)`` when the chain is one plain view (no kwargs, one output), else None.
+
+    The callable is the view's cheapest entry point (graph_runner's Note [Calling aten ops
+    without OpOverload.__call__]); any tensor stands for the base in that choice.
+    """
+    if chain and len(chain) == 1 and not chain[0].kwargs and chain[0].out_index is None:
+        from minidynamo.aot.graph_runner import bind_op
+
+        op, args = chain[0].op, chain[0].args
+        return bind_op(op, (_ANY_TENSOR, *args)), args
+    return None
+
+
+_ANY_TENSOR = torch.empty(0)
+
+
 def _view_replayer(chain: tuple | None) -> Callable | None:
-    """``replay_views(·, chain)``, specialised once: a chain of one plain view is a single op call."""
+    """``replay_views(·, chain)``, specialised once: a chain of one plain view is a single op call.
+
+    Note [One frame per rebuilt alias]
+        The commonest rebuilt alias is one view (``x.view(-1)``, ``x[1:]``,
+        ``y.t()``) of an input the graph mutated, whose layout metadata
+        collection recorded. Its handler replays that view, checks the layout
+        and fixes ``requires_grad`` in one frame; anything unusual (the view
+        fails, the layout or dtype differs) goes the general way, ``_regen``.
+    """
     if not chain:
         return None
-    if len(chain) == 1 and not chain[0].kwargs and chain[0].out_index is None:
-        op, args = chain[0].op, chain[0].args
+    single = _single_view(chain)
+    if single is not None:
+        op, args = single
         return lambda base: op(base, *args)
     return functools.partial(replay_views, view_chain=chain)
 
@@ -182,7 +208,33 @@ def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs:
         layout = info.layout if meta.input_info[base_idx].mutates_data else None
         per_call = _sized_per_call(resolve, chain, layout)  # Note [Sizes per call]
 
-        if per_call is None:
+        single = _single_view(chain) if replay is not None else None
+        if per_call is None and single is not None and layout is not None and not no_grad_view:
+            # Note [One frame per rebuilt alias]: the common case, _regen's view-replay path inlined.
+            view_op, view_args = single
+            size, stride, offset = layout
+
+            def handler(orig_inputs, fw_outs, out):
+                WRAPPER_WORK["alias_output"] += 1
+                base = orig_inputs[base_idx]
+                target = out.alias if type(out) is TensorAlias else out
+                try:
+                    candidate = view_op(base, *view_args)
+                except RuntimeError:
+                    candidate = None
+                if (candidate is None or candidate.dtype != target.dtype or candidate.size() != size
+                        or candidate.stride() != stride or candidate.storage_offset() != offset):
+                    return _regen(base, target, rg, None, False, layout, why)
+                base_rg = base.requires_grad
+                if base_rg and not rg:
+                    candidate = candidate.detach()
+                elif rg and not base_rg:
+                    candidate.requires_grad_(True)
+                if events._recording:
+                    events.emit("alias_regen", how="view_replay", **why)
+                return candidate
+
+        elif per_call is None:
             def handler(orig_inputs, fw_outs, out):
                 WRAPPER_WORK["alias_output"] += 1
                 return _regen(orig_inputs[base_idx], out.alias if type(out) is TensorAlias else out, rg, replay,
@@ -408,10 +460,20 @@ def create_runtime_wrapper(
     *,
     as_strided_inputs: frozenset[int] = frozenset(),
     resolve: Callable | None = None,
+    returns_tuple: bool = False,
 ) -> Callable:
     """``runtime_wrapper(*args) -> user outputs`` around ``compiled_fn(*args) -> forward returns``.
 
     Every index used per call is computed here, once (Note [Precomputed indices on the hot path]).
+
+    Note [A runtime wrapper with nothing to do]
+        torch's ``RuntimeWrapper`` is specialised to the metadata when it is built
+        (``_create_runtime_wrapper`` skips the mutation and alias epilogues that
+        have nothing to handle). Ours goes one step further: when nothing at all
+        is left to do and ``compiled_fn`` already returns a tuple
+        (``returns_tuple``: the ``autograd.Function``, or fx's code), the
+        wrapper *is* ``compiled_fn``, one Python frame less per call. It is still
+        listed as ``RuntimeWrapper`` in ``artifacts.wrappers``: it is there, empty.
     """
     mutated = [(i, idx, _input_mutation_writer(meta.input_info[idx]))
                for i, idx in enumerate(meta.mutated_inp_runtime_indices)]
@@ -420,6 +482,11 @@ def create_runtime_wrapper(
     # Only the outputs that need a handler (an alias to rebuild, an input to give back) get one.
     handlers = [(j, _make_output_handler(j, meta, as_strided_inputs, resolve)) for j in range(num_outputs)
                 if meta.output_info[j].output_type in _HANDLED]
+
+    if not n_mut and not handlers and meta.num_intermediate_bases == 0 and returns_tuple:
+        # Note [A runtime wrapper with nothing to do]: no input to write back, no alias to rebuild,
+        # no intermediate base to drop: the forward's returns are the user's outputs.
+        return compiled_fn
 
     def runtime_wrapper(*args):
         all_outs = compiled_fn(*args)

@@ -277,6 +277,7 @@ def compile_symbolic(gm: fx.GraphModule, compiled: Callable, params: list, examp
     from minidynamo.aot.aot_autograd import (
         AOTFallbackWarning,
         _alias_signature,
+        _aliasing_check,
         _failure_reason,
         aot_module_simplified,
     )
@@ -301,6 +302,7 @@ def compile_symbolic(gm: fx.GraphModule, compiled: Callable, params: list, examp
     grad = torch.is_grad_enabled()
     mutates = any(i.mutates_data or i.mutates_metadata for i in art.meta.input_info)
     sig = _alias_signature((*params, *sym_inputs)) if mutates else None
+    alias_ok = _aliasing_check(sig, [*params, *sym_inputs])
     call_flat = compiled.call_flat
     num_example = len(example_inputs)
     per_size: dict = {}
@@ -319,7 +321,7 @@ def compile_symbolic(gm: fx.GraphModule, compiled: Callable, params: list, examp
     def forward(*runtime_args):
         if len(runtime_args) != num_example:
             raise TypeError(f"aot_module_simplified: compiled for {num_example} inputs, got {len(runtime_args)}")
-        if torch.is_grad_enabled() is not grad or (sig is not None and _alias_signature((*params, *runtime_args)) != sig):
+        if torch.is_grad_enabled() is not grad or (alias_ok is not None and not alias_ok((*params, *runtime_args))):
             return static_variant(runtime_args)  # Note [Variants of a symbolic graph]
         return call_flat(*params, *runtime_args)
 
