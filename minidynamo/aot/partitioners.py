@@ -31,13 +31,6 @@ from minidynamo._torch_private import lazy_graph_module
 __all__ = ["default_partition", "PartitionResult", "saved_values_table"]
 
 
-class _InvalidNode:
-    """Marks a value the extracted graph cannot compute (it needs a missing input)."""
-
-
-_INVALID = _InvalidNode()
-
-
 def _is_primal(node: fx.Node) -> bool:
     return node.op == "placeholder" and node.name.startswith("primals")
 
@@ -57,10 +50,34 @@ def _extract_graph_with_inputs_outputs(
 ) -> fx.Graph:
     """A new graph computing ``outputs`` from ``inputs`` with copies of the joint's nodes.
 
-    Every node whose arguments are all available is copied (dead ones are removed
-    afterwards); a node that needs a placeholder not in ``inputs`` is invalid, and
-    an output that is invalid is an error naming the node.
+    Only the nodes the outputs need are copied, with every side-effecting node
+    (an in-place op, a ``copy_`` into an input) that can be computed: what copying
+    every computable node and then ``eliminate_dead_code`` keeps (torch's way),
+    without making the dead copies first. A node that needs a placeholder not in
+    ``inputs`` cannot be computed; an output that cannot is an error naming it.
     """
+    computable: set[fx.Node] = set(inputs)
+    effects: list[fx.Node] = []
+    for node in joint.nodes:
+        if node in computable or node.op in ("placeholder", "output"):
+            continue
+        if what == "backward" and _is_input_mutation(node):
+            continue  # Note [Input mutations kept in the graph] (graph_capture): the forward's job
+        if all(a in computable for a in node.all_input_nodes):
+            computable.add(node)
+            if node.is_impure():
+                effects.append(node)
+    needed: set[fx.Node] = set(inputs)  # the walk back stops at the inputs
+    todo = [o for o in outputs if isinstance(o, fx.Node)] + effects
+    for x in todo:
+        if x not in computable:
+            raise RuntimeError(f"partition: the {what} graph cannot compute {x.name} from its inputs")
+    while todo:
+        node = todo.pop()
+        if node not in needed:
+            needed.add(node)
+            todo.extend(node.all_input_nodes)
+
     graph = fx.Graph()
     env: dict[fx.Node, Any] = {}
     for node in inputs:
@@ -68,24 +85,11 @@ def _extract_graph_with_inputs_outputs(
         new.meta = dict(node.meta)
         env[node] = new
     for node in joint.nodes:
-        if node in env or node.op == "output":
-            continue
-        if node.op == "placeholder":
-            env[node] = _INVALID
-            continue
-        if any(env.get(a) is _INVALID for a in node.all_input_nodes):
-            env[node] = _INVALID
-            continue
-        if what == "backward" and _is_input_mutation(node):
-            continue  # Note [Input mutations kept in the graph] (graph_capture): the forward's job
-        env[node] = graph.node_copy(node, lambda n: env[n])
+        if node in needed and node not in env:
+            env[node] = graph.node_copy(node, env.__getitem__)
 
     def out_arg(x: Any) -> Any:
-        if isinstance(x, fx.Node):
-            if env.get(x) is _INVALID:
-                raise RuntimeError(f"partition: the {what} graph cannot compute {x.name} from its inputs")
-            return env[x]
-        return x
+        return env[x] if isinstance(x, fx.Node) else x
 
     graph.output(tuple(out_arg(o) for o in outputs))
     graph.eliminate_dead_code()
