@@ -1,7 +1,7 @@
 """``python -m minidynamo.bench``: minidynamo against real ``torch.compile``, as ratios.
 
 Place in the pipeline: outside it; it times the whole pipeline. Every figure is
-measured in a fresh subprocess with ``torch.set_num_threads(1)``, import time
+measured in a fresh process with ``torch.set_num_threads(1)``, import time
 excluded (see ``../shared/DESIGN.md``, "How the benchmark measures"):
 
 - compile latency, warm: the first call after the same process has compiled and
@@ -24,7 +24,8 @@ excluded (see ``../shared/DESIGN.md``, "How the benchmark measures"):
 
 ``compile_ratio`` = our warm compile latency / torch's; ``overhead_ratio`` = our
 per-call overhead / torch's. The machine is noisy: absolute times drift between
-runs, ratios measured in one run hold to about 5%. Nothing here asserts a time.
+runs; each ratio comes with its 95% interval (``*_ratio_ci`` in the JSON; the table
+prints the overhead ratio as median ± half the interval). Nothing here asserts a time.
 
     python -m minidynamo.bench [--json PATH] [--plot PATH] [--quick] [--only NAME,...] [--no-scaling]
                                [--no-cold] [--repeats N] [--frame-hook] [--compare PATH] [--no-imports]
