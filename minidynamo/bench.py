@@ -252,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats if args.repeats is not None else (1 if args.quick else 5)
     if repeats < 1:
         parser.error("--repeats must be at least 1")
+    began = time.perf_counter()
     report = run(workloads, args.quick, not args.no_scaling, not args.no_cold,
                  progress=lambda msg: print(msg, file=sys.stderr, flush=True), repeats=repeats)
     if not (args.no_imports or args.quick):
@@ -268,9 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     if compare:
         with open(compare) as f:
             found = regressions(report, json.load(f))
-        print(f"against {compare}: " + ("no ratio more than 10% worse" if not found else f"{len(found)} regression(s)"))
+        noisy = sum("within noise" in line for line in found)
+        print(f"against {compare}: " + ("no ratio more than 10% worse" if not found else
+                                        f"{len(found)} regression(s), {noisy} of them within noise"))
         for line in found:
             print("  " + line)
+    report["_timing"]["whole_run_s"] = time.perf_counter() - began
+    print(f"whole run {report['_timing']['whole_run_s']:.0f} s (with the import breakdown and the dynamic-shape row)")
     if not (args.quick or args.only):
         os.makedirs(os.path.dirname(PREVIOUS), exist_ok=True)
         with open(PREVIOUS, "w") as f:

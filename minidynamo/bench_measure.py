@@ -18,6 +18,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from typing import Any, Callable
@@ -146,9 +147,10 @@ def _steady_state(wl: Workload, compiled: Callable, args: tuple, quick: bool) ->
         collector off (as ``timeit`` does); a round's overhead is its compiled time per
         call minus the eager time per call of the round next to it.
         - A round is ``inner`` calls, chosen before timing so that a compiled round
-          lasts about 5 ms (``ROUND_S``): a 15 us eager call then runs some 300 times a
-          round, far above the timer's resolution and the loop's own cost; a 70 ms
-          training step runs once (a longer round would only add drift).
+          lasts about 5 ms (``ROUND_S``): a 65 us compiled call (mutation_views, its
+          eager call 15 us) then runs some 80 times a round, its round far above the
+          timer's resolution and the loop's own cost; a 70 ms training step runs once
+          (a longer round would only add drift). The old rounds were capped at 50 calls.
         - Rounds: at least 31, then more until ``STEADY_BUDGET_S`` of rounds is spent
           (at most 2000), fixed before any round is timed (never by the result).
         - Ours and torch's are timed in separate processes (torch's FakeTensorMode
@@ -221,8 +223,11 @@ def preload(key: str) -> None:
 
         zoo._without_broken_torchvision()
         import timm  # noqa: F401
-    elif key == "transformers":
-        from minidynamo import zoo  # noqa: F401
+    elif key == "transformers":  # as zoo.gpt2 does before it builds the model
+        from minidynamo import zoo
+
+        zoo._without_broken_torchvision()
+        zoo._quiet_transformers()
         from transformers import GPT2Config, GPT2LMHeadModel  # noqa: F401
 
 
@@ -273,16 +278,22 @@ class Zygotes:
         key = PRELOADS.get(spec["workload"], "")
         if self.proc is None or key != self.key:
             self.close()
+            self.stderr = tempfile.TemporaryFile()
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "minidynamo.bench", "--zygote", key], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=worker_env())
+                stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=worker_env())
             self.key = key
-        self.proc.stdin.write(json.dumps(spec) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        try:
+            self.proc.stdin.write(json.dumps(spec) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
         if not line:
+            self.stderr.seek(0)
+            tail = self.stderr.read()[-3000:].decode(errors="replace")
             self.close()
-            raise RuntimeError(f"benchmark zygote for {spec} exited")
+            raise RuntimeError(f"benchmark zygote for {spec} exited:\n{tail}")
         answer = json.loads(line)
         if "error" in answer:
             raise RuntimeError(f"benchmark worker {spec} failed:\n{answer['error'][-3000:]}")
@@ -290,9 +301,13 @@ class Zygotes:
 
     def close(self) -> None:
         if self.proc is not None:
-            self.proc.stdin.close()
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
             self.proc.wait(timeout=60)
             self.proc = None
+            self.stderr.close()
 
 
 def spawn_worker(spec: dict) -> dict:
