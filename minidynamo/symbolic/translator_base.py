@@ -34,7 +34,8 @@ from .source import GetItemSource, GlobalSource
 from .variables.base import VariableTracker
 from .variables.builder import VariableBuilder, wrap_sourceless
 from .variables.lazy import LazyVariableTracker
-from .variables.misc import CellVariable, NewObjectVariable, NullVariable, UserDefinedObjectVariable
+from .variables.new_object import NewObjectVariable
+from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
 from .variables.torch import PythonModuleVariable
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import inspect
 import operator
 from typing import Any
 
@@ -50,139 +49,7 @@ def _all_const(args, kwargs=None) -> bool:
     return all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in (kwargs or {}).values())
 
 
-def identity_of(v: VariableTracker) -> Any:
-    """The real object behind a tracker, when we know it (for ``is``)."""
-    if hasattr(v, "value") and not isinstance(v, ConstantVariable):
-        return v.value
-    if hasattr(v, "fn"):
-        return v.fn
-    return v
-
-
-def compare_in(tx, item: VariableTracker, container: VariableTracker) -> VariableTracker:
-    from .dicts import ConstDictVariable
-
-    from .misc import UserDefinedObjectVariable
-
-    if isinstance(container, (ConstDictVariable, UserDefinedObjectVariable)):
-        return container.call_method(tx, "__contains__", [item], {})
-    if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
-        unimplemented("`in` with a tensor depends on the tensor's data")
-    if container.is_python_constant() and item.is_python_constant():
-        return ConstantVariable(item.as_python_constant() in container.as_python_constant())
-    elems = container.unpack_var_sequence(tx)
-    target = identity_of(item)
-    from .sym_node import SymNodeVariable
-
-    if isinstance(item, SymNodeVariable) or any(isinstance(e, SymNodeVariable) for e in elems):
-        return _sym_contains(tx, item, elems)
-    for e in elems:
-        if e.is_python_constant() and item.is_python_constant():
-            if e.as_python_constant() == item.as_python_constant():
-                return ConstantVariable(True)
-        elif identity_of(e) is target:
-            return ConstantVariable(True)
-        elif not e.is_python_constant() and not item.is_python_constant():
-            unimplemented("`in` over non-constant values")
-    return ConstantVariable(False)
-
-
-def _sym_contains(tx, item: VariableTracker, elems: list) -> VariableTracker:
-    """``n in (1, 3, 5)`` with a SymInt: ``(n == 1) | (n == 3) | (n == 5)``, one SymBool.
-
-    As torch's ``iter_contains``: the ``==`` are combined, not decided one by one, so the
-    ``if`` that asks the answer makes one guard (``Eq(s0, 1) | Eq(s0, 3) | ...``), not one
-    per element (which would recompile for every element value met).
-    """
-    found = None
-    for e in elems:
-        check = call_operator(tx, operator.eq, [e, item])
-        if check.is_python_constant():
-            if check.as_python_constant():
-                return ConstantVariable(True)
-            continue
-        found = check if found is None else call_operator(tx, operator.or_, [check, found])
-    return ConstantVariable(False) if found is None else found
-
-
-_OUT_OF_PLACE = {getattr(operator, f"i{n.rstrip('_')}"): getattr(operator, n) for n in (
-    "add", "and_", "floordiv", "lshift", "matmul", "mod", "mul", "or_", "pow", "rshift", "sub", "truediv", "xor")}
-
-
-def _is_none(v: VariableTracker) -> bool:
-    return isinstance(v, ConstantVariable) and v.value is None
-
-
-def call_operator(tx, fn, args: list) -> VariableTracker:
-    """One entry for every operator: tensors -> graph node, constants -> folded."""
-    from .builder import wrap_constant_result, wrap_fx_proxy
-
-    if fn in (operator.is_, operator.is_not):
-        a, b = args
-        if a is b:  # one tracker is one object (a list's as_python_constant() is a new list each time)
-            same = True
-        elif a.is_python_constant() and b.is_python_constant():
-            same = a.as_python_constant() is b.as_python_constant()
-        elif isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
-            # inputs are deduplicated by identity (OutputGraph.add_graph_input), so two
-            # different nodes are two different tensors
-            same = a.proxy.node is b.proxy.node
-        elif isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-            same = False  # a tensor is never a constant or a module
-        else:
-            same = identity_of(a) is identity_of(b)
-        return ConstantVariable(same if fn is operator.is_ else not same)
-    if fn is operator.contains:
-        return compare_in(tx, args[1], args[0])
-    if fn is operator.not_:
-        return ConstantVariable(not args[0].truth(tx))
-    if fn is operator.getitem:
-        return args[0].call_method(tx, "__getitem__", [args[1]], {})
-    if any(isinstance(a, TensorVariable) or type(a).__name__ == "SymNodeVariable" for a in args):
-        if fn in _OUT_OF_PLACE and not isinstance(args[0], TensorVariable):
-            # `s += x` with an int s: int has no __iadd__, so Python runs s + x (a graph
-            # node operator.iadd(0, x) would also print as `0 += x`, which is no Python)
-            fn = _OUT_OF_PLACE[fn]
-        return wrap_fx_proxy(tx, "call_function", fn, tuple(a.as_proxy() for a in args), {})
-    if all(a.is_python_constant() for a in args):
-        consts = [a.as_python_constant() for a in args]
-        try:
-            return wrap_constant_result(fn(*consts))
-        except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
-            unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)")
-    a = args[0]
-    if isinstance(a, (ListVariable, TupleVariable)) and len(args) == 2:
-        b = args[1]
-        if fn in (operator.add, operator.iadd) and type(b) is type(a):
-            if fn is operator.iadd and isinstance(a, ListVariable):
-                return a.call_method(tx, "extend", [b], {}) and a
-            return type(a)(a.items + b.items)
-        if fn is operator.iadd and isinstance(a, ListVariable):
-            a.call_method(tx, "extend", [b], {})
-            return a
-        if fn in (operator.mul, operator.imul) and b.is_python_constant():
-            return type(a)(a.items * b.as_python_constant())
-    if (fn is operator.mul and len(args) == 2 and isinstance(args[1], (ListVariable, TupleVariable))
-            and isinstance(a, ConstantVariable) and type(a.value) is int):
-        return type(args[1])(args[1].items * a.value)  # `n * [x]`: the same items, repeated
-    if fn in (operator.eq, operator.ne) and len(args) == 2:
-        a, b = args
-        if not isinstance(a, TensorVariable) and not isinstance(b, TensorVariable):
-            if not a.is_python_constant() or not b.is_python_constant():
-                same = identity_of(a) is identity_of(b)
-                if a.is_python_constant() != b.is_python_constant() or same:
-                    return ConstantVariable(same if fn is operator.eq else not same)
-    if fn in (operator.eq, operator.ne) and len(args) == 2:
-        from .misc import NewObjectVariable
-
-        a, b = args
-        if isinstance(a, NewObjectVariable) and isinstance(b, NewObjectVariable):
-            eqs = [inspect.getattr_static(v.cls, name) for v in (a, b) for name in ("__eq__", "__ne__")]
-            if all(e in (object.__eq__, object.__ne__) for e in eqs):
-                # neither class defines == or !=: object's, which is identity
-                same = a is b
-                return ConstantVariable(same if fn is operator.eq else not same)
-    unimplemented(f"operator {fn.__name__} on {', '.join(type(a).__name__ for a in args)}")
+from .operators import _is_none, call_operator, compare_in, identity_of  # noqa: F401 (re-exported)
 
 
 class FakeIdVariable(ConstantVariable):
@@ -213,7 +80,7 @@ class BuiltinVariable(VariableTracker):
 
         fn = self.fn
         if fn in (setattr, delattr) and not kwargs and len(args) == (3 if fn is setattr else 2):
-            from .misc import NewObjectVariable
+            from .new_object import NewObjectVariable
 
             obj, name = args[0], args[1]
             if isinstance(obj, NewObjectVariable) and name.is_python_constant() and isinstance(name.as_python_constant(), str):
@@ -309,7 +176,8 @@ class BuiltinVariable(VariableTracker):
 
     def _call___new__(self, tx, cls=None, *rest):
         """``object.__new__(cls)``: a new, empty object of a plain class (``copyreg.__newobj__`` in a deepcopy)."""
-        from .misc import NewObjectVariable, UserDefinedClassVariable
+        from .misc import UserDefinedClassVariable
+        from .new_object import NewObjectVariable
 
         if self.fn is not object.__new__ or rest or not isinstance(cls, UserDefinedClassVariable):
             return None
@@ -357,7 +225,7 @@ class BuiltinVariable(VariableTracker):
         return obj.var_getattr(tx, attr)
 
     def _call_hasattr(self, tx, obj, name):
-        from .misc import NewObjectVariable
+        from .new_object import NewObjectVariable
 
         if isinstance(obj, NewObjectVariable) and name.is_python_constant():
             return obj.call_hasattr(tx, name.as_python_constant())

@@ -24,7 +24,7 @@ from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import BaseListVariable, ListVariable, TupleVariable
-from .misc import NewObjectVariable
+from .new_object import NewObjectVariable
 
 
 def _global_hooks() -> bool:

@@ -1,0 +1,221 @@
+"""Objects created while tracing: a plain class called in the trace, its instance and its lookups.
+
+Place in the pipeline: ``UserDefinedClassVariable.call_function`` (``misc.py``) makes a
+``NewObjectVariable`` and inlines its ``__init__``; its attributes live on the tracker,
+reads and writes go through the class's own ``__getattribute__``/``__setattr__`` when it
+has Python ones, and the object is rebuilt (``new_object``) if it outlives the graph.
+Mirrors ``torch/_dynamo/variables/user_defined.py`` (``UserDefinedObjectVariable`` of an
+object made in the trace) with ``AttributeMutationNew`` of ``torch/_dynamo/side_effects.py``,
+and ``ObjectVariable``'s ``object.__getattribute__``/``__setattr__`` handling.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import inspect
+
+import torch
+
+from ..exc import Unsupported, unimplemented
+from ..source import AttrSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .misc import _MISSING, UserDefinedObjectVariable, class_attribute, generic_python_attr, guard_class_attribute
+
+
+class ObjectGetattributeVariable(VariableTracker):
+    """``object.__getattribute__`` bound to ``obj``: ``super().__getattribute__(name)`` in an override."""
+
+    def __init__(self, obj: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.obj = obj
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        from .user_defined import InstanceDictVariable
+
+        if kwargs or len(args) != 1 or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), str):
+            unimplemented("object.__getattribute__ with a name that is not a constant string")
+        name, obj = args[0].as_python_constant(), self.obj
+        if isinstance(obj, NewObjectVariable):
+            return obj.generic_getattr(tx, name)
+        if not isinstance(obj, UserDefinedObjectVariable):
+            unimplemented(f"object.__getattribute__ of {obj}")
+        if name == "__dict__" and type(getattr(obj.value, "__dict__", None)) is dict:
+            source = AttrSource(obj.source, "__dict__") if obj.source is not None else None
+            return InstanceDictVariable(UserDefinedObjectVariable(obj.value.__dict__, source=source), source=source)
+        return generic_python_attr(tx, obj, obj.value, name)
+
+
+class ObjectSetattrVariable(VariableTracker):
+    """``object.__setattr__`` bound to a new object: ``super().__setattr__(key, value)`` in an override."""
+
+    def __init__(self, obj: "NewObjectVariable", **kwargs):
+        super().__init__(**kwargs)
+        self.obj = obj
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if kwargs or len(args) != 2 or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), str):
+            unimplemented("object.__setattr__ with a name that is not a constant string")
+        self.obj.attrs[args[0].as_python_constant()] = args[1]
+        return ConstantVariable(None)
+
+
+class ObservedAttributeError(Unsupported):
+    """An attribute a new object of the trace does not have: eager raises AttributeError here.
+
+    Note [hasattr through a __getattribute__ override]
+        ``hasattr(y, "__setstate__")`` on a new ``PretrainedConfig`` (a deepcopy's
+        ``_reconstruct``) runs the class's ``__getattribute__``, which ends in
+        ``object.__getattribute__`` finding nothing: AttributeError, so False. We trace the
+        override; the lookup that finds nothing raises this (a graph break anywhere else),
+        and ``hasattr`` alone turns it into False, as Dynamo's ``ObservedAttributeError``.
+        Only for an override without a try block of its own (it cannot catch the error)
+        and a class without ``__getattr__`` (which would be called next).
+    """
+
+
+class NewObjectVariable(VariableTracker):
+    """An instance of a plain Python class created while tracing (its __init__ was inlined).
+
+    Its attributes live here; if it must exist after the graph, it is rebuilt with
+    ``___new_object(cls, {...})``. Real Dynamo: ``UserDefinedObjectVariable`` with a
+    ``AttributeMutationNew`` in SideEffects.
+    """
+
+    def __init__(self, cls: type, **kwargs):
+        super().__init__(**kwargs)
+        self.cls = cls
+        self.attrs: dict[str, VariableTracker] = {}
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        getattribute = inspect.getattr_static(self.cls, "__getattribute__", None)
+        if inspect.isfunction(getattribute):  # the class's own lookup (PretrainedConfig's attribute_map), inlined
+            from .functions import UserMethodVariable
+
+            return UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
+        return self.generic_getattr(tx, name)
+
+    def generic_getattr(self, tx, name: str) -> VariableTracker:
+        """``object.__getattribute__(obj, name)``: the instance's attributes, then its class."""
+        from .builder import wrap_sourceless
+
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__dict__":
+            from .user_defined import NewObjectDictVariable
+
+            return NewObjectDictVariable(self)
+        cls_attr = inspect.getattr_static(self.cls, name, None)
+        found = class_attribute(tx, self, cls_attr, name)
+        if found is not None:
+            return found
+        if cls_attr is not None:
+            return wrap_sourceless(tx, cls_attr)
+        raise ObservedAttributeError(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        """``obj(x)``: ``type(obj).__call__`` inlined (Python looks it up on the class, never the instance)."""
+        call = inspect.getattr_static(self.cls, "__call__", None)
+        if not inspect.isfunction(call):
+            unimplemented(f"calling a {self.cls.__name__} object (its class has no Python __call__)")
+        from .functions import UserMethodVariable
+
+        guard_class_attribute(tx, self.cls, "__call__", call)
+        return UserMethodVariable(call, self).call_function(tx, list(args), dict(kwargs))
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``obj.name = value`` / ``setattr``: through the class's ``__setattr__`` when it has one in Python."""
+        setattr_ = inspect.getattr_static(self.cls, "__setattr__", object.__setattr__)
+        if setattr_ is object.__setattr__:
+            self.attrs[name] = value
+        elif inspect.isfunction(setattr_):  # PretrainedConfig maps names through attribute_map
+            from .functions import UserMethodVariable
+
+            UserMethodVariable(setattr_, self).call_function(tx, [ConstantVariable(name), value], {})
+        else:
+            unimplemented(f"setting {name!r} on a {self.cls.__name__} (its class has a C __setattr__)")
+
+    def del_attr(self, tx, name: str) -> None:
+        if inspect.getattr_static(self.cls, "__delattr__", object.__delattr__) is not object.__delattr__:
+            unimplemented(f"delattr on a {self.cls.__name__} (its class overrides __delattr__)")
+        if name not in self.attrs:
+            unimplemented(f"delattr({self.cls.__name__}, {name!r}): no such instance attribute (eager raises AttributeError)")
+        del self.attrs[name]
+
+    def call_hasattr(self, tx, name: str) -> VariableTracker:
+        """``hasattr(obj, name)`` of an object made in the trace: its own attributes, then its class."""
+        if name in self.attrs:
+            return ConstantVariable(True)
+        getattr_, getattribute = [inspect.getattr_static(self.cls, n, None) for n in ("__getattr__", "__getattribute__")]
+        if (inspect.isfunction(getattribute) and not inspect.isfunction(getattr_)
+                and not getattribute.__code__.co_exceptiontable):
+            # Note [hasattr through a __getattribute__ override]: trace the override; the
+            # AttributeError it would raise (object.__getattribute__ finding nothing) is False
+            from .functions import UserMethodVariable
+
+            try:
+                UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
+            except ObservedAttributeError:
+                return ConstantVariable(False)
+            return ConstantVariable(True)
+        if inspect.isfunction(getattr_) or inspect.isfunction(getattribute):
+            unimplemented(f"hasattr on a {self.cls.__name__} (its class overrides attribute lookup)")
+        cls_attr = inspect.getattr_static(self.cls, name, _MISSING)
+        if cls_attr is _MISSING:
+            return ConstantVariable(False)
+        if isinstance(cls_attr, property):  # the getter may raise AttributeError: trace it (a raise breaks)
+            self.var_getattr(tx, name)
+        return ConstantVariable(True)
+
+    def has_unpack_var_sequence(self, tx) -> bool:
+        return _abc_sequence_iter(self.cls)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        """``for x in obj`` over a ``collections.abc.Sequence`` subclass (Note [Iterating a Sequence])."""
+        if not _abc_sequence_iter(self.cls):
+            unimplemented(f"iterating over {self}")
+        n = self.call_method(tx, "__len__", [], {})
+        if not n.is_python_constant() or not isinstance(n.as_python_constant(), int):
+            unimplemented(f"iterating over {self}: len() is not a constant int")
+        return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {}) for i in range(n.as_python_constant())]
+
+    def reconstruct(self, codegen) -> str:
+        cls = codegen.constant_expr(self.cls)
+        body = ", ".join(f"{k!r}: {codegen.expr(v)}" for k, v in self.attrs.items())
+        return f"___new_object({cls}, {{{body}}})"
+
+    def __repr__(self) -> str:
+        return f"NewObjectVariable({self.cls.__name__})"
+
+
+def _abc_sequence_iter(cls: type) -> bool:
+    """Iteration comes from ``collections.abc.Sequence.__iter__``, over a Python ``__len__`` and ``__getitem__``.
+
+    Note [Iterating a Sequence]
+        ``Sequence.__iter__`` is a generator that calls ``self[i]`` for i = 0, 1, ...
+        until ``IndexError``. We do not trace generators or exceptions, so we unroll
+        it as the ABC's contract states it: ``len(obj)`` items, ``obj[0] .. obj[len-1]``,
+        both inlined (so their reads are guarded like any other). transformers'
+        ``_PerLayerConfigView`` (``for layer_config in config.per_layer_config``) is one.
+        Real Dynamo inlines the generator itself (``LocalGeneratorObjectVariable``).
+    """
+    return (
+        inspect.getattr_static(cls, "__iter__", None) is collections.abc.Sequence.__iter__
+        and inspect.isfunction(inspect.getattr_static(cls, "__len__", None))
+        and inspect.isfunction(inspect.getattr_static(cls, "__getitem__", None))
+    )
+
+
+def new_object(cls: type, attrs: dict):
+    """Rebuild an object created while tracing (used by transformed functions)."""
+    obj = object.__new__(cls)
+    if isinstance(obj, torch.nn.Module):  # a user module made in the trace (UnspecializedNNModuleVariable)
+        torch.nn.Module.__init__(obj)
+    obj.__dict__.update(attrs)
+    return obj
