@@ -371,3 +371,31 @@ def test_class_attribute_guard_as_dict_lookups_sees_a_forward_replaced_on_the_cl
     assert torch.equal(compiled(x), x * 3)
     Child.forward = lambda self, x: x - 2
     assert torch.equal(compiled(x), x - 2)
+
+
+def test_a_module_global_read_through_the_module_bound_once_still_recompiles():
+    """Note [A module is bound once]: the check function reads a module's ``__dict__`` bound at compile time."""
+    import sys
+    import types
+
+    mod = types.ModuleType("_md_test_bound_module")
+    sys.modules[mod.__name__] = mod
+    try:
+        exec("class Scaler:\n    def apply(self, x):\n        return x * SCALE\nSCALE = 2\n", vars(mod))  # noqa: S102
+        scaler = mod.Scaler()
+
+        def f(x):
+            return scaler.apply(x)
+
+        fn = md.compile(f, backend="eager")
+        x = torch.ones(2)
+        assert fn(x).tolist() == f(x).tolist() == [2.0, 2.0]
+        guards = [str(g) for g in fn.cache.entries[0].guards]
+        assert any("sys.modules['_md_test_bound_module'].__dict__['SCALE'] == 2" in g for g in guards), guards
+        assert "sys.modules" not in fn.cache.entries[0].check.source  # the readable guard stays; the check reads the bound dict
+        mod.SCALE = 3  # a rebinding still fails the guard
+        assert fn(x).tolist() == f(x).tolist() == [3.0, 3.0] and len(fn.cache.entries) == 2
+        sys.modules[mod.__name__] = types.ModuleType(mod.__name__)  # the method still reads its own module's globals
+        assert fn(x).tolist() == f(x).tolist() == [3.0, 3.0]
+    finally:
+        sys.modules.pop(mod.__name__, None)

@@ -20,7 +20,7 @@ import torch
 
 from . import tensor_match
 from .guards import _MODULE_TABLES, Guard, GuardSet, _no_hooks_expr
-from .source import GetItemSource, ModuleSource, Source
+from .source import AttrSource, GetItemSource, ModuleSource, Source
 
 # ``torch.float32`` in a guard, as the check function reads it: a global bound once.
 _TORCH_CONSTANT = re.compile(r"(?<![\w.'\]])torch\.([A-Za-z_]\w*)(?![\w.(])")
@@ -156,6 +156,11 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
             test = _class_attribute_test(g.expr, scope) if g.kind == "CLASS_ATTRIBUTE" else None
             lines += [f"    if not ({test or _hoist_torch_constants(g.expr, scope)}):", "        return False"]
     bound: dict[str, str] = {}  # source name -> the local holding it
+    for source in sources.values():  # a module and its __dict__, read through: bound once (Note [A module is bound once])
+        for base in source.bases():
+            module = _module_read(base, scope)
+            if module is not None:
+                bound.setdefault(base.name(), module)
     for i, (name, group) in enumerate(groups.items()):
         if name in skipped:
             continue
@@ -279,16 +284,20 @@ def _module_read(source: Source, scope: dict[str, Any]) -> Optional[str]:
         global, an attribute and a dict lookup per call. A module's ``__dict__``
         cannot be replaced, and the functions traced read the ``__dict__`` of the
         module they were defined in (their ``__globals__``), whatever ``sys.modules``
-        says later; so the module object is bound once into the check function's
-        scope and its guards read attributes of it: the same values, and a rebinding
-        of any of those globals still fails its guard. Torch's guards reach a
+        says later; so the module object (or its ``__dict__``, ``sys.modules['helpers'].__dict__``)
+        is bound once into the check function's scope and its guards read from it:
+        ``___module_helpers_dict['SCALE'] == 2``, the same values, and a rebinding of
+        any of those globals still fails its guard. Torch's guards reach a
         module's globals the same way, from an object held by the guard manager.
     """
-    if type(source) is not ModuleSource or source.module_name not in sys.modules:
+    of_dict = type(source) is AttrSource and source.member == "__dict__"  # a module's __dict__ is read-only
+    module_source = source.base if of_dict else source
+    if type(module_source) is not ModuleSource or module_source.module_name not in sys.modules:
         return None
-    module = sys.modules[source.module_name]
-    name = "___module_" + "".join(c if c.isalnum() else "_" for c in source.module_name)
-    if scope.setdefault(name, module) is not module:
+    value = sys.modules[module_source.module_name]
+    value = vars(value) if of_dict else value
+    name = "___module_" + "".join(c if c.isalnum() else "_" for c in module_source.module_name) + ("_dict" if of_dict else "")
+    if scope.setdefault(name, value) is not value:
         return None
     return name
 
