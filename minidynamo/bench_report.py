@@ -149,7 +149,7 @@ def plot(report: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [n for n, _ in _workloads(report)]
+    names = [n for n, e in _workloads(report) if "ops_per_pass" in e]  # not the dynamic-shape row
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     axes[0].bar(names, [report[n]["compile_ratio"] or 0 for n in names])
     axes[0].axhline(0.25, color="red", linestyle="--", label="target 0.25")

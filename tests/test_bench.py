@@ -195,3 +195,14 @@ def test_a_regression_inside_this_runs_interval_says_within_noise():
     assert len(found) == 2  # a previous negative ratio is not compared
     assert "mlp overhead_ratio" in found[0] and "within noise" not in found[0]
     assert "gpt2_tiny overhead_ratio" in found[1] and "within noise" in found[1]
+
+
+def test_plot_draws_a_report_with_the_dynamic_shape_row(tmp_path):
+    pytest.importorskip("matplotlib")
+    from minidynamo import bench
+
+    entry = _stats_row([[15e-6] * 5], [[30e-6] * 5])
+    report = {"mlp": {**entry, "cold_ratio": None, "ops_per_pass": {"ours": {}, "torch": {}}},
+              "dynamic_shapes": {"ours": {}, "torch": {}, "compile_ratio": 0.2}}
+    bench.plot(report, str(tmp_path / "bench.png"))
+    assert (tmp_path / "bench.png").stat().st_size > 0
