@@ -55,6 +55,11 @@ class _Dispatched(Exception):
 class _FirstDispatch(TorchDispatchMode):
     """Records the first op that reaches the Python key, and stops the call there (no kernel runs)."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # not wrapped in torch._disable_dynamo: that imports real Dynamo (seconds) at the first op (issue 17)
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         raise _Dispatched(func, args, kwargs or {})
 
