@@ -7,7 +7,8 @@ process, one thread, after compiling and resetting an unrelated function (DESIGN
 cache entries, AOT compilations (both AOTAutograds trace the symbolic graph once; ours
 falls back to one per size only where its symbolic trace fails, Note [AOT backends
 specialize per size] in ``symbolic/dynamic_shapes.py``), total time of the 20 first
-calls, and the per-call overhead of the dynamic entry against a static one (median of interleaved rounds, compiled minus eager).
+calls, and the per-call overhead of the dynamic entry against a static one (median of paired
+rounds, compiled minus eager in the same round: ``_paired_overheads``).
 """
 
 from __future__ import annotations
@@ -50,13 +51,37 @@ def _reset(system: str) -> None:
         dynamo_reset()
 
 
-def _median_call(fn, x, rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
+def _paired_overheads(fns: dict, x, rounds: int) -> dict:
+    """Per-call overhead of each of ``fns`` over ``fns["eager"]``: the median over paired rounds.
+
+    As ``bench_measure.py``'s Note [Paired rounds]: each round times ``inner`` calls of
+    every function back to back (about 5 ms for the slowest), the order rotating
+    between rounds, garbage collector off; a round's overhead is a function's time
+    per call minus eager's in the same round.
+    """
+    import gc
+
+    def per_call(f, inner):
         t = time.perf_counter()
-        fn(x)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for _ in range(inner):
+            f(x)
+        return (time.perf_counter() - t) / inner
+
+    slowest = max(min(per_call(f, 1) for _ in range(3)) for f in fns.values())
+    inner = max(1, min(5000, round(0.005 / max(slowest, 1e-7))))
+    names = list(fns)
+    diffs: dict[str, list[float]] = {n: [] for n in names if n != "eager"}
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            times = {n: per_call(fns[n], inner) for n in order}
+            for n in diffs:
+                diffs[n].append(times[n] - times["eager"])
+    finally:
+        gc.enable()
+    return {n: statistics.median(d) for n, d in diffs.items()}
 
 
 def worker(system: str, quick: bool) -> dict:
@@ -100,16 +125,10 @@ def worker(system: str, quick: bool) -> dict:
     static = _compile(system, _model(), dynamic=False)
     x = torch.randn(sizes[-1], 16)
     static(x)
-    rounds = 50 if quick else 300
-    dyn_t, stat_t, eager_t = [], [], []
-    for _ in range(3):  # interleaved
-        dyn_t.append(_median_call(compiled, x, rounds))
-        stat_t.append(_median_call(static, x, rounds))
-        eager_t.append(_median_call(model, x, rounds))
-    eager = statistics.median(eager_t)
+    overheads = _paired_overheads({"eager": model, "dynamic": compiled, "static": static}, x, 9 if quick else 90)
     return {"sizes": len(sizes), "entries": entries, "dynamo_traces": graphs, "aot_compiles": aot,
-            "total_first_calls_s": total, "dynamic_overhead_s": statistics.median(dyn_t) - eager,
-            "static_overhead_s": statistics.median(stat_t) - eager}
+            "total_first_calls_s": total, "dynamic_overhead_s": overheads["dynamic"],
+            "static_overhead_s": overheads["static"]}
 
 
 def run(quick: bool = False) -> dict:
