@@ -120,3 +120,20 @@ def test_recording_keeps_no_new_object_per_op_for_the_collector():
         after = len(gc.get_objects())
     assert after - before < 100, after - before
     assert len([e for e in log if e.op == "aten.t.default"]) == 500
+
+
+def test_ops_per_pass_counts_the_same_before_and_after_the_log_is_read():
+    mode = FakeTensorMode()
+    fx = mode.from_tensor(torch.randn(3, 4))
+    with events.record() as log:
+        with events.pass_scope("a"), mode:
+            fx.t().sin()
+        with events.pass_scope("b"), mode:
+            fx.cos()
+    unread = events.ops_per_pass(log)
+    assert list.__len__(log) == 0  # counted off the tape: no Event was made
+    by_hand: dict = {}
+    for e in log:
+        if e.kind == "op":
+            by_hand[e.pass_name] = by_hand.get(e.pass_name, 0) + 1
+    assert unread == by_hand == events.ops_per_pass(log) == events.ops_per_pass(list(log)) == {"a": 2, "b": 1}
