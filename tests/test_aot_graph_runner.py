@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.fx as fx
 
+from minidynamo._torch_private import TENSOR_BASE, VARIABLE_FUNCTIONS
 from minidynamo.aot import aot_function
 from minidynamo.aot.graph_runner import bind_op, op_bindings, run_graph_fast
 
@@ -134,7 +135,7 @@ def test_a_binding_reaching_another_overload_is_not_used():
     fast = run_graph_fast(_graph_of(aten.mul.Scalar, 2))
     assert op_bindings(fast)[aten.mul.Scalar] is aten.mul.Scalar._op
     fast = run_graph_fast(_graph_of(aten.mul.Tensor, 2))
-    assert op_bindings(fast)[aten.mul.Tensor] is torch._C._VariableFunctions.mul
+    assert op_bindings(fast)[aten.mul.Tensor] is VARIABLE_FUNCTIONS.mul
     x = torch.randn(3)
     assert torch.equal(fast(x)[0], aten.mul.Tensor(x, 2))
 
@@ -147,6 +148,6 @@ def test_an_op_without_a_binding_keeps_its_c_entry():
 
 
 def test_bind_op_for_view_replays():
-    assert bind_op(aten.view.default, (torch.empty(0), [-1])) is torch._C.TensorBase.view
-    assert bind_op(aten.t.default, (torch.empty(0),)) is torch._C._VariableFunctions.t
+    assert bind_op(aten.view.default, (torch.empty(0), [-1])) is TENSOR_BASE.view
+    assert bind_op(aten.t.default, (torch.empty(0),)) is VARIABLE_FUNCTIONS.t
     assert bind_op(aten.slice.Tensor, (torch.empty(0), 0, 1, 2)) is aten.slice.Tensor._op
