@@ -767,6 +767,19 @@ def test_a_user_module_made_in_the_trace_survives_a_graph_break(capsys):  # caps
     assert [r.reason.split(" ")[0] for r in ours.break_reasons] == ["print()"], ours.break_reasons
 
 
+def reads_the_module_state(x):
+    m = _Gelu()
+    return x + len(m.__dict__), hasattr(m, "_parameters")
+
+
+def test_the_untracked_state_of_a_user_module_made_in_the_trace_is_not_guessed():
+    x = torch.randn(3)  # its __dict__ holds nn.Module's dicts too: a graph break, never a wrong answer
+    out = md.compile(reads_the_module_state, backend="eager")(x)
+    expected = reads_the_module_state(x)
+    torch.testing.assert_close(out[0], expected[0])
+    assert out[1] == expected[1]
+
+
 def test_transformers_act2fn_made_in_the_trace():
     from transformers.activations import ACT2FN
 

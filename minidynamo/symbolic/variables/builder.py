@@ -130,6 +130,8 @@ class VariableBuilder:
             items = [VariableBuilder(tx, GetItemSource(items_src, i))(v) for i, v in enumerate(value.resume_items)]
             return ListIteratorVariable(items, value.resume_index, source=source)
         if isinstance(value, torch.nn.Module):
+            if "_modules" not in value.__dict__:  # its own __init__ traced as a frame, before nn.Module.__init__ ran
+                unimplemented(f"a {type(value).__name__} whose nn.Module.__init__ has not run yet")
             # Note [Modules are guarded by type and structure]: not by identity, so one entry
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
             # the trace reads is guarded through its own source, parameters are graph inputs.

@@ -374,7 +374,7 @@ class UnspecializedNNModuleVariable(NewObjectVariable):
                         for n in _MODULE_PROTOCOL))
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in _MODULE_STATE and name not in self.attrs:
+        if (name in _MODULE_STATE and name not in self.attrs) or name == "__dict__":  # its __dict__ holds that state too
             unimplemented(f"reading {name} of a {self.cls.__name__} made in the trace (its module state is not tracked)")
         return self.generic_getattr(tx, name)
 
