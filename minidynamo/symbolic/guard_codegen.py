@@ -59,7 +59,8 @@ def _no_aliasing_guard(guard_set: GuardSet) -> Optional[Guard]:
         cheaper than building a set of 200 ids. Where the C++ extension is
         built they run in one call, ``___no_aliasing(3, ___s1, ..., ___s200)``
         (the written ones first; ~12 us as unrolled ``is`` bytecode, under 1 us
-        in C); elsewhere as unrolled ``is`` tests. When the
+        in C), or inside the one ``ItemsMatch`` call when all of them are items of
+        one tuple (Note [A sequence of tensors is one C++ call]); elsewhere as unrolled ``is`` tests. When the
         mutated inputs are not known, every pair is checked, as torch does.
     """
     sources = [n for n in guard_set.tensor_names if n not in guard_set.duplicate_sources]
