@@ -19,7 +19,8 @@ import sys
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._pytree import SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten
+from torch.utils._pytree import SUPPORTED_NODES, tree_flatten, tree_unflatten
+from torch.utils._pytree import tree_map as _torch_tree_map
 from torch.utils._python_dispatch import TorchDispatchMode  # the base class of every dispatch mode of ours
 
 
@@ -45,7 +46,26 @@ def silence_dynamo_logs() -> None:
 
 # torch.utils._pytree: flatten nested containers of tensors (the symbolic interpreter's
 # fake values, functionalization, make_fx and aot_function's flat calling convention).
-# Imported above: SUPPORTED_NODES, tree_flatten, tree_map, tree_unflatten.
+# Imported above: SUPPORTED_NODES, tree_flatten, tree_unflatten.
+
+_CONTAINERS = (tuple, list, dict)
+
+
+def tree_map(fn, tree):
+    """torch.utils._pytree.tree_map (used), with a fast path for what most ops receive: one
+    leaf, or a plain tuple, list or dict of leaves, mapped without building a TreeSpec (the
+    warm compile calls it three times per op while functionalizing). A leaf here is anything
+    neither a tuple, list or dict nor a registered pytree node; the rest takes torch's path."""
+    t = type(tree)
+    if t is tuple or t is list or t is dict:
+        items = tree.values() if t is dict else tree
+        if all(not isinstance(x, _CONTAINERS) and type(x) not in SUPPORTED_NODES for x in items):
+            if t is dict:
+                return {k: fn(v) for k, v in tree.items()}
+            return t(map(fn, tree))
+    elif not isinstance(tree, _CONTAINERS) and t not in SUPPORTED_NODES:
+        return fn(tree)
+    return _torch_tree_map(fn, tree)
 
 
 def lazy_graph_module(root, graph, class_name: str = "GraphModule"):
