@@ -26,8 +26,6 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from minidynamo._torch_private import lazy_graph_module
-
 __all__ = ["default_partition", "PartitionResult", "saved_values_table"]
 
 
@@ -145,8 +143,8 @@ def default_partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int) -> 
     saved_values = syms_first(saved_values)
     fw_graph = _extract_graph_with_inputs_outputs(graph, primals, fwd_outputs + saved_values, "forward")
     bw_graph = _extract_graph_with_inputs_outputs(graph, saved_values + tangents, bwd_outputs, "backward")
-    fw_module = lazy_graph_module(joint_module, fw_graph)  # Note [Graph modules compile their code lazily]
-    bw_module = lazy_graph_module(joint_module, bw_graph)
+    fw_module = fx.GraphModule(joint_module, fw_graph)
+    bw_module = fx.GraphModule(joint_module, bw_graph)
     return PartitionResult(fw_module, bw_module, saved_values, num_fwd_outputs)
 
 
