@@ -72,9 +72,33 @@ def lazy_graph_module(root, graph, class_name: str = "GraphModule"):
     """torch.fx._lazy_graph_module._LazyGraphModule (used): an ``fx.GraphModule`` that writes and
     compiles its Python code when first called or read (``.code``, ``print``), not when built,
     as torch's Dynamo and AOTAutograd make theirs (Note [Graph modules compile their code lazily])."""
-    from torch.fx._lazy_graph_module import _LazyGraphModule
+    return _lazy_graph_module_class()(root, graph, class_name)
 
-    return _LazyGraphModule(root, graph, class_name)
+
+_LAZY_CLASS = None
+
+
+def _lazy_graph_module_class():
+    """``_LazyGraphModule`` whose first run calls the code it just wrote, not ``self(...)``.
+
+    torch's ``_lazy_forward`` writes the code, then calls ``self(*args)``: through
+    ``nn.Module.__call__``, so a global forward hook (``register_module_forward_hook``)
+    fired on the graph module itself at its first run, and on no later run. Ours calls
+    the written ``forward`` directly, as every later call does.
+    """
+    global _LAZY_CLASS
+    if _LAZY_CLASS is None:
+        from torch.fx._lazy_graph_module import _LazyGraphModule
+
+        class _LazyRunGraphModule(_LazyGraphModule):
+            def _lazy_forward(self, *args, **kwargs):
+                self._real_recompile()
+                return self.forward(*args, **kwargs)  # the generated code now
+
+            forward = _lazy_forward
+
+        _LAZY_CLASS = _LazyRunGraphModule
+    return _LAZY_CLASS
 
 
 # --- bytecode, chapter 01 (oracle) ----------------------------------------------------

@@ -55,7 +55,8 @@ PROBE = (
 #         check; in torch 2.13 nearly every aten op's Meta kernel is Python (``activate_meta``
 #         in torch/_meta_registrations.py), so ``torch.empty(2, device="meta") * 2`` in a
 #         fresh process pays the same. Our own ShapeEnv imports sympy only for symbolic sizes;
-#       - networkx: the max-flow of the min-cut partitioner (ours, as torch's aot_eager);
+#       - networkx: torch's min-cut partitioner uses it; ours has its own max-flow
+#         (aot/max_flow.py), so a nonzero figure is a regression;
 #       - other torch, other: the rest.
 #     ``first_compile_top_s`` lists the biggest imports the first compile started
 #     (cumulative), which names each trigger.
