@@ -14,9 +14,9 @@ excluded (see ``../shared/DESIGN.md``, "How the benchmark measures"):
   ``bench_stats.py``); a ratio whose torch side is not told from 0 prints "within noise";
 - every figure is the median over ``--repeats`` (5) fresh workers per system, ours
   and torch's alternating (the machine's speed drifts over seconds); a fresh worker
-  is a child forked from a zygote that has imported torch and the model's library
-  (Note [Fresh processes from a zygote], ``bench_measure.py``), or with ``--spawn``
-  a new interpreter;
+  is a new interpreter, or with ``--fork`` a child forked from a zygote that has
+  imported torch and the model's library (faster, but its warm compiles are slower
+  than a new interpreter's: Note [Fresh processes from a zygote], ``bench_measure.py``);
 - FakeTensor ops per pass: ours from ``minidynamo.events``, torch's from
   ``minidynamo.real_passes``;
 - the cost of the event log: our compile latency recording and not (the headline
@@ -73,7 +73,7 @@ from minidynamo.bench_workloads import (  # noqa: F401 - re-exported (tests, cha
     _warmup_fn, pointwise_chain_fn,
 )
 
-_SPAWN = {"on": not hasattr(os, "fork")}  # Note [Fresh processes from a zygote]: fork where there is one
+_SPAWN = {"on": True}  # Note [Fresh processes from a zygote]: new interpreters unless --fork
 _ZYGOTES = Zygotes()
 _TIMING: dict[str, Any] = {"workers": 0, "phases_s": {}}
 
@@ -222,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
                              f"a full run (no --quick/--only) saves its figures there")
     parser.add_argument("--no-imports", action="store_true", help="skip the import-time breakdown")
     parser.add_argument("--spawn", action="store_true",
-                        help="every worker a new interpreter, not a child forked from a zygote (slower; the same figures)")
+                        help="every worker a new interpreter (the default)")
+    parser.add_argument("--fork", action="store_true",
+                        help="workers forked from a zygote that imported torch: faster, but a garbage collection in "
+                             "a forked child copies the inherited heap, so warm compiles read slower")
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     parser.add_argument("--zygote", metavar="KEY", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -231,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.zygote is not None:
         return zygote(args.zygote)
-    if args.spawn:
-        _SPAWN["on"] = True
+    if args.fork and hasattr(os, "fork"):
+        _SPAWN["on"] = False
     if args.frame_hook:
         from minidynamo import bench_frame_hook
 

@@ -2,9 +2,9 @@
 
 Place in the pipeline: outside it; ``bench.py`` (the driver) asks for each figure with a
 spec (workload, system, warm or cold) and gets back this module's :func:`worker` result.
-A worker runs in a process of its own: a child forked from a zygote that has imported
-torch, minidynamo and the workload's model library and nothing else (Note [Fresh
-processes from a zygote]), or with ``--spawn`` a new interpreter. No torch file mirrors
+A worker runs in a process of its own: a new interpreter, or with ``--fork`` a child
+forked from a zygote that has imported torch, minidynamo and the workload's model
+library and nothing else (Note [Fresh processes from a zygote]). No torch file mirrors
 it; ``torch.utils.benchmark.Timer`` times calls as :func:`_steady_state` does (gc off,
 many calls per measurement).
 """
@@ -205,7 +205,16 @@ def _steady_state(wl: Workload, compiled: Callable, args: tuple, quick: bool) ->
 #     stages and torch._dynamo import lazily is still imported in each child, inside
 #     the cold figure. Small workloads get a zygote without timm or transformers (a
 #     child must not find modules loaded that a real process would not have). The
-#     fork is Linux's; elsewhere, or with ``--spawn``, each worker is a new interpreter.
+#     fork is Linux's; elsewhere each worker is a new interpreter.
+#
+#     Measured (mutation_views, our warm compile): 15 ms in a new interpreter, 125-150 ms
+#     in a forked child, 24 ms in a forked child of a zygote that ran ``gc.freeze()``,
+#     12 ms in a forked child with the collector off. A full collection in the child
+#     touches every object it inherited, and each touched page is copied (copy on
+#     write): a cost a new interpreter never pays. So forking is not the default
+#     (``--fork``): it makes warm compiles read slower, by how often each system
+#     collects, not by what it does; ``gc.freeze()`` would make them read faster than
+#     a new interpreter's (its collections would skip torch's own objects).
 
 PRELOADS = {"gpt2_tiny": "transformers", "resnet10t_train": "timm", "resnet18_train": "timm",
             "mobilenetv3_small_train": "timm"}
