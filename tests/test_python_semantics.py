@@ -722,3 +722,20 @@ def test_a_cached_method_replaced_recompiles():
     del h.f
     Holder.f = functools.lru_cache(lambda self, x: x - 9)
     torch.testing.assert_close(compiled(x), fn(x))
+
+
+def test_a_star_star_call_inside_another_call_keeps_the_outer_calls_null():
+    # 3.13 pushes NULL after the callable: CALL_FUNCTION_EX of torch.empty(**kw) must not pop
+    # the NULL of the outer call (the shape of nn.Linear.__init__: Parameter(torch.empty(..., **kw))).
+    def outer(t):
+        return t + 1
+
+    def f(x):
+        kw = {"dtype": x.dtype}
+        return outer(torch.ones((2, 3), **kw)) * x
+
+    x = torch.randn(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = md.compile(f, backend="eager")(x)
+    torch.testing.assert_close(got, f(x))

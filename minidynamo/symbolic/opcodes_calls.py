@@ -52,11 +52,14 @@ class CallOpcodes:
     def CALL_FUNCTION_EX(self, inst) -> None:
         kwargs_var = self.pop() if inst.arg & 1 else None
         args_var = self.pop()
-        if NULL_AFTER_CALLABLE and self.stack and isinstance(self.stack[-1], NullVariable):
-            self.pop()  # 3.13: [fn, NULL, args, kwargs]
-        fn = self.pop()
-        if self.stack and isinstance(self.stack[-1], NullVariable):
-            self.pop()
+        if NULL_AFTER_CALLABLE:  # 3.13: [fn, NULL, args, kwargs]
+            if self.stack and isinstance(self.stack[-1], NullVariable):
+                self.pop()
+            fn = self.pop()  # a NULL below fn is an outer call's: Parameter(torch.empty(..., **kw))
+        else:  # 3.11/3.12: [NULL, fn, args, kwargs]
+            fn = self.pop()
+            if self.stack and isinstance(self.stack[-1], NullVariable):
+                self.pop()
         args = args_var.unpack_var_sequence(self)
         kwargs = {}
         if kwargs_var is not None:
