@@ -10,7 +10,10 @@ fx graph. Mirrors ``torch/_functorch/aot_autograd.py`` and the files of
     make_fx.py                    a mini make_fx: a dispatch-mode tracer into torch.fx
     graph_capture.py              FakeTensor pass 3: the joint forward+backward graph
     partitioners.py               split the joint graph into forward and backward
-    runtime_wrappers.py           CompiledFunction and the wrappers (mutations, aliases)
+    compiled_function.py          CompiledFunction: the autograd.Function around both graphs
+    functional_utils.py           gen_alias_from_base: rebuild an aliased output from its base
+    input_output_analysis.py      compute_overlapping_inputs: which inputs may share memory
+    runtime_wrappers.py           the wrappers (mutations written back, aliases, dedupe, synthetic base)
     aot_autograd.py               aot_function, aot_module, aot_module_simplified
 
 Names are imported lazily, so ``import minidynamo.aot`` stays cheap.

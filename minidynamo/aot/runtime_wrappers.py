@@ -2,10 +2,12 @@
 
 Place in the pipeline: the last AOT stage; ``aot_autograd.py`` builds these wrappers
 around the compiled graphs from ``partitioners``. Mirrors
-``torch/_functorch/_aot_autograd/runtime_wrappers.py`` (``AOTDispatchAutograd``'s
-``CompiledFunction``, ``RuntimeWrapper``, ``AliasOfInputHandler``...,
-``AOTDedupeWrapper``, ``AOTSyntheticBaseWrapper``) and ``functional_utils.py``
-(``gen_alias_from_base``).
+``torch/_functorch/_aot_autograd/runtime_wrappers.py`` (``RuntimeWrapper``,
+``make_output_handler`` with ``AliasOfInputHandler``..., ``AOTDedupeWrapper``,
+``AOTSyntheticBaseWrapper``). Three of its pieces have a module each, named after
+the torch file that holds them, and are importable from here too:
+``compiled_function.py`` (``CompiledFunction``), ``functional_utils.py``
+(``gen_alias_from_base``), ``input_output_analysis.py`` (``compute_overlapping_inputs``).
 
 The compiled graphs are functional: they mutate nothing and return no aliases that
 the caller can see. This module puts the side effects back, on every call:
@@ -45,7 +47,16 @@ from typing import Any, Callable
 import torch
 
 from minidynamo import events
-from minidynamo.aot.schemas import OutputType, TensorAlias, ViewAndMutationMeta, ViewMeta, replay_views
+# Split off this module; their names stay importable from here. The output handlers look up
+# _regen, _single_view and _view_replayer among this module's globals (a test patches them here).
+from minidynamo.aot.compiled_function import create_compiled_function
+from minidynamo.aot.functional_utils import (  # noqa: F401
+    _ANY_TENSOR, _regen, _single_view, _view_replayer, gen_alias_from_base,
+)
+from minidynamo.aot.input_output_analysis import (  # noqa: F401
+    _definitely_do_not_overlap, _extent, compute_overlapping_inputs,
+)
+from minidynamo.aot.schemas import OutputType, TensorAlias, ViewAndMutationMeta, ViewMeta
 
 __all__ = [
     "WRAPPER_WORK",
@@ -54,105 +65,12 @@ __all__ = [
     "create_runtime_wrapper",
 ]
 
+
 # Note [Precomputed indices on the hot path]: per-call work, by kind.
 WRAPPER_WORK: collections.Counter = collections.Counter()
 
 
-# -- regenerating aliases ------------------------------------------------------
-
-
-def gen_alias_from_base(
-    base: torch.Tensor,
-    target: torch.Tensor,
-    target_requires_grad: bool,
-    view_chain: tuple | None,
-    *,
-    replay_views_ok: bool = True,
-    no_grad_view: bool = False,
-    layout: tuple | None = None,
-    **why: Any,
-) -> torch.Tensor:
-    """Rebuild the alias ``target`` (same size/stride/offset) as a view of ``base``.
-
-    ``target`` is the alias the compiled forward returned (or its fake twin);
-    ``view_chain`` the views functionalization saw from the base to the output.
-    """
-    replay = functools.partial(replay_views, view_chain=view_chain) if replay_views_ok and view_chain else None
-    return _regen(base, target, target_requires_grad, replay, no_grad_view, layout, why)
-
-
-def _regen(base: torch.Tensor, target: torch.Tensor, target_requires_grad: bool, replay: Callable | None,
-           no_grad_view: bool, layout: tuple | None, why: dict) -> torch.Tensor:
-    """``gen_alias_from_base`` with the view replay prepared once (Note [Precomputed indices on the hot path])."""
-    if layout is not None:
-        size, stride, offset = layout
-    else:
-        size, stride, offset = target.size(), target.stride(), target.storage_offset()
-    out = None
-    if replay is not None:
-        try:
-            candidate = replay(base)
-        except RuntimeError:
-            candidate = None
-        # size() is a torch.Size, a tuple: it compares equal to the tuple a layout holds.
-        if (candidate is not None and candidate.size() == size and candidate.stride() == stride
-                and candidate.storage_offset() == offset):
-            out = candidate
-    how = "view_replay" if out is not None else "as_strided"
-    if out is None:
-        out = base.as_strided(size, stride, offset)
-    if out.dtype != target.dtype:
-        out = out.view(target.dtype)
-    # torch: patch_requires_grad in gen_alias_from_base.
-    base_rg = base.requires_grad
-    if no_grad_view and target_requires_grad and base_rg:
-        # Eager made this view under no_grad: it requires grad but has no grad_fn (torch
-        # gives it a grad_fn here; the metadata's requires_grad_for_backward lets us match eager).
-        with torch.no_grad():
-            out = out.view_as(out)
-    elif base_rg and not target_requires_grad:
-        out = out.detach()
-    elif not base_rg and target_requires_grad:
-        out.requires_grad_(True)
-    if events._recording:
-        events.emit("alias_regen", how=how, **why)
-    return out
-
-
-def _single_view(chain: tuple | None) -> tuple | None:
-    """``(callable, args)`` when the chain is one plain view (no kwargs, one output), else None.
-
-    The callable is the view's cheapest entry point (graph_runner's Note [Calling aten ops
-    without OpOverload.__call__]); any tensor stands for the base in that choice.
-    """
-    if chain and len(chain) == 1 and not chain[0].kwargs and chain[0].out_index is None:
-        from minidynamo.aot.graph_runner import bind_op
-
-        op, args = chain[0].op, chain[0].args
-        return bind_op(op, (_ANY_TENSOR, *args)), args
-    return None
-
-
-_ANY_TENSOR = torch.empty(0)
-
-
-def _view_replayer(chain: tuple | None) -> Callable | None:
-    """``replay_views(·, chain)``, specialised once: a chain of one plain view is a single op call.
-
-    Note [One frame per rebuilt alias]
-        The commonest rebuilt alias is one view (``x.view(-1)``, ``x[1:]``,
-        ``y.t()``) of an input the graph mutated, whose layout metadata
-        collection recorded. Its handler replays that view, checks the layout
-        and fixes ``requires_grad`` in one frame; anything unusual (the view
-        fails, the layout or dtype differs) goes the general way, ``_regen``.
-    """
-    if not chain:
-        return None
-    single = _single_view(chain)
-    if single is not None:
-        op, args = single
-        return lambda base: op(base, *args)
-    return functools.partial(replay_views, view_chain=chain)
+# -- output handlers: regenerating aliases ------------------------------------
 
 
 def _sized_per_call(resolve: Callable | None, chain: tuple | None, layout: tuple | None) -> Callable | None:
@@ -183,7 +101,15 @@ def _sized_per_call(resolve: Callable | None, chain: tuple | None, layout: tuple
 
 def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs: frozenset[int],
                          resolve: Callable | None = None) -> Callable:
-    """One handler per user output, chosen at compile time (torch: make_output_handler)."""
+    """One handler per user output, chosen at compile time (torch: make_output_handler).
+
+    Note [One frame per rebuilt alias]
+        The commonest rebuilt alias is one view (``x.view(-1)``, ``x[1:]``,
+        ``y.t()``) of an input the graph mutated, whose layout metadata
+        collection recorded. Its handler replays that view, checks the layout
+        and fixes ``requires_grad`` in one frame; anything unusual (the view
+        fails, the layout or dtype differs) goes the general way, ``_regen``.
+    """
     info = meta.output_info[idx]
     kind = info.output_type
     num_outputs = meta.num_outputs
@@ -267,147 +193,6 @@ def _make_output_handler(idx: int, meta: ViewAndMutationMeta, as_strided_inputs:
             return out
 
     return handler
-
-
-# -- the autograd.Function -----------------------------------------------------
-
-
-def create_compiled_function(
-    compiled_fw: Callable,
-    compiled_bw: Callable,
-    meta: ViewAndMutationMeta,
-    *,
-    tangent_mask: list[bool],
-    fw_out_requires_grad: list[bool],
-    num_inputs: int,
-    bw_mutated: tuple[int, ...] = (),
-    version_checked: tuple[int, ...] = (),
-    boxed_bw: bool = False,
-) -> type[torch.autograd.Function]:
-    """The ``autograd.Function`` that runs the compiled forward and backward (torch: CompiledFunction).
-
-    Forward returns ``(mutated inputs, user outputs, intermediate bases)``, aliases in
-    ``TensorAlias`` boxes (Note [Aliased outputs are returned, then regenerated]).
-
-    Note [Saved tensors go through save_for_backward]
-        The forward's saved values go through ``ctx.save_for_backward``, as
-        torch's do (``_AutogradSavedState.save_from_forward``), so autograd
-        records each one's version counter: ``out = f(x, w); w.add_(1);
-        out.backward()`` raises eager's "modified by an inplace operation"
-        error instead of computing a gradient from the new ``w``. A saved view is
-        detached first (torch does the same: saving a view would keep its whole
-        autograd history alive); ints and other non-tensors stay on ``ctx``.
-        ``version_checked`` inputs (graph_capture's Note [A mutated input that
-        autograd saved]) are saved too, unused, so that the write-back after the
-        forward makes ``backward()`` raise as eager's does, whichever values the
-        partitioner chose to save.
-
-    Note [What a compiled backward still pays that eager does not]
-        Measured on mobilenet_v3_small (timm, train mode, process CPU time,
-        interleaved with eager in one process): unpacking the saved tensors
-        and the rest of ``backward`` outside the graph cost ~0.1 ms (the
-        version checks are not the gap), and the saved activations die inside
-        the graph at their last use (Note [The backward frees what it has
-        read]). What is left runs in the autograd engine after this one node
-        returns every parameter's gradient at once (142 here): the engine then
-        runs 142 ``AccumulateGrad`` nodes in a row. A Function that only hands
-        back those gradients costs 1.2 ms after its backward when ``.grad`` is
-        ``None`` (the engine steals each tensor) and 1.7-2.3 ms when it
-        ``add_``s into ``.grad`` gradients made long before (out of cache);
-        eager runs the same nodes, each right after the node that produced its
-        gradient. torch's ``CompiledFunction`` pays the same; accumulating
-        inside the graph (what torch's compiled autograd does) is beyond
-        ``aot_eager``.
-    """
-    n_checked = len(version_checked)
-    num_fw_outs = meta.num_forward_returns
-    n_mut = meta.num_mutated_inp_runtime_indices
-    # Forward-return positions to box: metadata-only mutated inputs and aliased outputs.
-    boxed = [
-        i for i, idx in enumerate(meta.mutated_inp_runtime_indices)
-        if meta.input_info[idx].mutates_metadata and not meta.input_info[idx].mutates_data
-    ] + [n_mut + i for i in meta.aliased_out_indices]
-    boxed_set = frozenset(boxed)
-    unsafe_view = [n_mut + i for i in meta.unsafe_view_out_indices]
-    non_differentiable = [i for i, rg in enumerate(fw_out_requires_grad) if not rg and i not in boxed_set]
-    tensor_outs = [i for i, o in enumerate(meta.output_info) if issubclass(o.raw_type, torch.Tensor)]
-    non_tensor_positions = set(range(num_fw_outs)) - {n_mut + i for i in tensor_outs} - set(range(n_mut)) - set(
-        range(n_mut + meta.num_outputs, num_fw_outs)
-    )
-    non_differentiable = [i for i in non_differentiable if i not in non_tensor_positions]
-    tangent_positions = [i for i, m in enumerate(tangent_mask) if m]
-
-    class CompiledFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, *args):
-            outs = compiled_fw(*args)
-            fw_outs, saved = list(outs[:num_fw_outs]), outs[num_fw_outs:]
-            # Note [Saved tensors go through save_for_backward]
-            tensors = [s for s in saved if isinstance(s, torch.Tensor)]
-            checked = [args[i] for i in version_checked]
-            if len(tensors) == len(saved):
-                ctx.save_for_backward(*[t.detach() if t._is_view() else t for t in saved], *checked)
-                ctx.non_tensors = None
-            else:
-                ctx.save_for_backward(*[t.detach() if t._is_view() else t for t in tensors], *checked)
-                ctx.non_tensors = [(i, s) for i, s in enumerate(saved) if not isinstance(s, torch.Tensor)]
-            # torch: Note [Intermediate Bases Optimization]. Hide this aliasing from autograd.
-            for i in unsafe_view:
-                fw_outs[i] = torch.ops.aten._unsafe_view(fw_outs[i], fw_outs[i].shape)
-            for i in boxed:
-                fw_outs[i] = TensorAlias(fw_outs[i])
-            if non_differentiable:
-                ctx.mark_non_differentiable(*[fw_outs[i] for i in non_differentiable])
-            if bw_mutated:
-                ctx.bw_mutated_inputs = [args[i] for i in bw_mutated]
-            if sym_shapes:  # Note [Sizes per call]: this call's shapes, not the trace's
-                ctx.out_shapes = {i: fw_outs[i].shape for i in tangent_positions}
-            return tuple(fw_outs)
-
-        @staticmethod
-        def backward(ctx, *grad_outs):
-            # Only the outputs that had a tangent in the joint graph; the boxed aliases' grads are None.
-            tangents = []
-            for i in tangent_positions:
-                g = grad_outs[i]
-                if g is None:  # output not used: autograd passes None, the graph wants zeros
-                    g = torch.zeros(ctx.out_shapes[i] if sym_shapes else fw_outs_shapes[i], dtype=fw_outs_dtypes[i])
-                elif not g.is_contiguous():
-                    g = g.contiguous()
-                tangents.append(g)
-            saved = ctx.saved_tensors  # raises here if a saved tensor was modified since (as eager)
-            if n_checked:
-                saved = saved[:-n_checked]
-            all_args = list(saved)
-            del saved
-            if ctx.non_tensors is not None:
-                for i, s in ctx.non_tensors:
-                    all_args.insert(i, s)
-            all_args += tangents
-            del tangents
-            if boxed_bw:
-                # aot_autograd's Note [The backward frees what it has read]
-                ctx.maybe_clear_saved_tensors()
-                grads = compiled_bw(all_args)
-            else:
-                grads = compiled_bw(*all_args)
-            if bw_mutated:
-                # Note [Input mutations in the backward]: the graph returned their new values last.
-                n = len(bw_mutated)
-                grads, new_values = grads[:-n], grads[-n:]
-                with torch.no_grad():
-                    for original, new in zip(ctx.bw_mutated_inputs, new_values):
-                        original.copy_(new)
-            if len(grads) == num_inputs:
-                return tuple(grads)
-            return tuple(grads) + (None,) * (num_inputs - len(grads))
-
-    fw_outs_shapes: dict[int, torch.Size] = {}
-    fw_outs_dtypes: dict[int, torch.dtype] = {}
-    for pos, t in zip(tangent_positions, meta.traced_tangents):
-        fw_outs_shapes[pos], fw_outs_dtypes[pos] = t.shape, t.dtype
-    sym_shapes = any(not isinstance(d, int) for shape in fw_outs_shapes.values() for d in shape)
-    return CompiledFunction
 
 
 # -- the runtime wrapper: input mutations and output aliases -------------------
@@ -550,61 +335,6 @@ def aot_wrapper_dedupe(flat_fn: Callable, flat_args: list[Any], compile_inner: C
 
 def _storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage()._cdata  # the StorageImpl: views share it, fakes too (data_ptr of meta is 0)
-
-
-def _extent(t: torch.Tensor) -> tuple[int, int]:
-    """The storage elements ``t`` may touch: [first, last]."""
-    last = t.storage_offset() + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0)
-    return t.storage_offset(), last
-
-
-def compute_overlapping_inputs(tensors: list[torch.Tensor]) -> set[int]:
-    """Positions of the tensors that may share a storage element with another one (torch: same name).
-
-    Two tensors in one storage may not overlap at all (``x[0]`` and ``x[1]``); torch
-    then makes no synthetic base. Like torch (``compute_overlapping_tensors`` in
-    ``torch/csrc/dynamo/guards.cpp``) this asks only whether they *definitely* do
-    not overlap (Note [Overlap is decided conservatively]).
-    """
-    overlapping: set[int] = set()
-    for i in range(len(tensors)):
-        for j in range(i):
-            if not _definitely_do_not_overlap(tensors[i], tensors[j]):
-                overlapping.update((i, j))
-    return overlapping
-
-
-def _definitely_do_not_overlap(x: torch.Tensor, y: torch.Tensor) -> bool:
-    """torch's ``tensors_definitely_do_not_overlap`` for static shapes.
-
-    Note [Overlap is decided conservatively]
-        torch proves "no overlap" in three cases only: both tensors contiguous
-        with disjoint ranges; the range of the one that starts first ending
-        before the other starts; two 2-d tensors with contiguous rows and the
-        same row stride whose rows interleave without meeting. Anything else
-        counts as overlapping, even when no element is shared (the even and
-        the odd elements of one vector, two columns of a matrix): those inputs
-        get a synthetic base too. Ours answers the same, so that the same
-        programs get a synthetic base (chapter 11 shows both cases).
-    """
-    if x is y:
-        return False
-    if x.numel() == 0 or y.numel() == 0:
-        return True
-    if x.storage_offset() > y.storage_offset():
-        x, y = y, x
-    if x.is_contiguous() and y.is_contiguous():
-        return x.storage_offset() + x.numel() <= y.storage_offset()
-    if _extent(x)[1] < y.storage_offset():
-        return True
-    if x.dim() == 2 and y.dim() == 2 and x.stride(1) == 1 and y.stride(1) == 1 and x.stride(0) == y.stride(0):
-        delta = y.storage_offset() - x.storage_offset()
-        if delta < x.size(1):
-            return False
-        if x.stride(0) * (x.size(0) - 1) + x.size(1) <= delta:
-            return True
-        return delta % x.stride(0) + y.size(1) <= x.stride(0)
-    return False
 
 
 def aot_wrapper_synthetic_base(
