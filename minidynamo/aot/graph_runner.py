@@ -119,19 +119,16 @@ def _binding(node: fx.Node) -> Callable:
         return v
 
     args, kwargs = fx.node.map_arg((node.args, node.kwargs), val)
-    if missing or op.namespace != "aten" or _has_symbolic((args, kwargs)):
+    if missing:  # an argument with no example value, or a symbolic one: nothing to check a binding on
         return op._op
-    key = (op, _kind(args), tuple((k, _kind(v)) for k, v in kwargs.items()))
-    if key not in _BINDINGS:
-        _BINDINGS[key] = _check_binding(op, *fx.node.map_aggregate((args, kwargs), _as_meta))
-    return _BINDINGS[key] or op._op
+    return bind_op(op, args, kwargs)
 
 
 def bind_op(op: Any, example_args: tuple, example_kwargs: dict | None = None) -> Callable:
     """The callable to run ``op`` on arguments like these (a tensor stands for any tensor).
 
-    The same choice as for a graph node (Note [Calling aten ops without OpOverload.__call__]):
-    for the runtime wrappers' own aten calls (the view replayed to rebuild an alias).
+    Note [Calling aten ops without OpOverload.__call__]: ``_binding`` asks it for each graph
+    node, the runtime wrappers for their own aten calls (the view replayed to rebuild an alias).
     """
     if type(op) is not OpOverload:
         return op
