@@ -43,7 +43,7 @@ PROBE = (
 #       - minidynamo: our stages, imported at the first call;
 #       - torch._dynamo: the real Dynamo. Nothing of ours needs it: torch's meta kernels
 #         used to import it (Note [torch._dynamo on the first meta kernel] in
-#         _torch_private.py); a nonzero figure here is a regression;
+#         _torch_private/internals.py); a nonzero figure here is a regression;
 #       - torch.distributed: torch's C++ dispatch of a tensor subclass checks for DTensor
 #         (importing torch.distributed.tensor) unless a torch_dispatch rule answers first;
 #         our FakeTensor's one such op has its rule (Note [The device question has a

@@ -1,6 +1,6 @@
 """The cold start (issue 17): a first compile imports nothing heavy it does not need.
 
-Note [torch._dynamo on the first meta kernel] (minidynamo/_torch_private.py): our first
+Note [torch._dynamo on the first meta kernel] (minidynamo/_torch_private/internals.py): our first
 compile must not import the real Dynamo, and once a real ``torch.compile`` runs in the
 same process torch must behave as if we had never touched its meta kernels. Note [The
 device question has a torch_dispatch rule] (minidynamo/fake/fake_tensor.py): nor

@@ -1,0 +1,361 @@
+"""The real torch, run to compare against: torch's Dynamo, FakeTensor, make_fx, AOTAutograd.
+
+Place in the pipeline: beside it; part of the seam ``minidynamo._torch_private`` (its
+``__init__`` says the rule and re-exports every name). Tests, chapters, exercises,
+widgets, the corpora and the benchmark call these for torch's own answer (the oracle)
+to what ours rebuilds; a compile of ours never needs them. The torch internals
+minidynamo builds on are in ``internals.py``. The sections follow the pipeline, in
+chapter order. Mirrors no single torch file: each name says which torch function it calls.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+# --- the real Dynamo's state -----------------------------------------------------------
+
+
+def dynamo_reset() -> None:
+    """torch._dynamo.reset(): clear the real Dynamo's caches (notebooks, tests)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+
+
+def silence_dynamo_logs() -> None:
+    """Keep real torch.compile's graph-break warnings off stderr (nbval compares it)."""
+    import logging
+
+    import torch._logging
+
+    torch._logging.set_logs(dynamo=logging.ERROR, aot=logging.ERROR, graph_breaks=False, recompiles=False)
+
+
+# --- bytecode, chapter 01 (oracle) ----------------------------------------------------
+
+
+def dynamo_cleaned_instructions(code):
+    """torch._dynamo.bytecode_transformation.cleaned_instructions: the instruction list real Dynamo traces."""
+    from torch._dynamo.bytecode_transformation import cleaned_instructions
+
+    return cleaned_instructions(code)
+
+
+def dynamo_parse_exception_table(exntab: bytes):
+    """torch._dynamo.bytecode_transformation.parse_exception_table: real Dynamo's exception table parser."""
+    from torch._dynamo.bytecode_transformation import parse_exception_table
+
+    return parse_exception_table(exntab)
+
+
+# --- the interpreter, chapter 02 (oracle) ------------------------------------------------
+
+
+def dynamo_instruction_translator_base():
+    """torch._dynamo.symbolic_convert.InstructionTranslatorBase: real Dynamo's frame loop (one method per opname)."""
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    return InstructionTranslatorBase
+
+
+# --- the symbolic interpreter (our Dynamo), chapters 03-05 -----------------------------
+
+
+def dynamo_explain(fn, *args, **kwargs):
+    """Oracle: torch._dynamo.explain(fn)(*args, **kwargs) -> its ExplainOutput.
+
+    Its ``graph_break_count`` is ``graph_count - 1`` by construction (see
+    torch/_dynamo/eval_frame.py); ``break_reasons`` may be longer or shorter.
+    """
+    import torch._dynamo
+
+    return torch._dynamo.explain(fn)(*args, **kwargs)
+
+
+def dynamo_cache_entries(code) -> list:
+    """Oracle: the cache entries torch's frame hook keeps for a code object (chapters 05, 15).
+
+    ``torch._dynamo.eval_frame._debug_get_cache_entry_list(code)`` (``code`` may be a
+    function): one per compiled version of the frame, newest first; none for a frame
+    torch skips.
+    """
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    return _debug_get_cache_entry_list(code)
+
+
+# --- fake tensors, chapter 06 ----------------------------------------------------------
+
+
+def real_fake_tensor_mode(**kwargs):
+    """torch._subclasses.fake_tensor.FakeTensorMode (the oracle for our FakeTensorMode)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode as _RealFakeTensorMode
+
+    return _RealFakeTensorMode(**kwargs)
+
+
+def real_fake_tensor_class():
+    """torch._subclasses.fake_tensor.FakeTensor (for isinstance checks in tests)."""
+    from torch._subclasses.fake_tensor import FakeTensor as _RealFakeTensor
+
+    return _RealFakeTensor
+
+
+def real_fake_errors():
+    """The real fake mode's data-dependent and unsupported-op exceptions, as a tuple."""
+    from torch._subclasses.fake_tensor import (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        UnsupportedOperatorException,
+    )
+
+    return (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException)
+
+
+def op_db():
+    """torch.testing._internal.common_methods_invocations.op_db (needs expecttest)."""
+    from torch.testing._internal.common_methods_invocations import op_db as _op_db
+
+    return _op_db
+
+
+# --- decompositions, chapter 08 ---------------------------------------------------------
+
+
+def torch_decomposition_table():
+    """torch._decomp.decomposition_table: every registered Python decomposition."""
+    from torch._decomp import decomposition_table
+
+    return decomposition_table
+
+
+def torch_core_aten_decompositions():
+    """torch._decomp.core_aten_decompositions(): what export/Inductor decompose to core ATen."""
+    from torch._decomp import core_aten_decompositions
+
+    return core_aten_decompositions()
+
+
+def torch_get_decompositions(ops):
+    """torch._decomp.get_decompositions(ops): the table restricted to ``ops``."""
+    from torch._decomp import get_decompositions
+
+    return get_decompositions(ops)
+
+
+def torch_inductor_decompositions():
+    """torch._inductor.decomposition.select_decomp_table(): the table torch.compile's AOT uses."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    return select_decomp_table()
+
+
+# --- functionalization and metadata (FakeTensor pass 2), chapter 09 ----------------------
+
+
+def torch_collect_metadata(fn, *args, keep_input_mutations: bool = False):
+    """Oracle: torch's run_functionalized_fw_and_collect_metadata on fake copies of ``args``.
+
+    Called as torch 2.13's create_aot_state calls it: flat args, PlainAOTInput
+    descriptors, under the python dispatcher, inside a FakeTensorMode whose
+    from_tensor memo keeps the inputs' aliasing. ``fn`` must return a flat
+    tuple/list (or one value).
+    """
+    from torch._dispatch.python import enable_python_dispatcher
+    from torch._functorch._aot_autograd.collect_metadata_analysis import (
+        run_functionalized_fw_and_collect_metadata,
+    )
+    from torch._functorch._aot_autograd.descriptors import PlainAOTInput
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake_mode = FakeTensorMode()
+    fake_args = [fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+
+    def flat_fn(*a):
+        out = fn(*a)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    with fake_mode, enable_python_dispatcher():
+        return run_functionalized_fw_and_collect_metadata(
+            flat_fn,
+            flat_args_descs=[PlainAOTInput(i) for i in range(len(fake_args))],
+            keep_input_mutations=keep_input_mutations,
+        )(*fake_args)
+
+
+# --- the joint graph, partitioning and the runtime, chapters 10-11 ----------------------
+
+
+def torch_make_fx(fn, tracing_mode: str = "real"):
+    """Oracle: the real torch.fx.experimental.proxy_tensor.make_fx."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    return make_fx(fn, tracing_mode=tracing_mode)
+
+
+def torch_aot_function(fn, fw_compiler, bw_compiler=None, **kwargs):
+    """Oracle: the real functorch.compile.aot_function."""
+    from functorch.compile import aot_function
+
+    return aot_function(fn, fw_compiler, bw_compiler, **kwargs)
+
+
+def torch_make_boxed_func(fn):
+    """functorch.compile.make_boxed_func: what a real aot_function compiler returns."""
+    from functorch.compile import make_boxed_func
+
+    return make_boxed_func(fn)
+
+
+def torch_aot_keeping_graphs(fn, **kwargs):
+    """Oracle: the real aot_function of ``fn`` with compilers that keep the graphs they get.
+
+    Returns ``(graphs, compiled)``; ``graphs["fw"]`` is filled by the first call of
+    ``compiled``, ``graphs["bw"]`` by the first backward through its outputs.
+    """
+    graphs = {}
+
+    def compiler(name):
+        def compile_(gm, example_inputs):
+            graphs[name] = gm
+            return torch_make_boxed_func(gm)
+
+        return compile_
+
+    return graphs, torch_aot_function(fn, compiler("fw"), compiler("bw"), **kwargs)
+
+
+def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_input_indices=None):
+    """Oracle: torch's min_cut_rematerialization_partition on a joint graph (it edits the graph: pass a copy)."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    return min_cut_rematerialization_partition(
+        joint_module, None, num_fwd_outputs=num_fwd_outputs,
+        static_lifetime_input_indices=static_lifetime_input_indices,
+    )
+
+
+def torch_aot_module_simplified(gm, example_inputs, fw_compiler, bw_compiler=None, **kwargs):
+    """Oracle: torch._functorch.aot_autograd.aot_module_simplified (tests of AOT over SymInts)."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler, bw_compiler=bw_compiler, **kwargs)
+
+
+def torch_lookup_backend(name: str):
+    """Oracle: torch._dynamo.backends.registry.lookup_backend (chapter 10 reads what aot_eager passes)."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    return lookup_backend(name)
+
+
+def torch_gen_alias_from_base():
+    """Oracle: torch._functorch._aot_autograd.functional_utils.gen_alias_from_base (chapter 11 reads
+    its source and watches which of its returns a call leaves by)."""
+    from torch._functorch._aot_autograd.functional_utils import gen_alias_from_base
+
+    return gen_alias_from_base
+
+
+def torch_compute_overlapping_tensors(tensors):
+    """Oracle: torch._C._dynamo.guards.compute_overlapping_tensors (static shapes), what
+    ``compute_overlapping_inputs`` asks before it makes a synthetic base."""
+    from torch._C._dynamo.guards import compute_overlapping_tensors
+
+    return set(compute_overlapping_tensors(list(tensors), symbolic=False))
+
+
+# --- the three FakeTensor passes and the backward, chapters 12-13 (real_passes.py, bench.py) ---
+
+
+def real_pass_hook_points():
+    """Where the real torch makes its FakeTensor passes, for ``minidynamo.real_passes``.
+
+    Returns (FakeTensorMode class, the module whose globals ``create_aot_state`` and
+    ``aot_module_simplified`` look names up in, the runtime_wrappers module, the
+    Dynamo backend lookup).
+    """
+    import torch._dynamo.backends.registry as registry
+    import torch._functorch._aot_autograd.runtime_wrappers as runtime_wrappers
+    import torch._functorch.aot_autograd as aot_autograd
+    from torch._subclasses.fake_tensor import FakeTensorMode as RealFakeTensorMode
+
+    return RealFakeTensorMode, aot_autograd, runtime_wrappers, registry.lookup_backend
+
+
+def compiled_autograd_enabled(compiler_fn):
+    """torch._dynamo.compiled_autograd._enable(compiler_fn): a context manager; inside it,
+    ``.backward()`` turns the autograd graph into Python and Dynamo traces that."""
+    from torch._dynamo import compiled_autograd
+
+    return compiled_autograd._enable(compiler_fn)
+
+
+# --- chapter 15 / tests/test_dynamic_shapes.py: torch's dynamic shapes, as the oracle ---
+
+
+def tracing_shape_env():
+    """The ShapeEnv of the graph torch is compiling now (call it inside a backend), or None."""
+    from torch._guards import TracingContext
+
+    ctx = TracingContext.try_get()
+    return None if ctx is None or ctx.fake_mode is None else ctx.fake_mode.shape_env
+
+
+def dynamo_mark_dynamic(t, dim) -> None:
+    """torch._dynamo.mark_dynamic (public in torch._dynamo, listed here with its siblings)."""
+    import torch._dynamo
+
+    torch._dynamo.mark_dynamic(t, dim)
+
+
+def dynamo_mark_static(t, dim) -> None:
+    import torch._dynamo
+
+    torch._dynamo.mark_static(t, dim)
+
+
+def torch_symbolic_run(fn, t, dynamic_dims=(0,)):
+    """``fn`` on a fake of ``t`` from torch's FakeTensorMode + ShapeEnv, dims ``dynamic_dims`` symbolic.
+
+    Returns (output, the input's size symbols): the oracle of our ShapeEnv's output sizes.
+    """
+    from torch._dynamo.source import LocalSource
+    from torch._subclasses.fake_tensor import FakeTensorMode as TorchFake
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv as TorchShapeEnv, StatelessSymbolicContext
+
+    mode = TorchFake(shape_env=TorchShapeEnv(), allow_non_fake_inputs=True)
+    ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC if i in dynamic_dims else DimDynamic.STATIC
+                                                  for i in range(t.dim())])
+    x = mode.from_tensor(t, symbolic_context=ctx, source=LocalSource("x"))
+    with mode:
+        out = fn(x)
+    return out, [s.node.expr for s in x.shape if isinstance(s, torch.SymInt)]
+
+
+def dynamo_unique_graphs() -> int:
+    """torch._dynamo.utils.counters["stats"]["unique_graphs"]: graphs torch's Dynamo compiled since reset."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def dynamo_serving_entry(code, f_locals: dict):
+    """Oracle: which of torch's cache entries for ``code`` would serve these locals, counted in compile order.
+
+    Torch keeps the newest entry first and runs the first whose guards pass
+    (``CacheEntry.guard_manager.check``); returns 1 for the first graph compiled, or None.
+    """
+    entries = dynamo_cache_entries(code)
+    for i, e in enumerate(entries):
+        if e.guard_manager.check(f_locals):
+            return len(entries) - i
+    return None
+
+
+def dynamo_counters():
+    """``torch._dynamo.utils.counters``: torch's compile statistics (``["stats"]["unique_graphs"]``)."""
+    from torch._dynamo.utils import counters
+
+    return counters
