@@ -7,6 +7,7 @@ eager's, each compiled program called twice (the cached path too).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import pytest
@@ -400,3 +401,166 @@ def test_aliasing_without_a_common_base_is_seen_per_call(alias, how):
     x_e, x_c = torch.zeros(3), torch.zeros(3)  # and separate storages again
     torch.testing.assert_close(c(x_c, torch.zeros(3)), f(x_e, torch.zeros(3)))
     torch.testing.assert_close(x_c, x_e)
+
+
+# -- a mutated intermediate that autograd saved (graph_capture's Note [A mutated intermediate that autograd saved])
+
+
+def _sin_mul_then_add_(x, w):
+    y = x.sin()
+    z = y * w  # mul saves y for w's gradient (only when w requires grad)
+    y.add_(1)
+    return z, y
+
+
+def _sin_mul_then_add_not_returned(x, w):
+    y = x.sin()
+    z = y * w
+    y.add_(1)
+    return z
+
+
+def _exp_then_mul_(x, w):
+    y = (x * w).exp()  # exp saves its own output
+    y.mul_(2)
+    return y
+
+
+def _exp_used_then_add_(x, w):
+    y = (x * w).exp()
+    out = y + 1
+    y.add_(1)  # y is not returned: only exp's saved output goes stale
+    return out
+
+
+def _sigmoid_then_copy_(x, w):
+    y = torch.sigmoid(x * w)
+    y.copy_(x.detach() * 2)
+    return y
+
+
+def _tanh_then_view_mul_(x, w):
+    y = (x * w).tanh()
+    y[0].mul_(3)  # through a view: the base's version moves
+    return y
+
+
+def _cos_mul_then_view_zero_(x, w):
+    y = x.cos()
+    z = y * w
+    y.view(-1)[:2].zero_()
+    return z, y
+
+
+_STALE_FNS = [_sin_mul_then_add_, _sin_mul_then_add_not_returned, _exp_then_mul_, _exp_used_then_add_,
+              _sigmoid_then_copy_, _tanh_then_view_mul_, _cos_mul_then_view_zero_]
+# (x requires grad, w requires grad, which outputs the loss sums: "all" or one index)
+_STALE_CASES = [(fn, rg, "all") for fn in _STALE_FNS for rg in [(True, True), (False, True), (True, False)]] + [
+    (_sin_mul_then_add_, (True, True), 1), (_sin_mul_then_add_, (True, True), 0),
+    (_cos_mul_then_view_zero_, (True, True), 1), (_cos_mul_then_view_zero_, (True, True), 0),
+]
+
+
+def _stale_outcome(fn, rg, loss, *, no_grad=False):
+    """(outputs, inputs after, backward's outcome, grads) of one call, or ("compile", exception)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 4, generator=g).requires_grad_(rg[0])
+    w = torch.randn(3, 4, generator=g).requires_grad_(rg[1])
+    try:
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            out = fn(x, w)
+    except Exception as exc:  # noqa: BLE001 - torch's compile error (ours never raises here)
+        return ("compile", type(exc).__name__, str(exc))
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)  # torch's aot_function: a list
+    values = [o.detach().clone() for o in outs]
+    picked = outs if loss == "all" else (outs[loss],)
+    total = sum(o.sum() for o in picked)
+    if not total.requires_grad:
+        return values, (x.detach(), w.detach()), ("no grad", None), None
+    try:
+        total.backward()
+        backward = ("ok", None)
+    except RuntimeError as exc:
+        backward = ("raised", str(exc).split(" Hint")[0])
+    # A compiled function hands a zero gradient where eager leaves None (an input
+    # reached only through an output the loss does not use): torch's does the same.
+    grads = [None if a.grad is None else a.grad for a in (x, w)]
+    return values, (x.detach(), w.detach()), backward, grads
+
+
+def _assert_same(got, want):
+    assert got[0] != "compile", got
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(got[1], want[1])
+    assert got[2] == want[2]  # eager's error, word for word up to its hint
+    for g_got, g_want in zip(got[3] or (), want[3] or ()):  # after an error too: none accumulated
+        if g_want is None:  # reached only through an unused output: a compiled function gives zeros
+            assert g_got is None or not g_got.any(), g_got
+        else:
+            torch.testing.assert_close(g_got, g_want)
+
+
+@pytest.mark.parametrize("fn,rg,loss", _STALE_CASES, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_mutated_intermediate_saved_by_autograd_matches_eager(fn, rg, loss):
+    """Ours compiles and behaves as eager: the forward's values, then backward's error or gradients.
+
+    torch's ``aot_function`` refuses at compile time (its joint trace meets the stale
+    saved tensor, with eager's error text) wherever a stale saved tensor is reachable
+    from an output, and otherwise agrees with eager.
+    """
+    from functorch.compile import nop
+    from torch._functorch.aot_autograd import aot_function as torch_aot_function
+
+    eager = _stale_outcome(fn, rg, loss)
+    torch_fn = torch_aot_function(fn, nop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch traces its joint under anomaly mode, which warns
+        theirs = [_stale_outcome(torch_fn, rg, loss) for _ in range(2)]
+    md.reset()
+    for ours in (md.compile(fn), aot_function(fn)):
+        for _ in range(2):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", AOTFallbackWarning)  # compiled, not run eagerly
+                _assert_same(_stale_outcome(ours, rg, loss), eager)
+    if rg != (True, False) or fn in (_exp_then_mul_, _exp_used_then_add_, _sigmoid_then_copy_,
+                                     _tanh_then_view_mul_):
+        assert all(t[0] == "compile" and t[1] == "RuntimeError" for t in theirs), theirs
+        assert "modified by an inplace operation" in theirs[0][2]
+    for t in theirs:
+        if t[0] != "compile":
+            _assert_same(t, eager)
+        elif eager[2][0] == "raised":
+            assert eager[2][1] in t[2]  # torch's compile error is the error eager's backward raises
+
+
+@pytest.mark.parametrize("fn", _STALE_FNS, ids=lambda f: f.__name__)
+def test_mutated_intermediate_under_no_grad_saves_nothing(fn):
+    md.reset()
+    ours = md.compile(fn)
+    eager = _stale_outcome(fn, (True, True), "all", no_grad=True)
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", AOTFallbackWarning)
+            _assert_same(_stale_outcome(ours, (True, True), "all", no_grad=True), eager)
+
+
+def test_mutated_intermediate_saved_by_autograd_under_torch_compile():
+    """torch.compile(backend="aot_eager") raises BackendCompilerFailed at the first call; ours compiles."""
+    import torch._dynamo
+
+    fn = _sin_mul_then_add_
+    eager = _stale_outcome(fn, (True, True), "all")
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = _stale_outcome(torch.compile(fn, backend="aot_eager"), (True, True), "all")
+    finally:
+        torch._dynamo.reset()
+    assert theirs[:2] == ("compile", "BackendCompilerFailed") and eager[2][1] in theirs[2]
+    md.reset()
+    ours = md.compile(fn)
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", AOTFallbackWarning)
+            _assert_same(_stale_outcome(ours, (True, True), "all"), eager)

@@ -313,6 +313,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             num_inputs=len(flat_args),
             bw_mutated=joint.bw_mutated_inputs,
             version_checked=joint.saved_then_mutated,
+            stale_saved=joint.stale_saved,
             boxed_bw=boxed_bw,
         )
         compiled_fn = fn_cls.apply

@@ -29,6 +29,7 @@ def create_compiled_function(
     num_inputs: int,
     bw_mutated: tuple[int, ...] = (),
     version_checked: tuple[int, ...] = (),
+    stale_saved: dict[int, tuple[tuple[int, str], ...]] | None = None,
     boxed_bw: bool = False,
 ) -> type[torch.autograd.Function]:
     """The ``autograd.Function`` that runs the compiled forward and backward (torch: CompiledFunction).
@@ -49,6 +50,13 @@ def create_compiled_function(
         autograd saved]) are saved too, unused, so that the write-back after the
         forward makes ``backward()`` raise as eager's does, whichever values the
         partitioner chose to save.
+        A saved *intermediate* the forward mutated has no tensor left at run time
+        whose version could move (the graph is functional): ``stale_saved`` maps
+        each forward output whose eager backward reaches such a saved tensor to
+        eager's error, and ``backward`` raises it when one of those outputs
+        receives a gradient (graph_capture's Note [A mutated intermediate that
+        autograd saved]); gradients are then not materialized, so that an output
+        the loss does not use arrives as ``None``.
 
     Note [What a compiled backward still pays that eager does not]
         Measured on mobilenet_v3_small (timm, train mode, process CPU time,
@@ -68,6 +76,7 @@ def create_compiled_function(
         ``aot_eager``.
     """
     n_checked = len(version_checked)
+    stale_items = sorted(stale_saved.items()) if stale_saved else []
     num_fw_outs = meta.num_forward_returns
     n_mut = meta.num_mutated_inp_runtime_indices
     # Forward-return positions to box: metadata-only mutated inputs and aliased outputs.
@@ -108,12 +117,18 @@ def create_compiled_function(
                 ctx.mark_non_differentiable(*[fw_outs[i] for i in non_differentiable])
             if bw_mutated:
                 ctx.bw_mutated_inputs = [args[i] for i in bw_mutated]
+            if stale_items:  # Note [Saved tensors go through save_for_backward]: unused outputs stay None
+                ctx.set_materialize_grads(False)
             if sym_shapes:  # runtime_wrappers' Note [Sizes per call]: this call's shapes, not the trace's
                 ctx.out_shapes = {i: fw_outs[i].shape for i in tangent_positions}
             return tuple(fw_outs)
 
         @staticmethod
         def backward(ctx, *grad_outs):
+            if stale_items:  # a saved intermediate the forward mutated: eager raises if it is reached
+                hits = [hit for i, found in stale_items if grad_outs[i] is not None for hit in found]
+                if hits:
+                    raise RuntimeError(max(hits)[1])
             # Only the outputs that had a tangent in the joint graph; the boxed aliases' grads are None.
             tangents = []
             for i in tangent_positions:

@@ -50,6 +50,7 @@ Note [Functionalize above the tracer]
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -95,6 +96,9 @@ class JointGraph:
     bw_mutated_inputs: tuple[int, ...] = ()
     # primals autograd saved and the forward then mutated (Note [A mutated input that autograd saved])
     saved_then_mutated: tuple[int, ...] = ()
+    # forward output position -> (sequence number, eager's error) of each stale saved intermediate
+    # its backward reaches (Note [A mutated intermediate that autograd saved])
+    stale_saved: dict[int, tuple[tuple[int, str], ...]] = field(default_factory=dict)
 
     def print_readable(self) -> str:
         from minidynamo.notebook import normalize_graph
@@ -281,33 +285,108 @@ def _saved_value_hooks(func_mode: Any, info: dict, num_primals: int):
     functional and correct), and is reported: the compiled forward then also
     ``save_for_backward``s that input and the write-back happens after it, so a
     real ``backward()`` raises eager's own error. A stale saved *intermediate*
-    still raises here (the graph runs eagerly).
+    gives its old value too: Note [A mutated intermediate that autograd saved].
     """
     from minidynamo.aot.functional_tensor import FunctionalStorage, FunctionalTensor
 
     def pack(t):
         if not isinstance(t, FunctionalTensor):
             return t
-        return (t, t._version, func_mode.from_fun(t))
+        return (t, t._version, func_mode.from_fun(t), t.grad_fn, t.output_nr)
 
     def unpack(packed):
         if not isinstance(packed, tuple):
             return packed
-        t, version, value = packed
+        t, version, value, saved_grad_fn, output_nr = packed
         if t._version == version:
             return t
         primal = next((i for i, p in enumerate(info["fun"][:num_primals]) if p is t), None)
         if primal is None:
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: a saved [{tuple(t.shape)}] intermediate is at version {t._version}; expected "
-                f"version {version} instead"
-            )
-        info.setdefault("saved_then_mutated", set()).add(primal)
+            info["stale_hit"] = (t, version, saved_grad_fn, output_nr)
+        elif not info.get("walking"):
+            info.setdefault("saved_then_mutated", set()).add(primal)
         with func_mode._below():
             return FunctionalTensor(value, FunctionalStorage(value))
 
     return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+
+
+def _stale_message(node: Any, t: torch.Tensor, version: int, saved_grad_fn: Any, output_nr: int) -> str:
+    """Eager's text for a saved tensor modified since (autograd's ``SavedVariable::unpack``).
+
+    It names the node that made the tensor's *current* value (the in-place op's),
+    except for a tensor its node saved as its own output (exp, sigmoid, tanh):
+    autograd keeps no link from that saved value to its tensor, and names the
+    saving node.
+    """
+    grad_fn = node if saved_grad_fn is node else t.grad_fn
+    # torch 2.13 names a node without its "Backward0" suffix: "output 0 of Add"
+    name = re.sub(r"Backward\d*$", "", grad_fn.name()) if grad_fn is not None else None
+    which = f", which is output {output_nr} of {name}," if name else ""
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"[{t.type()} [{', '.join(str(d) for d in t.shape)}]]"
+        f"{which} is at version {t._version}; expected version {version} instead. Hint: enable anomaly "
+        "detection to find the operation that failed to compute its gradient, with "
+        "torch.autograd.set_detect_anomaly(True)."
+    )
+
+
+def _stale_saved_reach(outs: list[Any], info: dict) -> dict[int, tuple[tuple[int, str], ...]]:
+    """Note [A mutated intermediate that autograd saved]: which forward outputs reach a stale saved tensor.
+
+    ``y = x.sin(); z = y * w; y.add_(1); return z, y`` with ``w`` requiring grad:
+    ``mul`` saved ``y`` for ``w``'s gradient, then the program changed ``y``. Eager
+    runs the forward, and its ``backward()`` raises when (and only when) the engine
+    reaches the node that saved ``y``: a loss of ``z`` raises, a loss of ``y`` alone
+    does not. torch's joint trace meets the stale ``y`` in ``autograd.grad`` and its
+    compile fails. Ours traces the backward with the value ``y`` had when saved
+    (the saved-value hooks), then walks the autograd graph from each forward output,
+    touching every node's saved tensors: the unpack hook says which nodes hold a
+    stale one. ``CompiledFunction.backward`` raises eager's error when an output
+    that reaches such a node receives a gradient (runtime_wrappers' Note [Saved
+    tensors go through save_for_backward]); otherwise it runs, and the stale value
+    only ever meets zero tangents.
+    """
+    reach: dict[int, tuple[tuple[int, str], ...]] = {}
+    memo: dict[Any, list[tuple[int, str]]] = {}
+    info["walking"] = True
+    try:
+        for pos, out in enumerate(outs):
+            fn = out.grad_fn if isinstance(out, torch.Tensor) else None
+            found: list[tuple[int, str]] = []
+            stack, seen = [fn], set()
+            while stack:
+                node = stack.pop()
+                if node is None or node in seen:
+                    continue
+                seen.add(node)
+                if node not in memo:
+                    memo[node] = _stale_in_node(node, info)
+                found += memo[node]
+                stack.extend(n for n, _ in node.next_functions)
+            if found:
+                reach[pos] = tuple(found)
+    finally:
+        info["walking"] = False
+    return reach
+
+
+def _stale_in_node(node: Any, info: dict) -> list[tuple[int, str]]:
+    """The stale saved tensors of one autograd node, as ``(sequence number, eager's message)``."""
+    names = [n for n in dir(node) if n.startswith("_saved_")]
+    if hasattr(type(node), "saved_tensors"):  # a custom autograd.Function's node
+        names.append("saved_tensors")
+    hits = []
+    for name in names:
+        info.pop("stale_hit", None)
+        try:
+            getattr(node, name)
+        except Exception:  # noqa: BLE001 - freed, or not a saved tensor
+            continue
+        if "stale_hit" in info:
+            hits.append((node._sequence_nr(), _stale_message(node, *info.pop("stale_hit"))))
+    return hits
 
 
 def aot_dispatch_autograd_graph(
@@ -335,6 +414,8 @@ def aot_dispatch_autograd_graph(
         if kept and func_mode is not None:  # Note [Input mutations kept in the graph]: end of the forward
             _copy_into_inputs(func_mode, info["raw"], info["fun"], kept, meta)
         info["fw_mutations"] = _mutation_counts(info["fun"])
+        if saved_value_hooks and func_mode is not None:  # Note [A mutated intermediate that autograd saved]
+            info["stale_saved"] = _stale_saved_reach(outs, info)
         # torch: create_joint tags every node traced so far "is_forward".
         for node in info["tracer"].graph.nodes:
             node.meta["partitioner_tag"] = "is_backward" if node.name.startswith("tangents") else "is_forward"
@@ -383,6 +464,7 @@ def aot_dispatch_autograd_graph(
         ],
         bw_mutated_inputs=info.get("bw_mutated", ()),
         saved_then_mutated=tuple(sorted(info.get("saved_then_mutated", ()))),
+        stale_saved=info.get("stale_saved", {}),
     )
 
 
