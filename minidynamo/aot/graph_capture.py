@@ -333,20 +333,21 @@ def _stale_message(node: Any, t: torch.Tensor, version: int, saved_grad_fn: Any,
 
 
 def _stale_saved_reach(outs: list[Any], info: dict) -> dict[int, tuple[tuple[int, str], ...]]:
-    """Note [A mutated intermediate that autograd saved]: which forward outputs reach a stale saved tensor.
+    """Which forward outputs reach a stale saved tensor, and eager's error for each.
 
-    ``y = x.sin(); z = y * w; y.add_(1); return z, y`` with ``w`` requiring grad:
-    ``mul`` saved ``y`` for ``w``'s gradient, then the program changed ``y``. Eager
-    runs the forward, and its ``backward()`` raises when (and only when) the engine
-    reaches the node that saved ``y``: a loss of ``z`` raises, a loss of ``y`` alone
-    does not. torch's joint trace meets the stale ``y`` in ``autograd.grad`` and its
-    compile fails. Ours traces the backward with the value ``y`` had when saved
-    (the saved-value hooks), then walks the autograd graph from each forward output,
-    touching every node's saved tensors: the unpack hook says which nodes hold a
-    stale one. ``CompiledFunction.backward`` raises eager's error when an output
-    that reaches such a node receives a gradient (runtime_wrappers' Note [Saved
-    tensors go through save_for_backward]); otherwise it runs, and the stale value
-    only ever meets zero tangents.
+    Note [A mutated intermediate that autograd saved]
+        ``y = x.sin(); z = y * w; y.add_(1); return z, y`` with ``w`` requiring grad:
+        ``mul`` saved ``y`` for ``w``'s gradient, then the program changed ``y``. Eager
+        runs the forward, and its ``backward()`` raises when (and only when) the engine
+        reaches the node that saved ``y``: a loss of ``z`` raises, a loss of ``y`` alone
+        does not. torch's joint trace meets the stale ``y`` in ``autograd.grad`` and its
+        compile fails. Ours traces the backward with the value ``y`` had when saved
+        (the saved-value hooks), then walks the autograd graph from each forward output,
+        touching every node's saved tensors: the unpack hook says which nodes hold a
+        stale one. ``CompiledFunction.backward`` raises eager's error when an output
+        that reaches such a node receives a gradient (compiled_function's Note [Saved
+        tensors go through save_for_backward]); otherwise it runs, and the stale value
+        only ever meets zero tangents.
     """
     reach: dict[int, tuple[tuple[int, str], ...]] = {}
     memo: dict[Any, list[tuple[int, str]]] = {}
