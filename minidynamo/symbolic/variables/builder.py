@@ -111,6 +111,12 @@ class VariableBuilder:
                 return ListVariable(items, source=source)
             return TupleVariable(items, tuple_cls=type(value), source=source)
         if type(value) is dict:
+            from ..guards import _is_literal
+
+            if not all(_is_literal(k) for k in value):
+                # the keys guard and each item's source are written as Python literals; a module
+                # or any object as a key has none (torch guards such keys by identity)
+                unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)")
             guards.TYPE_MATCH(source, value, "the trace read this dict")
             guards.add(source, "DICT_KEYS", f"list({source.name()}) == {list(value)!r}", "the trace read these keys",
                        f"list({source.name()})")
@@ -175,6 +181,9 @@ class VariableBuilder:
                 guards.ID_MATCH(source, value, "the trace inlined this function")
             return UserFunctionVariable(value, source=source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            # both halves through their sources: ``m.forward = MethodType(g, m)`` later must fail
+            # a guard on ``__func__``, not only on ``__self__`` (test_modules.py::test_module_patch)
+            VariableBuilder(tx, AttrSource(source, "__func__"))(value.__func__)
             obj = VariableBuilder(tx, AttrSource(source, "__self__"))(value.__self__)
             return UserMethodVariable(value.__func__, obj, source=source)
         if any(value is c for c in GRAD_MODE_CLASSES):

@@ -107,6 +107,15 @@ class NNModuleVariable(VariableTracker):
             from .misc import GetAttrVariable
 
             return GetAttrVariable(self, name)  # nn.Module's own method: call_method below handles it
+        from .misc import lookup_python_attr
+
+        if name not in m.__dict__ and any(name in vars(k) for k in type(m).__mro__):
+            # Note [A class attribute hides a submodule of the same name]
+            #     The tables are nn.Module.__getattr__'s, which Python calls only when the
+            #     instance dict and the class have no such name: a method ``linear`` of the
+            #     class wins over ``self.linear = nn.Linear(...)`` (which lives in
+            #     ``_modules``), as eager does (test_modules.py ModuleAttributePrecedence).
+            return lookup_python_attr(tx, self, m, name)
         source = AttrSource(self.source, name) if self.source is not None else None
         for table in ("_parameters", "_buffers", "_modules"):
             entries = m.__dict__.get(table, {})
@@ -117,8 +126,6 @@ class NNModuleVariable(VariableTracker):
                 if source is None:
                     unimplemented(f"attribute {name!r} of a module with no source")
                 return VariableBuilder(tx, source)(value)
-        from .misc import lookup_python_attr
-
         return lookup_python_attr(tx, self, m, name)  # instance dict, then class (as for any object)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:

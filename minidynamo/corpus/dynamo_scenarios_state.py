@@ -1,0 +1,527 @@
+"""Scenarios on globals, aliasing, Python values and grad mode (see ``dynamo_scenarios``).
+
+Place in the pipeline: part of the scenario corpus. Ported, in our own words, from
+PyTorch's test/dynamo/test_global.py (``test_store_global_*``, ``test_delete_global*``),
+test_recompiles.py (``test_aliasing_guard_failures*``), test_misc.py (``test_boolarg``,
+``test_dynamo_side_effect`` and learner-shaped relatives) and test_ctx_manager.py. The
+globals the scenarios write live here; each scenario sets them first, so each of the
+three runs starts from the same world.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+import torch
+
+from .dynamo_scenarios import scenario
+
+G_COUNTER = 1
+G_LIST = [0, 1, 2]
+G_DICT = {"a": 0, "b": 1}
+G_T1 = torch.zeros(3)
+G_T2 = torch.zeros(3)
+_NAMES = 0
+
+
+class _Pair:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+G_OBJECT = _Pair(1, 1)
+
+
+def _x(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# --- test_global.py ------------------------------------------------------------------
+
+
+def _bump_once(x):
+    global G_COUNTER
+    val = x + G_COUNTER
+    G_COUNTER += 1
+    return val
+
+
+@scenario("test_global.py::test_store_global_1")
+def store_global_int(compile):
+    global G_COUNTER
+    G_COUNTER = 1
+    f = compile(_bump_once)
+    for _ in range(3):
+        f(_x(4))
+        f.note(G_COUNTER)
+
+
+def _bump_twice(x):
+    global G_COUNTER
+    val = x + G_COUNTER
+    G_COUNTER += 1
+    G_COUNTER += 1
+    return val
+
+
+@scenario("test_global.py::test_store_global_2")
+def store_global_int_twice(compile):
+    global G_COUNTER
+    G_COUNTER = 1
+    f = compile(_bump_twice)
+    f(_x(4))
+    g = compile(_bump_twice)  # compiled a second time, as the torch test does
+    g(_x(4))
+    g.note(G_COUNTER)
+
+
+def _store_new_global(x):
+    global G_NEW
+    G_NEW = x + 1
+    return x + G_NEW
+
+
+@scenario("test_global.py::test_store_global_new")
+def store_global_new_name(compile):
+    globals().pop("G_NEW", None)
+    f = compile(_store_new_global)
+    f(_x(4))
+    f.note(G_NEW)
+    f(_x(4, seed=1))
+    globals().pop("G_NEW", None)
+
+
+def _list_item_bump(x):
+    val = x + G_LIST[1]
+    G_LIST[1] += 1
+    return val
+
+
+@scenario("test_global.py::test_store_global_list")
+def store_global_list_item(compile):
+    G_LIST[:] = [0, 1, 2]
+    f = compile(_list_item_bump)
+    for _ in range(2):
+        f(_x(4))
+        f.note(list(G_LIST))
+
+
+def _list_rebind(x):
+    global G_LIST
+    val = x + G_LIST[1]
+    G_LIST = [v + 1 for v in G_LIST]
+    return val
+
+
+@scenario("test_global.py::test_store_global_list_2")
+def store_global_list_rebound(compile):
+    global G_LIST
+    G_LIST = [0, 1, 2]
+    f = compile(_list_rebind)
+    for _ in range(2):
+        f(_x(4))
+        f.note(G_LIST)
+
+
+def _dict_rebind(x):
+    global G_DICT
+    G_DICT = {k: v + 1 for k, v in G_DICT.items()}
+    return x + G_DICT["b"]
+
+
+@scenario("test_global.py::test_store_global_dict_2")
+def store_global_dict_rebound(compile):
+    global G_DICT
+    G_DICT = {"a": 0, "b": 1}
+    f = compile(_dict_rebind)
+    for _ in range(2):
+        f(_x(4))
+        f.note(G_DICT)
+
+
+def _dict_item_bump(x):
+    val = x + G_DICT["b"]
+    G_DICT["b"] += 1
+    return val
+
+
+@scenario("test_global.py::test_store_global_dict")
+def store_global_dict_item(compile):
+    global G_DICT
+    G_DICT = {"a": 0, "b": 1}
+    f = compile(_dict_item_bump)
+    for _ in range(2):
+        f(_x(4))
+        f.note(dict(G_DICT))
+
+
+def _object_attr_bump(x):
+    val = x + G_OBJECT.y
+    G_OBJECT.y += 1
+    return val
+
+
+@scenario("test_global.py::test_store_global_object")
+def store_global_object_attr(compile):
+    global G_OBJECT
+    G_OBJECT = _Pair(1, 1)
+    f = compile(_object_attr_bump)
+    for _ in range(2):
+        f(_x(4))
+        f.note(G_OBJECT.y)
+
+
+def _fresh_name():
+    global _NAMES
+    name = f"v{_NAMES}"
+    _NAMES += 1
+    return name
+
+
+class _Var:
+    def __init__(self, value, name=None):
+        self.value = value
+        self.name = name or _fresh_name()
+
+    @staticmethod
+    def constant(value, name=None):
+        return _Var(value, name)
+
+
+def _named_sum(a, b):
+    a, b = _Var(a), _Var.constant(b)
+    return a.value + b.value, a.name + b.name
+
+
+@scenario("test_global.py::test_store_global_inline_1 / _inline_2")
+def store_global_in_inlined_init(compile):
+    global _NAMES
+    _NAMES = 0
+    f = compile(_named_sum)
+    f(_x(3), _x(3, seed=1))
+    f(_x(3), _x(3, seed=2))  # the names go on: v2v3
+    f.note(_NAMES)
+
+
+def _delete_global(x):
+    global G_DOOMED
+    del G_DOOMED
+    return x + 1
+
+
+@scenario("test_global.py::test_delete_global / test_delete_missing_global")
+def delete_global_then_missing(compile):
+    globals()["G_DOOMED"] = 10
+    f = compile(_delete_global)
+    f(_x(2))
+    f.note("G_DOOMED" in globals())
+    f(_x(2))  # now missing: the user's NameError, unchanged
+
+
+def _delete_global_guarded(x):
+    global G_DOOMED
+    y = x + 1
+    try:
+        del G_DOOMED
+    except NameError:
+        y = y + 1
+    return y
+
+
+@scenario("test_global.py::test_delete_global_presence_flip")
+def delete_global_presence_flip(compile):
+    globals()["G_DOOMED"] = 1
+    f = compile(_delete_global_guarded)
+    f(_x(2))
+    f(_x(2))
+    globals()["G_DOOMED"] = 2
+    f(_x(2))
+    f.note("G_DOOMED" in globals())
+
+
+# --- test_recompiles.py: aliasing guards ----------------------------------------------
+
+
+def _add_into_first(a, b, c):
+    a.add_(b)
+    return c + 1
+
+
+@scenario("test_recompiles.py::test_aliasing_guard_failures", backend="aot_eager")
+def aliasing_between_inputs(compile):
+    x, y, z = _x(3), _x(3, seed=1), _x(3, seed=2)
+    f = compile(_add_into_first)
+    f(x.clone(), y.clone(), z.clone())
+    f(z.clone(), y.clone(), x.clone())  # distinct again: no recompile
+    shared = x.clone()
+    f(shared, y.clone(), shared)  # a and c alias: c + 1 must see the add_
+
+
+def _add_global_into(a):
+    a.add_(G_T1)
+    return G_T2 + 1
+
+
+@scenario("test_recompiles.py::test_aliasing_guard_failures_with_globals", backend="aot_eager")
+def aliasing_with_a_global(compile):
+    global G_T1, G_T2
+    G_T1, G_T2 = _x(3), _x(3, seed=1)
+    f = compile(_add_global_into)
+    f(_x(3, seed=2))
+    f(G_T1)  # the argument is the global it adds
+    f.note(G_T1)
+    f(G_T2)  # the argument is the global it reads after the add_
+    f.note(G_T2)
+
+
+# --- test_misc.py ------------------------------------------------------------------
+
+
+def _boolarg(a, b, flag):
+    if flag:
+        return a - b
+    return b - a
+
+
+@scenario("test_misc.py::test_boolarg")
+def bool_none_arguments(compile):
+    a, b = _x(4, 4), _x(4, 4, seed=1)
+    f = compile(_boolarg)
+    for flag in (True, False, None, True, 0, 1):
+        f(a, b, flag)
+
+
+class _GlobalContext:
+    def __init__(self):
+        self._tensors = {}
+        self.entered = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _with_user_context(x):
+    with _GlobalContext() as ctx:
+        z = x + 1
+        ctx._tensors["6"] = x + 2
+    return z, ctx._tensors, ctx.entered
+
+
+@scenario("test_misc.py::test_dynamo_side_effect")
+def user_context_manager_object(compile):
+    f = compile(_with_user_context)
+    f(_x(4, 4))
+    f(_x(4, 4, seed=1))
+
+
+@dataclasses.dataclass
+class _Settings:
+    scale: float
+    steps: int
+    name: str = "run"
+
+
+def _with_settings(x, s):
+    for _ in range(s.steps):
+        x = x * s.scale
+    return x, f"{s.name}:{s.steps}"
+
+
+@scenario("test_misc.py::test_dataclass_* (a dataclass argument changed between calls)")
+def dataclass_argument_mutated(compile):
+    s = _Settings(0.5, 2)
+    f = compile(_with_settings)
+    f(_x(3), s)
+    s.steps = 3
+    f(_x(3), s)
+    s.name = "eval"
+    f(_x(3), s)
+    f(_x(3), _Settings(2.0, 1))
+
+
+def _lookup_or_default(x, table):
+    try:
+        w = table["w"]
+    except KeyError:
+        w = 1.0
+    return x * w
+
+
+@scenario("test_misc.py::test_user_defined_exceptions (a KeyError caught in the frame)")
+def keyerror_caught_then_key_added(compile):
+    table = {}
+    f = compile(_lookup_or_default)
+    f(_x(3), table)
+    table["w"] = 3.0
+    f(_x(3), table)
+
+
+class _Base:
+    k = 2
+
+
+class _Derived(_Base):
+    k = 5
+
+
+def _isinstance_branch(x, obj):
+    if isinstance(obj, _Derived):
+        return x * obj.k + 1
+    return x * obj.k
+
+
+@scenario("test_misc.py::test_isinstance_* (the argument's class changes)")
+def isinstance_of_argument_class(compile):
+    f = compile(_isinstance_branch)
+    f(_x(3), _Base())
+    f(_x(3), _Derived())
+    f(_x(3), _Base())
+
+
+def _make_scaler(t):
+    def scale(x):
+        return x * t
+
+    return scale
+
+
+def _apply(x, fn):
+    return fn(x) + 1
+
+
+@scenario("test_misc.py::test_closure_* (a closure over a tensor, rebuilt per call)")
+def closure_over_a_different_tensor(compile):
+    f = compile(_apply)
+    f(_x(3), _make_scaler(_x(3, seed=1)))
+    f(_x(3), _make_scaler(_x(3, seed=2)))
+    f(_x(3), _make_scaler(2.0))
+    f(_x(3), _make_scaler(3.0))
+
+
+# --- test_ctx_manager.py ------------------------------------------------------------
+
+
+@torch.no_grad()
+def _frozen_stats(x):
+    return x.mean() * 2
+
+
+def _grad_switches(x):
+    y = x * 2
+    torch.set_grad_enabled(False)
+    z = y * 3
+    torch.set_grad_enabled(True)
+    return y + z + _frozen_stats(x), z.requires_grad
+
+
+@scenario("test_ctx_manager.py::test_set_grad_enabled_* / no_grad decorator inlined")
+def grad_mode_as_calls_and_decorator(compile):
+    f = compile(_grad_switches)
+    f(_x(3).requires_grad_())
+    f(_x(3))
+    with torch.no_grad():
+        f(_x(3).requires_grad_())
+
+
+def _with_enable_grad(x):
+    with torch.enable_grad():
+        y = x * 2
+    return y, y.requires_grad
+
+
+@scenario("test_ctx_manager.py::test_enable_grad_* (called under no_grad, then not)")
+def enable_grad_inside_caller_no_grad(compile):
+    f = compile(_with_enable_grad)
+    w = _x(3).requires_grad_()
+    with torch.no_grad():
+        f(w)
+    f(w)
+    with torch.inference_mode():
+        f(_x(3))
+
+
+# --- test_functions.py / test_misc.py: values a learner's code keeps between calls ----
+
+
+def _remember(x, seen=[]):  # noqa: B006  (the mutable default is the point)
+    seen.append(x.shape[0])
+    return x * len(seen)
+
+
+@scenario("test_functions.py::test_default_* (a mutable default list that grows)")
+def mutable_default_grows(compile):
+    _remember.__defaults__[0].clear()
+    f = compile(_remember)
+    for _ in range(3):
+        f(_x(2))
+    f.note(list(_remember.__defaults__[0]))
+
+
+class _Layers:
+    def __init__(self):
+        self.weights = [torch.ones(3), torch.ones(3) * 2]
+        self.names = {"first": 0}
+
+
+def _zip_weights(x, holder):
+    for i, w in enumerate(holder.weights):
+        x = x * w + i
+    for name, k in holder.names.items():
+        x = x + len(name) * k
+    return x
+
+
+@scenario("test_misc.py::test_list_* / test_dict_* (containers on an object changed in place)")
+def object_containers_changed_in_place(compile):
+    holder = _Layers()
+    f = compile(_zip_weights)
+    f(_x(3), holder)
+    holder.weights.append(torch.ones(3) * 3)
+    f(_x(3), holder)
+    holder.weights[0] = torch.zeros(3)
+    f(_x(3), holder)
+    holder.names["second"] = 2
+    f(_x(3), holder)
+
+
+def _report(x):
+    loss = (x * x).mean()
+    print(f"loss {loss.item():.3f} over {x.shape[0]} rows")
+    return loss * 2
+
+
+@scenario("test_misc.py::test_print_* (an f-string of .item() in the loop body)")
+def fstring_of_item_printed(compile):
+    f = compile(_report)
+    f(_x(4, 2))
+    f(_x(4, 2, seed=1))
+    f(_x(5, 2))
+
+
+class _Act(enum.Enum):
+    RELU = "relu"
+    TANH = "tanh"
+
+
+G_BY_DTYPE = {torch.float32: 2.0, torch.float64: 3.0}
+G_BY_ENUM = {_Act.RELU: torch.relu, _Act.TANH: torch.tanh}
+
+
+def _table_lookup(x, act):
+    return G_BY_ENUM[act](x) * G_BY_DTYPE[x.dtype]
+
+
+@scenario("test_misc.py::test_dict_* (dicts keyed by a dtype and by an enum)")
+def dicts_keyed_by_dtype_and_enum(compile):
+    G_BY_DTYPE[torch.float32] = 2.0
+    f = compile(_table_lookup)
+    f(_x(3), _Act.RELU)
+    f(_x(3), _Act.TANH)
+    G_BY_DTYPE[torch.float32] = 5.0
+    f(_x(3), _Act.TANH)
+    f(_x(3).double(), _Act.RELU)
