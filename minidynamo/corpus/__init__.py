@@ -14,6 +14,9 @@ and they hold no test logic: the tests that run them live in ``tests/``.
                                        PyTorch's test/dynamo (tests/test_dynamic_shapes.py)
     dynamic_compare   chapter 15       ours vs torch.compile on those calls: graphs, entries,
                                        dynamic dims, shape guards (``python -m`` prints the table)
+    dynamo_scenarios  chapter 04       call, change the world (a global, a module attribute, a
+                                       hook), call again: eager, md.compile and torch.compile, ported
+                                       from PyTorch's test/dynamo (tests/test_ported_scenarios.py)
 
 Both corpora are façades over themed modules (a case's module is its theme; the façade
 imports them in the corpus's order): dynamo_testing, dynamo_helpers, dynamo_tracing_values,
