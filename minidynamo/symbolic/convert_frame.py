@@ -1,6 +1,6 @@
 """Trace one frame into a cache entry: guards + compiled graph + transformed function.
 
-Place in the pipeline: called by the cache (``eval_frame.call_frame``) on a miss.
+Place in the pipeline: called by the cache (``frame_cache.call_frame``) on a miss.
 Runs the InstructionTranslator (restarting when a call turns out to need a graph
 break), then writes the transformed function (``codegen.py``) for how the trace ended:
 a return, a graph break at a call, or a graph break at a jump on a tensor. Mirrors

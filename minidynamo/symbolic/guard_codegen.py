@@ -1,7 +1,7 @@
 """Guard codegen: an entry's guards compiled into one generated check function, run before every call.
 
 Place in the pipeline: ``convert_frame.py`` builds a ``CheckFunction`` from the
-``GuardSet`` (``guards.py``) the trace filled; the cache (``eval_frame.py``) calls its
+``GuardSet`` (``guards.py``) the trace filled; the cache (``frame_cache.py``) calls its
 ``fn`` on every call, and ``first_failure`` when it says no. Mirrors
 ``CheckFunctionManager`` in ``torch/_dynamo/guards.py`` and the C++ guard tree it
 builds (``torch/csrc/dynamo/guards.cpp``: a ``GuardManager`` per source, child

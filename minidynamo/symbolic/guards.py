@@ -2,7 +2,7 @@
 
 Place in the pipeline: the symbolic interpreter installs guards while it wraps inputs
 (``variables/builder.py``) into a ``GuardSet``; ``guard_codegen.py`` compiles them into
-one check function that the cache (``eval_frame.py``) calls before every call. Mirrors
+one check function that the cache (``frame_cache.py``) calls before every call. Mirrors
 ``GuardBuilder`` in ``torch/_dynamo/guards.py`` (TYPE_MATCH, ID_MATCH, CONSTANT_MATCH /
 EQUALS_MATCH, TENSOR_MATCH, LENGTH_CHECK, GLOBAL_STATE); the compiled
 ``CheckFunctionManager`` is ``guard_codegen.py``.
