@@ -51,6 +51,11 @@ COUNT_DIFFERENCES: dict[str, str] = {
     "self_mutating_modules_share_a_layer": "self.counter changes on every call: torch makes the int dynamic at its "
     "first change (automatic dynamic for module attributes) and the second instance reuses the entries; ours "
     "specializes each value, a graph per call (after 8 entries the cache limit sends the frame to eager)",
+    "layer_appended_to_module_list": "after `del layers[0]` the list holds one Linear(4, 4) again: ours guards "
+    "modules by type and layout (parameters are graph inputs) and reuses the first entry; torch recompiles",
+    "global_defaultdict_history": "ours breaks the graph at `HISTORY['loss']` (a collections.defaultdict is not "
+    "traced) and runs the rest eagerly, so the growing lists cause no recompile; torch guards their lengths "
+    "and recompiles every call",
 }
 
 # Scenarios where torch 2.13 itself is wrong (eager is the oracle), each with what it does. Checked to still be
