@@ -224,7 +224,12 @@ def _check_metadata_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_arg
     compiled function does fail there: ``setStorage: ... out of bounds``). The
     forward graph returns each metadata-mutated input's final value first; if its
     layout does not fit the input's storage, the graph runs eagerly instead.
+    So does one whose data mutation changed its sizes (``resize_as_``, ``set_()``
+    replace the value, Note [An inplace_view op that is no view]): the copy_ back
+    (in the graph or the wrapper) cannot resize the caller's tensor; torch's
+    compiled function raises there, or broadcasts silently.
     """
+    _check_data_mutations_fit(meta, fw_module, flat_args)
     if not meta.mutated_inp_runtime_indices:
         return
     out_node = next(n for n in fw_module.graph.nodes if n.op == "output")
@@ -239,11 +244,44 @@ def _check_metadata_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_arg
         need = (last + 1) * val.element_size()
         have = inp.untyped_storage().nbytes()
         if need > have:
+            try:  # the error torch's compiled function raises at call time (its wrapper's as_strided_)
+                torch.empty(have // inp.element_size(), dtype=inp.dtype, device="meta").as_strided_(
+                    val.shape, val.stride(), val.storage_offset())
+                theirs = "setStorage ... out of bounds"
+            except RuntimeError as exc:
+                theirs = str(exc).splitlines()[0]
             raise RuntimeError(
                 f"input {idx} grows from a storage of {have} bytes to a layout needing {need} (resize_ to a "
                 "larger size): the compiled function could not write that back to the caller's tensor "
-                "(torch's fails at run time: setStorage ... out of bounds)"
+                f"(torch's fails at run time: {theirs})"
             )
+
+
+def _check_data_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_args: list[Any]) -> None:
+    """An input mutated in its data only, whose new value has other sizes: see Note [A resize_ that grows an input]."""
+    nodes = list(fw_module.graph.nodes)
+    out_node = nodes[-1]
+    new_values = {idx: out_node.args[0][pos] for pos, idx in enumerate(meta.mutated_inp_runtime_indices)}
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+    for n in nodes:  # kept in the graph: copy_(input, new value)
+        if n.target is torch.ops.aten.copy_.default and n.args[0] in placeholders[:len(flat_args)]:
+            new_values[placeholders.index(n.args[0])] = n.args[1]
+    for idx, node in new_values.items():
+        info, inp = meta.input_info[idx], flat_args[idx]
+        val = node.meta.get("val") if isinstance(node, fx.Node) else None
+        if info.mutates_metadata or not isinstance(val, torch.Tensor) or not isinstance(inp, torch.Tensor) \
+                or tuple(val.shape) == tuple(inp.shape):
+            continue
+        try:  # what torch's compiled function meets at call time
+            torch.empty(inp.shape, device="meta").copy_(torch.empty(val.shape, device="meta"))
+            theirs = "broadcasts it silently"
+        except RuntimeError as exc:
+            theirs = f"fails at run time: {str(exc).splitlines()[0]}"
+        raise RuntimeError(
+            f"input {idx} changes its sizes from {tuple(inp.shape)} to {tuple(val.shape)} by a data mutation "
+            "(resize_as_, set_()): the compiled function could not write that back to the caller's tensor "
+            f"(torch's {theirs})"
+        )
 
 
 def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: Any, fresh_mode: Callable) -> Any:

@@ -87,8 +87,9 @@ class MutationKernels:
 
         ``torch.sin(a, out=b)`` becomes ``new = aten.sin(a)`` and ``b``'s value
         becomes ``new``, exactly like an in-place op; if ``new`` has another
-        shape (``out=torch.empty(0)``), ``b`` is resized first, as the out=
-        kernel does in eager.
+        shape (``out=torch.empty(0)``), ``b``'s own sizes follow, as the out=
+        kernel resizes ``b`` in eager (torch: ``replace_`` takes the new sizes; no
+        ``resize_``, so no metadata mutation is recorded).
         """
         written = _written_arguments(func, args, kwargs)
         for _, t in written:
@@ -102,7 +103,10 @@ class MutationKernels:
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         for (_, t), new in zip(written, results):
             if tuple(new.shape) != tuple(t.shape):
-                self._resize(aten.resize_.default, (t, list(new.shape)), {})
+                # torch's generated out= kernel: replace_ takes the new sizes, no resize_ (so no
+                # metadata mutation is recorded: an input out= resized is a data mutation only)
+                with no_dispatch():
+                    torch.Tensor.resize_(t, list(new.shape))
             elif tuple(new.stride()) != tuple(t.stride()):
                 # eager's out= kernel writes into out's own strides (torch's functionalization
                 # keeps the twin's layout here, so a later read of the base gets other strides)
@@ -140,6 +144,29 @@ class MutationKernels:
             func(self_t, src)
         return self_t
 
+    def _replacing_mutation(self, func, args, kwargs):
+        """Note [An inplace_view op that is no view]: ``set_()``, ``set_(Storage, ...)``, ``resize_as_``.
+
+        Their schemas carry the ``inplace_view`` tag, yet their functional twins
+        (``aten.set.default``, ``aten.set.source_Storage``, ``aten.resize_as``) are no
+        views: torchgen groups them with those twins (a ``NativeFunctionsGroup``,
+        not a view group; ``is_view_op`` even names ``resize_as_`` as an exception),
+        so torch's functionalization runs them as data mutations: the twin on the
+        current value, whose result *replaces* it (``replace_``), then
+        ``commit_update``. The wrapper's own sizes follow by running the op on it
+        without dispatch (torch's Python mode does so for every ``inplace_view`` op
+        but ``set_(Tensor)``). No metadata mutation is recorded: for an input, torch
+        reports a data mutation only, even when the sizes changed, and the copy_
+        back then cannot fit (Note [A resize_ that grows an input] refuses it).
+        Below a FakeTensor, ``set_(Storage)`` fails as torch's does: the storage a
+        program can reach is the wrapper's (cpu), the value's is fake.
+        """
+        t = args[0]
+        self._data_mutation(func, args, kwargs, [0])
+        with no_dispatch():
+            func(t, *args[1:], **kwargs)
+        return t
+
     def _resize(self, func, args, kwargs):
         """Note [resize_() in functionalization] (torch: ``resize__functionalization``).
 
@@ -172,6 +199,7 @@ class MutationKernels:
             step = ViewMeta(aten.as_strided.default, (size, _contiguous_strides(size)))
             t.elem = step.replay(t.elem)
             t.chain = t.chain + (step,)
+        t.has_metadata_mutation = True  # torch: mutate_view_meta, or maybe_replace_storage
         with no_dispatch():
             torch.Tensor.resize_(t, size)
         return t

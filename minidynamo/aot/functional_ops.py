@@ -20,10 +20,6 @@ aten = torch.ops.aten
 
 
 
-# Storage mutations other than set_(Tensor) and resize_ (handled below): refused.
-_STORAGE_MUTATIONS = frozenset({"aten::resize_as_", "aten::set_"})
-
-
 def _is_write(arg_or_ret) -> bool:
     return arg_or_ret.alias_info is not None and arg_or_ret.alias_info.is_write
 

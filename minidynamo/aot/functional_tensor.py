@@ -76,7 +76,8 @@ Layout (one concept a module; every name stays importable from here):
 functional twins), ``functional_inverses.py`` (``scatter_into_base``, Note [Mutating a
 view]), ``functional_mutations.py`` (the kernels for ops that write: Note [Ops that
 mutate several arguments], Note [out= ops], Note [set_() on a FunctionalTensor], Note
-[resize_() in functionalization], Note [Schemas that hide a mutation]); this module: the
+[resize_() in functionalization], Note [An inplace_view op that is no view], Note [Schemas
+that hide a mutation]); this module: the
 mode (wrapping, syncing, routing, views, metadata mutations) and ``functionalize``.
 """
 
@@ -91,7 +92,7 @@ from minidynamo import events
 from minidynamo._torch_private import TorchDispatchMode, mirror_autograd_meta, no_dispatch, tree_map
 from minidynamo.aot.functional_inverses import scatter_into_base
 from minidynamo.aot.functional_mutations import MutationKernels
-from minidynamo.aot.functional_ops import _STORAGE_MUTATIONS, _functional_variant, _is_view_op, _is_write
+from minidynamo.aot.functional_ops import _functional_variant, _is_view_op, _is_write
 from minidynamo.aot.functional_wrapper import FunctionalizationError, FunctionalStorage, FunctionalTensor
 from minidynamo.aot.schemas import ViewMeta, replay_views
 
@@ -156,8 +157,14 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
         return t.storage_.mutation_counter > 0
 
     def metadata_mutated(self, t: FunctionalTensor, original: torch.Tensor) -> bool:
-        """Whether ``t``'s sizes/strides/offset now differ from ``original``'s (torch: ``has_metadata_mutation``)."""
-        return (
+        """Whether ``t`` saw a metadata mutation and its sizes/strides/offset now differ from ``original``'s.
+
+        torch: ``has_metadata_mutation``. A view-like step (``t_``, a shrinking ``resize_``) or
+        a new storage from a growing ``resize_`` sets the flag; a value replaced by an op's
+        functional twin (``resize_as_``, ``set_()``) does not, even when its sizes changed
+        (Note [An inplace_view op that is no view]).
+        """
+        return t.has_metadata_mutation and (
             tuple(t.shape) != tuple(original.shape)
             or tuple(t.stride()) != tuple(original.stride())
             or t.storage_offset() != original.storage_offset()
@@ -201,15 +208,15 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
             return self._set(func, args)
         if func is aten.resize_.default:
             return self._resize(func, args, kwargs)
-        if func._schema.name in _STORAGE_MUTATIONS:
-            # torch's functionalization handles set_(Tensor) and resize_ only.
-            raise FunctionalizationError(f"{func}: changes a tensor's storage; functionalization does not support it")
         if any(_is_write(a) for a in schema.arguments[len(args):] if a.name in kwargs):
             return self._out_mutation(func, args, kwargs)
         if func is aten.native_batch_norm.default and len(args) > 5 and args[5] and args[3] is not None:
             return self._batch_norm(func, args, kwargs)
         if mutated and torch.Tag.inplace_view in func.tags:
-            return self._metadata_mutation(func, args, kwargs)
+            # Note [An inplace_view op that is no view]: t_ is (its twin t is a view); set_, resize_as_ are not
+            if _is_view_op(_functional_variant(func)):
+                return self._metadata_mutation(func, args, kwargs)
+            return self._replacing_mutation(func, args, kwargs)
         if mutated:
             return self._data_mutation(func, args, kwargs, mutated)
         if _is_view_op(func) and isinstance(args[0], FunctionalTensor):
@@ -243,6 +250,7 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
         self._sync(t)
         t.elem = view_op(t.elem, *tree_map(self._unwrap, args[1:]), **tree_map(self._unwrap, kwargs))
         t.chain = t.chain + (ViewMeta(view_op, tuple(args[1:]), tuple(sorted(kwargs.items()))),)
+        t.has_metadata_mutation = True  # torch: FunctionalTensorWrapper::mutate_view_meta
         # Change the wrapper's own sizes/strides, without dispatching (torch does the same).
         with no_dispatch():
             func(t, *args[1:], **kwargs)

@@ -66,6 +66,8 @@ class FunctionalTensor(torch.Tensor):
         out.generation = storage.generation
         # torch: FunctionalTensorWrapper::was_storage_changed_ (set by set_())
         out.storage_changed = False
+        # torch: FunctionalTensorWrapper::has_metadata_mutation_ (a view-like in-place step, or resize_)
+        out.has_metadata_mutation = False
         # Note [Two storages after set_()]: torch's Python FunctionalTensor has a storage of
         # its own, shared by its views (return_and_correct_aliasing) and never moved by set_().
         # Aliasing questions about outputs are asked of that one; ours is this field.
