@@ -584,3 +584,17 @@ def test_md_compile_beside_torch_compile(name):
         _assert_same(args_t, args_e, "torch.compile inputs after")
         _assert_same(out_o, out_e, "md.compile outputs")
         _assert_same(args_o, args_e, "md.compile inputs after")
+
+
+def test_set_to_a_functional_storage_on_real_tensors_is_refused_not_read():
+    """functionalize() over real tensors: a FunctionalTensor's storage holds no data; reading it would crash."""
+    from minidynamo.aot.functional_tensor import FunctionalizationError, functionalize
+
+    c = next(c for c in CASES if c.name == "set_input_to_a_storage")
+    with pytest.raises(FunctionalizationError, match="holds no data"):
+        functionalize(c.fn)(*c.make(False))
+    d = next(c for c in CASES if c.name == "resize_as_input_bigger")  # no storage: runs, as eager
+    outs, finals = functionalize(d.fn)(*d.make(False))
+    args_e = d.make(False)
+    _assert_same(outs, d.fn(*args_e), "outputs")
+    _assert_same(finals, args_e, "inputs after")

@@ -159,9 +159,19 @@ class MutationKernels:
         reports a data mutation only, even when the sizes changed, and the copy_
         back then cannot fit (Note [A resize_ that grows an input] refuses it).
         Below a FakeTensor, ``set_(Storage)`` fails as torch's does: the storage a
-        program can reach is the wrapper's (cpu), the value's is fake.
+        program can reach is the wrapper's (cpu), the value's is fake. Below real
+        tensors (``functionalize`` run eagerly) the wrapper's storage, which holds no
+        data, would become the value's: refused instead of read.
         """
+        from minidynamo.fake import FakeTensor
+
         t = args[0]
+        for a in args[1:]:
+            if isinstance(a, (torch.UntypedStorage, torch.TypedStorage)) and isinstance(t, FunctionalTensor) \
+                    and not isinstance(t.elem, FakeTensor) and not _holds_data(a):
+                raise FunctionalizationError(
+                    f"{func}: the storage passed is a FunctionalTensor's, which holds no data (only a FakeTensor "
+                    "below the mode can take it)")
         self._data_mutation(func, args, kwargs, [0])
         with no_dispatch():
             func(t, *args[1:], **kwargs)
@@ -222,3 +232,12 @@ class MutationKernels:
                 raise FunctionalizationError(f"{func}: running stats that were not wrapped (to_fun)")
             self._commit(stat, new)
         return tuple(self._wrap_fresh(x) for x in (out, mean, rstd))
+
+
+def _holds_data(storage) -> bool:
+    """A wrapper subclass's storage (a FunctionalTensor's) has no data pointer to read."""
+    try:
+        storage.data_ptr()
+    except RuntimeError:
+        return False
+    return True
