@@ -19,6 +19,28 @@ from minidynamo.aot.schemas import TensorAlias, ViewAndMutationMeta
 __all__ = ["create_compiled_function"]
 
 
+class CompiledFunctionBackward(torch.autograd.Function):
+    """Note [No double backward through a compiled graph]
+
+    Under ``backward(create_graph=True)`` autograd records what the backward computes,
+    so that it can be differentiated again. The compiled backward graph is not such a
+    computation (its saved values are detached, its ops already decomposed), so its
+    gradient would be silently wrong. As torch's ``CompiledFunctionBackward``
+    (torch/_functorch/_aot_autograd/runtime_wrappers.py), the graph runs inside this
+    Function: its outputs stay connected to what requires grad, and differentiating
+    them raises instead.
+    """
+
+    @staticmethod
+    def forward(ctx, run, *args):
+        return tuple(run(list(args)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("minidynamo's AOTAutograd does not support double backward "
+                           "(torch.compile with aot_autograd does not currently support double backward either)")
+
+
 def create_compiled_function(
     compiled_fw: Callable,
     compiled_bw: Callable,
@@ -141,7 +163,11 @@ def create_compiled_function(
                     all_args.insert(i, s)
             all_args += tangents
             del tangents
-            if boxed_bw:
+            if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in all_args):
+                # backward(create_graph=True): Note [No double backward through a compiled graph]
+                run = compiled_bw if boxed_bw else (lambda args: compiled_bw(*args))
+                grads = CompiledFunctionBackward.apply(run, *all_args)
+            elif boxed_bw:
                 # aot_autograd's Note [The backward frees what it has read]
                 ctx.maybe_clear_saved_tensors()
                 grads = compiled_bw(all_args)

@@ -16,7 +16,6 @@ from minidynamo.aot.schemas import ViewMeta
 aten = torch.ops.aten
 
 
-
 def _inverse_view(step: ViewMeta, parent: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
     """The value of ``parent`` after its view ``step(parent)`` became ``new`` (a functional op).
 
@@ -57,10 +56,15 @@ def _inverse_view(step: ViewMeta, parent: torch.Tensor, new: torch.Tensor) -> to
         start = sum(sizes[: step.out_index])
         return aten.slice_scatter.default(parent, new, dim, start, start + sizes[step.out_index])
     if name == "expand":
-        raise FunctionalizationError(
-            "in-place write into an expanded view (aten.expand): more than one element "
-            "refers to the same memory location (eager raises too)"
-        )
+        # torch's expand_inverse (FunctionalInverses.cpp): each changed element of the expanded
+        # view adds its change to the one element of the parent it shows (``scatter_into_base``
+        # has refused writes that reach one element twice).
+        delta = aten.sub.Tensor(new, step.replay(parent))
+        lead = new.dim() - parent.dim()
+        dims = list(range(lead)) + [lead + i for i, n in enumerate(parent.shape) if n == 1 and new.shape[lead + i] != 1]
+        if dims:
+            delta = aten.view.default(aten.sum.dim_IntList(delta, dims, True, dtype=parent.dtype), list(parent.shape))
+        return aten.add.Tensor(parent, delta)
     # Fallback: where the view sits inside its parent, from the layout below us.
     view = step.replay(parent)
     offset = view.storage_offset() - parent.storage_offset()
@@ -75,6 +79,37 @@ def _split_sizes(name: str, total: int, arg) -> list[int]:
     return [min(arg, total - i) for i in range(0, total, arg)] or [0]
 
 
+def _has_internal_overlap(t: torch.Tensor, exact_up_to: int = 1 << 16) -> bool:
+    """Whether two elements of the view ``t`` share a memory location (an expand, an overlapping unfold).
+
+    Like ``at::has_internal_overlap`` where that one can tell (a zero stride); where it
+    cannot, the layout is checked: dims sorted by stride, each stride beyond the reach of
+    the smaller ones means no overlap; otherwise the offsets are enumerated (views of more
+    than ``exact_up_to`` elements count as overlapping). Symbolic layouts are not checked.
+    """
+    dims = [(st, n) for n, st in zip(t.shape, t.stride()) if n != 1]
+    if not all(isinstance(st, int) and isinstance(n, int) for st, n in dims):
+        return False
+    if any(st == 0 for st, _ in dims):
+        return True
+    reach = 0
+    for st, n in sorted(dims):
+        if st <= reach:
+            break
+        reach += (n - 1) * st
+    else:
+        return False
+    numel = 1
+    for _, n in dims:
+        numel *= n
+    if numel > exact_up_to:
+        return True
+    offsets = {0}
+    for st, n in dims:
+        offsets = {o + i * st for o in offsets for i in range(n)}
+    return len(offsets) < numel
+
+
 def scatter_into_base(base: torch.Tensor, chain: tuple[ViewMeta, ...], new: torch.Tensor) -> torch.Tensor:
     """Note [Mutating a view]: the new value of the root base after ``replay_views(base, chain)`` became ``new``.
 
@@ -85,6 +120,12 @@ def scatter_into_base(base: torch.Tensor, chain: tuple[ViewMeta, ...], new: torc
     parents = [base]
     for step in chain[:-1]:
         parents.append(step.replay(parents[-1]))
+    if _has_internal_overlap(chain[-1].replay(parents[-1])):
+        raise FunctionalizationError(
+            f"in-place write into a view ({chain[-1].op}) where more than one element refers to the same "
+            "memory location: eager writes such an element once per element that shows it, a functional "
+            "program cannot (torch's functionalization refuses it too: 'internal overlap')"
+        )
     for step, parent in zip(reversed(chain), reversed(parents)):
         new = _inverse_view(step, parent, new)
     return new

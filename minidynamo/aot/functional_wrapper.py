@@ -60,6 +60,12 @@ class FunctionalTensor(torch.Tensor):
             device=elem.device,
             requires_grad=False,  # autograd, above us, sets it on the outputs of ops
         )
+        # torch's FunctionalTensor mirrors the Conjugate and Negative keys of its inner tensor
+        # (``_extra_dispatch_keys``), so that ``is_conj()``/``is_neg()`` answer as eager's would.
+        if elem.is_conj():
+            torch._C._set_conj(out, True)
+        if elem.is_neg():
+            torch._C._set_neg(out, True)
         out.elem = elem
         out.storage_ = storage
         out.chain = tuple(chain)

@@ -9,6 +9,9 @@ and they hold no test logic: the tests that run them live in ``tests/``.
                                        (tests/test_dynamo_differential.py)
     aot_cases         chapters 09-11   functions full of mutation and aliasing, for every
                                        AOT stage (tests/test_aot_metadata.py, test_aot_runtime.py)
+    aot_ported        chapters 09-11   more such functions, ported from PyTorch's
+                                       test/test_functionalization.py and
+                                       test/dynamo/test_aot_autograd.py (tests/test_aot_ported.py)
     metadata_compare  chapter 09       ours vs torch's ViewAndMutationMeta, field by field
     dynamic_cases     chapter 15       functions called with a sequence of sizes, ported from
                                        PyTorch's test/dynamo (tests/test_dynamic_shapes.py)
@@ -21,7 +24,8 @@ and they hold no test logic: the tests that run them live in ``tests/``.
 Both corpora are façades over themed modules (a case's module is its theme; the façade
 imports them in the corpus's order): dynamo_testing, dynamo_helpers, dynamo_tracing_values,
 dynamo_tracing_control, dynamo_tracing_torch, dynamo_tracing_more, dynamo_guards,
-dynamo_breaks; aot_testing, aot_mutation, aot_aliasing, aot_inputs.
+dynamo_breaks; aot_testing, aot_mutation, aot_aliasing, aot_inputs;
+aot_functionalization, aot_dynamo_tests (aot_ported).
 
 The counterparts in PyTorch's own tree are test/dynamo/test_functions.py,
 test/dynamo/test_misc.py, test/dynamo/test_recompiles.py, test/dynamo/test_unspec.py

@@ -42,9 +42,12 @@ class AOTCase:
 CASES: list[AOTCase] = []
 
 
-def case(*tags: str, inputs: Callable[[], list]):
+def case(*tags: str, inputs: Callable[[], list], registry: list[AOTCase] | None = None):
+    """Register ``fn`` as a case in ``CASES`` (or in ``registry``); its seed is its place there."""
+    cases = CASES if registry is None else registry
+
     def deco(fn):
-        CASES.append(AOTCase(fn.__name__, fn, inputs, tags, seed=len(CASES)))
+        cases.append(AOTCase(fn.__name__, fn, inputs, tags, seed=len(cases)))
         return fn
 
     return deco

@@ -351,7 +351,7 @@ class FakeTensorMode(TorchDispatchMode):
 
         # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.
         out_device = self._output_device(func, flat_in, kwargs)
-        if "device" in kwargs:
+        if "device" in kwargs or (not flat_in and _takes_device(func)):  # a factory called without device=
             kwargs["device"] = torch.device("meta")
 
         # 4. Run the Meta kernel on the fakes themselves, 5. wrap its outputs; or rebuild
@@ -446,6 +446,17 @@ class FakeTensorMode(TorchDispatchMode):
             tuple([t.untyped_storage()._cdata for t in flat_in]), tuple([t.untyped_storage()._cdata for t in flat_out]),
             op=func,
         )
+
+
+_device_arg: dict = {}
+
+
+def _takes_device(func) -> bool:
+    """Whether ``func``'s schema has a ``device`` keyword (a factory, like torch's ``_is_tensor_constructor``)."""
+    known = _device_arg.get(func)
+    if known is None:
+        known = _device_arg[func] = any(a.name == "device" and a.kwarg_only for a in func._schema.arguments)
+    return known
 
 
 def _op_event_details(func, in_shapes, out_shapes, in_storages, out_storages) -> dict:

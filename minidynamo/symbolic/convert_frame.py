@@ -245,7 +245,10 @@ def finish(tx, frame, config) -> CacheEntry:
         side_effects.append(f"torch.set_grad_enabled({torch.is_grad_enabled()})   # the with-block's exit")
     graph_call = ""
     name = f"___compiled_fn_{next(_graph_ids)}"
-    compiled = tx.output.compile_graph(cg.graph_outputs, config.backend, name, code=frame.code)
+    # torch's OutputGraph.restore_global_state: the backend compiles (AOT picks training or
+    # inference) under the grad mode the frame was entered with, not the one the trace left.
+    with torch.set_grad_enabled(tx.entry_grad_mode):
+        compiled = tx.output.compile_graph(cg.graph_outputs, config.backend, name, code=frame.code)
     graphs = []
     if compiled is not None:
         gm, fn, sources = compiled
