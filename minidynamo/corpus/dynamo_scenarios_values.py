@@ -271,3 +271,12 @@ def dicts_keyed_by_dtype_and_enum(compile):
     G_BY_DTYPE[torch.float32] = 5.0
     f(_x(3), _Act.TANH)
     f(_x(3).double(), _Act.RELU)
+
+
+@scenario("test_ctx_manager.py::test_enable_grad_* through aot_eager (called under no_grad)", backend="aot_eager")
+def enable_grad_inside_caller_no_grad_aot(compile):
+    f = compile(_with_enable_grad)
+    w = _x(3).requires_grad_()
+    with torch.no_grad():
+        f(w)
+    f(w)
