@@ -387,7 +387,7 @@ def test_md_compile_aot_eager_runs_forward_and_backward():
     assert passes.count("dynamo") == 1 and passes.count("aot_metadata") == 1 and passes.count("aot_joint") == 1
 
 
-# Note [The backward frees what it has read] (aot_autograd.py): the boxed backward must not
+# Note [The backward frees what it has read] (compilers.py): the boxed backward must not
 # change what autograd computes or refuses.
 
 

@@ -14,6 +14,8 @@ fx graph. Mirrors ``torch/_functorch/aot_autograd.py`` and the files of
     functional_utils.py           gen_alias_from_base: rebuild an aliased output from its base
     input_output_analysis.py      compute_overlapping_inputs: which inputs may share memory
     runtime_wrappers.py           the wrappers (mutations written back, aliases, dedupe, synthetic base)
+    compilers.py                  the default fw/bw compilers: run the graph (boxed for the backward)
+    graph_compile.py              one compile: metadata, joint graph, partition, CompiledFunction, wrappers
     aot_autograd.py               aot_function, aot_module, aot_module_simplified
 
 Names are imported lazily, so ``import minidynamo.aot`` stays cheap.

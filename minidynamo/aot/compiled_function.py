@@ -168,7 +168,7 @@ def create_compiled_function(
                 run = compiled_bw if boxed_bw else (lambda args: compiled_bw(*args))
                 grads = CompiledFunctionBackward.apply(run, *all_args)
             elif boxed_bw:
-                # aot_autograd's Note [The backward frees what it has read]
+                # compilers' Note [The backward frees what it has read]
                 ctx.maybe_clear_saved_tensors()
                 grads = compiled_bw(all_args)
             else:

@@ -1,0 +1,263 @@
+"""The compile proper: one flat function to a compiled callable (metadata, joint graph, partition, wrappers).
+
+Place in the pipeline: between the entry points (aot_autograd.py: ``aot_function``,
+``aot_module_simplified``) and the stages they drive. Mirrors
+``torch/_functorch/_aot_autograd/graph_compile.py`` (``aot_stage1_graph_capture``,
+``aot_stage2_compile``) and ``aot_autograd.create_aot_dispatcher_function``.
+
+When compiled (Dynamo's backend call, or ``aot_function``'s first call)::
+
+    flatten args (pytree)                  non-tensor args ride along untouched (aot_autograd.py)
+    dedupe: same tensor twice -> once      (runtime_wrappers.aot_wrapper_dedupe)
+    synthetic base for aliased inputs      (runtime_wrappers.aot_wrapper_synthetic_base)
+    collect_metadata        FakeTensor pass 2 -> ViewAndMutationMeta
+    joint graph             FakeTensor pass 3 (graph_capture)
+    partition_fn            forward graph + backward graph (default or min-cut)
+    fw_compiler / bw_compiler                 (default: run the fx graph as is, compilers.py)
+    CompiledFunction + runtime wrapper        (compiled_function, runtime_wrappers)
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.fx as fx
+
+from minidynamo._torch_private import set_grad_enabled_c
+from minidynamo.aot.compilers import _boxed_graph, _run_graph
+from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
+from minidynamo.aot.partitioners import PartitionResult, default_partition
+from minidynamo.aot.runtime_wrappers import (
+    aot_wrapper_dedupe,
+    aot_wrapper_synthetic_base,
+    create_compiled_function,
+    create_runtime_wrapper,
+)
+
+__all__ = ["AOTConfig", "CompiledArtifacts", "aot_dispatch", "create_aot_dispatcher_function"]
+
+
+@dataclass
+class AOTConfig:
+    fw_compiler: Callable = _run_graph
+    bw_compiler: Callable | None = None
+    partition_fn: Callable = default_partition
+    keep_inference_input_mutations: bool = False
+
+
+@dataclass
+class CompiledArtifacts:
+    """What the last compile made, for chapters and tests to look at."""
+
+    meta: Any = None
+    joint: Any = None
+    partition: PartitionResult | None = None
+    fw_module: fx.GraphModule | None = None
+    compiled_function: Any = None  # the autograd.Function class (training path)
+    wrappers: list[str] = field(default_factory=list)
+    fallback: str | None = None  # why the graph runs eagerly (aot_autograd's Note [AOT failures run the graph eagerly])
+
+
+def _example_inputs(gm: fx.GraphModule) -> list[Any]:
+    return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def _partition(config: AOTConfig, joint: Any, flat_args: list[Any], meta: Any) -> PartitionResult:
+    """Call the partitioner; one that takes them gets torch's hints (static inputs, mutated inputs)."""
+    params = inspect.signature(config.partition_fn).parameters
+    kwargs: dict[str, Any] = {"num_fwd_outputs": joint.num_fwd_outputs}
+    if "static_lifetime_input_indices" in params:
+        kwargs["static_lifetime_input_indices"] = [
+            i for i, a in enumerate(flat_args) if isinstance(a, torch.nn.Parameter)]
+    if "mutated_input_indices" in params:
+        kwargs["mutated_input_indices"] = [
+            i for i in meta.mutated_inp_runtime_indices if meta.input_info[i].mutates_data
+        ] + list(meta.mutated_graph_handled_indices)
+    return config.partition_fn(joint.gm, **kwargs)
+
+
+def _check_metadata_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_args: list[Any]) -> None:
+    """Note [A resize_ that grows an input]: refuse it at compile time, not at the first call.
+
+    Functionalization lets ``x.resize_(n)`` grow an input (a fresh, bigger value),
+    and metadata collection agrees with torch's; but the user's tensor keeps its
+    storage, so the wrapper's ``as_strided_`` would fail on every call (torch's
+    compiled function does fail there: ``setStorage: ... out of bounds``). The
+    forward graph returns each metadata-mutated input's final value first; if its
+    layout does not fit the input's storage, the graph runs eagerly instead.
+    So does one whose data mutation changed its sizes (``resize_as_``, ``set_()``
+    replace the value, Note [An inplace_view op that is no view]): the copy_ back
+    (in the graph or the wrapper) cannot resize the caller's tensor; torch's
+    compiled function raises there, or broadcasts silently.
+    """
+    _check_data_mutations_fit(meta, fw_module, flat_args)
+    if not meta.mutated_inp_runtime_indices:
+        return
+    out_node = next(n for n in fw_module.graph.nodes if n.op == "output")
+    for pos, idx in enumerate(meta.mutated_inp_runtime_indices):
+        if not meta.input_info[idx].mutates_metadata:
+            continue
+        val = out_node.args[0][pos].meta.get("val") if isinstance(out_node.args[0][pos], fx.Node) else None
+        inp = flat_args[idx]
+        if not isinstance(val, torch.Tensor) or not isinstance(inp, torch.Tensor) or val.numel() == 0:
+            continue
+        last = val.storage_offset() + sum((n - 1) * st for n, st in zip(val.shape, val.stride()))
+        need = (last + 1) * val.element_size()
+        have = inp.untyped_storage().nbytes()
+        if need > have:
+            try:  # the error torch's compiled function raises at call time (its wrapper's as_strided_)
+                torch.empty(have // inp.element_size(), dtype=inp.dtype, device="meta").as_strided_(
+                    val.shape, val.stride(), val.storage_offset())
+                theirs = "setStorage ... out of bounds"
+            except RuntimeError as exc:
+                theirs = str(exc).splitlines()[0]
+            raise RuntimeError(
+                f"input {idx} grows from a storage of {have} bytes to a layout needing {need} (resize_ to a "
+                "larger size): the compiled function could not write that back to the caller's tensor "
+                f"(torch's fails at run time: {theirs})"
+            )
+
+
+def _check_data_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_args: list[Any]) -> None:
+    """An input mutated in its data only, whose new value has other sizes: see Note [A resize_ that grows an input]."""
+    nodes = list(fw_module.graph.nodes)
+    out_node = nodes[-1]
+    new_values = {idx: out_node.args[0][pos] for pos, idx in enumerate(meta.mutated_inp_runtime_indices)}
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+    for n in nodes:  # kept in the graph: copy_(input, new value)
+        if n.target is torch.ops.aten.copy_.default and n.args[0] in placeholders[:len(flat_args)]:
+            new_values[placeholders.index(n.args[0])] = n.args[1]
+    for idx, node in new_values.items():
+        info, inp = meta.input_info[idx], flat_args[idx]
+        val = node.meta.get("val") if isinstance(node, fx.Node) else None
+        if info.mutates_metadata or not isinstance(val, torch.Tensor) or not isinstance(inp, torch.Tensor) \
+                or tuple(val.shape) == tuple(inp.shape):
+            continue
+        try:  # what torch's compiled function meets at call time
+            torch.empty(inp.shape, device="meta").copy_(torch.empty(val.shape, device="meta"))
+            theirs = "broadcasts it silently"
+        except RuntimeError as exc:
+            theirs = f"fails at run time: {str(exc).splitlines()[0]}"
+        raise RuntimeError(
+            f"input {idx} changes its sizes from {tuple(inp.shape)} to {tuple(val.shape)} by a data mutation "
+            "(resize_as_, set_()): the compiled function could not write that back to the caller's tensor "
+            f"(torch's {theirs})"
+        )
+
+
+def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: Any, fresh_mode: Callable) -> Any:
+    """The joint graph; traced again with saved-value hooks if autograd saw a saved input mutated.
+
+    See graph_capture's Note [A mutated input that autograd saved]: the first trace
+    is torch's; only a program on which torch's own joint trace fails is retraced.
+    """
+    try:
+        return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+    except RuntimeError as exc:
+        if "modified by an inplace operation" not in str(exc):
+            raise
+    return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fresh_mode(), saved_value_hooks=True)
+
+
+def _symbolic_mode(flat_args: list[Any]) -> Any:
+    """The fake mode of symbolic inputs (Note [AOT traces Dynamo's symbols], sym_tracing.py), else None.
+
+    Every pass then runs in that one mode: its fakes carry the ShapeEnv's symbols.
+    """
+    from minidynamo.fake import FakeTensor
+
+    mode = next((a.fake_mode for a in flat_args if isinstance(a, FakeTensor)), None)
+    return mode if mode is not None and mode.shape_env is not None else None
+
+
+def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art: CompiledArtifacts, *,
+                 as_strided_inputs: frozenset[int] = frozenset(), meta: Any = None) -> Callable:
+    """Compile a flat function with no duplicate and no aliased-and-mutated inputs."""
+    from minidynamo.aot.collect_metadata_analysis import collect_metadata
+    from minidynamo.fake import FakeTensorMode
+
+    training = needs_autograd(flat_args)
+    keep = config.keep_inference_input_mutations
+    if meta is None or meta.keep_input_mutations != keep:
+        meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=keep)
+    sym_mode = _symbolic_mode(flat_args)
+    if sym_mode is not None and any(i.mutates_metadata for i in meta.input_info):
+        raise RuntimeError("an input's metadata is mutated (t_, resize_, set_) in a graph over symbolic sizes")
+    fresh_mode = FakeTensorMode if sym_mode is None else (lambda: sym_mode)
+    fake_mode = fresh_mode()
+    if training:
+        joint = _trace_joint(flat_fn, flat_args, meta, fake_mode, fresh_mode)
+        part = _partition(config, joint, flat_args, meta)
+        saved = {n.name for n in part.saved_values}
+        if any(f"primals_{i + 1}" in saved or i in joint.saved_then_mutated
+               for i in meta.mutated_graph_handled_indices):
+            # The backward reads an input the forward's copy_ overwrote: write it back outside
+            # instead, after save_for_backward, so its version counter catches it (as eager does).
+            meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=False)
+            joint = _trace_joint(flat_fn, flat_args, meta, fresh_mode(), fresh_mode)
+            part = _partition(config, joint, flat_args, meta)
+    art.meta = meta
+    if training:
+        _check_metadata_mutations_fit(meta, part.fw_module, flat_args)
+        art.joint, art.partition, art.fw_module = joint, part, part.fw_module
+        compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
+        bw_compiler = config.bw_compiler or config.fw_compiler
+        boxed_bw = bw_compiler is _run_graph
+        compiled_bw = (_boxed_graph(part.bw_module) if boxed_bw
+                       else bw_compiler(part.bw_module, _example_inputs(part.bw_module)))
+        fn_cls = create_compiled_function(
+            compiled_fw, compiled_bw, meta,
+            tangent_mask=joint.tangent_mask,
+            fw_out_requires_grad=joint.fw_out_requires_grad,
+            num_inputs=len(flat_args),
+            bw_mutated=joint.bw_mutated_inputs,
+            version_checked=joint.saved_then_mutated,
+            stale_saved=joint.stale_saved,
+            boxed_bw=boxed_bw,
+        )
+        compiled_fn = fn_cls.apply
+        art.compiled_function = fn_cls
+        art.wrappers.append("CompiledFunction")
+    else:
+        gm = aot_dispatch_base_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+        _check_metadata_mutations_fit(meta, gm, flat_args)
+        art.fw_module = gm
+        compiled = config.fw_compiler(gm, _example_inputs(gm))
+        is_grad_enabled = torch.is_grad_enabled
+
+        def compiled_fn(*args):
+            if not is_grad_enabled():
+                return compiled(*args)
+            set_grad_enabled_c(False)  # the C call: cheaper than entering torch.no_grad()
+            try:
+                return compiled(*args)
+            finally:
+                set_grad_enabled_c(True)
+
+        art.wrappers.append("inference")
+    art.wrappers.append("RuntimeWrapper")
+    # Note [A runtime wrapper with nothing to do]: apply() returns a tuple, and so does fx's code.
+    returns_tuple = training or config.fw_compiler is _run_graph
+    if sym_mode is not None:  # Note [Sizes per call] (runtime_wrappers.py)
+        from minidynamo.aot.sym_tracing import size_resolver
+
+        return create_runtime_wrapper(compiled_fn, meta, as_strided_inputs=as_strided_inputs,
+                                      resolve=size_resolver(flat_args), returns_tuple=returns_tuple)
+    return create_runtime_wrapper(compiled_fn, meta, as_strided_inputs=as_strided_inputs, returns_tuple=returns_tuple)
+
+
+def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], config: AOTConfig,
+                                   art: CompiledArtifacts) -> Callable:
+    """Dedupe, then synthetic bases, then the compile proper (torch: same order of wrappers)."""
+    keep = config.keep_inference_input_mutations
+
+    def after_dedupe(fn, args, meta=None):
+        return aot_wrapper_synthetic_base(
+            fn, args, lambda f, a, **kw: aot_dispatch(f, a, config, art, **kw), art.wrappers, meta=meta,
+            keep_input_mutations=keep,
+        )
+
+    return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers, keep_input_mutations=keep)
