@@ -246,3 +246,27 @@ def parameter_replaced_and_written(compile):
     f(_x(2, 3))
     mod.lin.bias = None
     f(_x(2, 3))
+
+
+@scenario("test_functions.py::test_closure_* with dynamic=True (the cell's int becomes a tensor)", dynamic=True)
+def closure_cell_rebound_dynamic(compile):
+    scaled, set_k = _make_counter_pair()
+    f = compile(scaled)
+    f(_x(3))
+    set_k(5)
+    f(_x(3))
+    set_k(torch.ones(3) * 7)
+    f(_x(3))
+
+
+def _times(x, n):
+    return x * n
+
+
+@scenario("test_recompiles.py::test_automatic_dynamic_tensor_scalar_change with dynamic=True", dynamic=True)
+def int_argument_becomes_a_tensor_dynamic(compile):
+    f = compile(_times)
+    f(_x(3), 2)
+    f(_x(3), 3)
+    f(_x(3), torch.ones(3) * 4)
+    f(_x(3), 5)

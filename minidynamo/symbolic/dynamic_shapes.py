@@ -307,7 +307,10 @@ def automatic_dynamic_changes(frame_state: dict, L: dict, G: dict, dynamic) -> l
     changed = []
     for name, state in frame_state.items():
         if name == _INTS:
-            changed += [n for n, v in state.items() if v is not None and _read(n, L, G, v) != v]
+            # an int that is now another int; one that is now something else (a tensor in the
+            # cell that held 2) is a type change, not a size to make dynamic, and `!=` on it
+            # would be a tensor (an error of ours at the call)
+            changed += [n for n, v in state.items() if v is not None and _int_changed(_read(n, L, G, v), v)]
             continue
         if name.startswith("___"):
             continue
@@ -317,6 +320,10 @@ def automatic_dynamic_changes(frame_state: dict, L: dict, G: dict, dynamic) -> l
         changed += [f"{name}.size()[{i}]" for i, (old, new) in enumerate(zip(state, value.shape))
                     if old is not None and old != new]
     return changed
+
+
+def _int_changed(now, recorded: int) -> bool:
+    return type(now) is int and now != recorded
 
 
 def _read(name: str, L: dict, G: dict, default):
