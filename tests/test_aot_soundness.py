@@ -420,6 +420,13 @@ def _sin_mul_then_add_not_returned(x, w):
     return z
 
 
+def _sin_mul_then_add_views_returned(x, w):
+    y = x.sin()
+    z = y * w
+    y.add_(1)
+    return z.view(-1), y.t()  # aliases of intermediates: their gradients reach the graph through bases
+
+
 def _exp_then_mul_(x, w):
     y = (x * w).exp()  # exp saves its own output
     y.mul_(2)
@@ -452,12 +459,13 @@ def _cos_mul_then_view_zero_(x, w):
     return z, y
 
 
-_STALE_FNS = [_sin_mul_then_add_, _sin_mul_then_add_not_returned, _exp_then_mul_, _exp_used_then_add_,
-              _sigmoid_then_copy_, _tanh_then_view_mul_, _cos_mul_then_view_zero_]
+_STALE_FNS = [_sin_mul_then_add_, _sin_mul_then_add_not_returned, _sin_mul_then_add_views_returned, _exp_then_mul_,
+              _exp_used_then_add_, _sigmoid_then_copy_, _tanh_then_view_mul_, _cos_mul_then_view_zero_]
 # (x requires grad, w requires grad, which outputs the loss sums: "all" or one index)
 _STALE_CASES = [(fn, rg, "all") for fn in _STALE_FNS for rg in [(True, True), (False, True), (True, False)]] + [
     (_sin_mul_then_add_, (True, True), 1), (_sin_mul_then_add_, (True, True), 0),
     (_cos_mul_then_view_zero_, (True, True), 1), (_cos_mul_then_view_zero_, (True, True), 0),
+    (_sin_mul_then_add_views_returned, (True, True), 1), (_sin_mul_then_add_views_returned, (True, True), 0),
 ]
 
 
