@@ -61,6 +61,9 @@ COUNT_DIFFERENCES: dict[str, str] = {
     "global_defaultdict_history": "ours breaks the graph at `HISTORY['loss']` (a collections.defaultdict is not "
     "traced) and runs the rest eagerly, so the growing lists cause no recompile; torch guards their lengths "
     "and recompiles every call",
+    "autocast_block_and_outer_autocast": "a `with torch.autocast(...)` block inside the compiled function is a graph "
+    "break in ours (its __init__ asks torch.is_autocast_available(), unguarded state) before any tensor op: the "
+    "frame runs eagerly; torch traces the block into the graph",
 }
 
 # Scenarios where torch 2.13 itself is wrong (eager is the oracle), each with what it does. Checked to still be

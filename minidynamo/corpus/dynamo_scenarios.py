@@ -15,7 +15,8 @@ the backend has been handed so far: torch's ``CompileCounter.frame_count``.
 The cases are ported, in our own words, from PyTorch's test/dynamo: test_recompiles.py,
 test_global.py, test_modules.py, test_misc.py, test_functions.py and test_ctx_manager.py
 (``dynamo_scenarios_globals``, ``dynamo_scenarios_values``, ``dynamo_scenarios_modules``,
-``dynamo_scenarios_hooks``, ``dynamo_scenarios_training``, ``dynamo_scenarios_objects``);
+``dynamo_scenarios_hooks``, ``dynamo_scenarios_training``, ``dynamo_scenarios_objects``,
+``dynamo_scenarios_control``);
 each names its source test. ``tests/test_ported_scenarios.py`` requires our log to equal eager's on every
 scenario, no internal error of ours, and our graph counts to equal torch's except where
 a listed reason says why they differ.
@@ -156,4 +157,4 @@ def run(case: Scenario, system: str) -> Run:
 # the case modules register themselves on import (after the machinery above)
 from . import dynamo_scenarios_globals, dynamo_scenarios_values  # noqa: E402,F401
 from . import dynamo_scenarios_modules, dynamo_scenarios_hooks, dynamo_scenarios_training  # noqa: E402,F401
-from . import dynamo_scenarios_objects  # noqa: E402,F401
+from . import dynamo_scenarios_objects, dynamo_scenarios_control  # noqa: E402,F401
