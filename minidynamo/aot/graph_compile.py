@@ -127,7 +127,7 @@ def _check_data_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_args: l
     out_node = nodes[-1]
     new_values = {idx: out_node.args[0][pos] for pos, idx in enumerate(meta.mutated_inp_runtime_indices)}
     placeholders = [n for n in nodes if n.op == "placeholder"]
-    for n in nodes:  # kept in the graph: copy_(input, new value)
+    for n in nodes:  # kept in the graph: copy_(input, new value), traced only if the sizes broadcast
         if n.target is torch.ops.aten.copy_.default and n.args[0] in placeholders[:len(flat_args)]:
             new_values[placeholders.index(n.args[0])] = n.args[1]
     for idx, node in new_values.items():
