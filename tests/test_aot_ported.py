@@ -180,3 +180,89 @@ def test_md_compile_matches_eager_and_torch_compile(name, real_dynamo):
             torch.testing.assert_close(o.detach(), t.detach())
         else:
             assert o == t
+
+
+# ----------------------------------------------------------------------------- whole models (scenarios)
+
+
+class _ConvBnResidualLoss(torch.nn.Module):
+    """The model of test_aot_sequence_nr / test_eager_sequence_nr, smaller: batch norm's running stats are written."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(4, 4, kernel_size=(1, 1), stride=1, padding="same", bias=True)
+        self.bn1 = torch.nn.BatchNorm2d(num_features=4)
+        self.relu1 = torch.nn.ReLU()
+        self.fc1 = torch.nn.Linear(in_features=2 * 4 * 3 * 3, out_features=1)
+        self.loss_fn = torch.nn.L1Loss()
+
+    def forward(self, x, target):
+        y = x
+        x = self.relu1(self.bn1(self.conv1(x))) + y
+        return (self.loss_fn(self.fc1(torch.flatten(x)), target),)
+
+
+def test_conv_bn_residual_model_trains_like_eager(real_dynamo):
+    """Outputs, gradients of inputs and parameters, and the running stats after two training calls."""
+    from test_aot_ported_scenarios import three_way
+
+    torch.manual_seed(0)
+    model = _ConvBnResidualLoss().train()
+
+    def args(i):
+        gen = torch.Generator().manual_seed(i)
+        return [torch.rand(2, 4, 3, 3, generator=gen, requires_grad=True), torch.rand(1, generator=gen)]
+
+    three_way(lambda m: m, args, module=model)
+
+
+def test_duplicated_arguments_beside_a_global(real_dynamo):
+    """test_arg_dupe_via_dynamo_recompiles_many_with_global: the function also reads a global tensor."""
+    from test_aot_ported_scenarios import _clones, three_way
+
+    torch.manual_seed(0)
+    model = _TruncWithGlobal()
+    three_way(lambda m: m, lambda i: _clones(i, i == 0) + [2, 2], module=model)
+
+
+_GLOBAL_Z = torch.randn(3, 3, generator=torch.Generator().manual_seed(7))
+
+
+class _TruncWithGlobal(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mean = torch.nn.Parameter(torch.randn(3, 3))
+
+    def forward(self, a, b, e, f):
+        a.trunc_()
+        b.trunc_()
+        return (a + b + _GLOBAL_Z + self.mean) * e * f
+
+
+class _LayerNormGrad(torch.nn.Module):
+    """test_layer_norm_double_backward_dynamic_shapes's model: a gradient with create_graph=True inside forward."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.layer_norm = torch.nn.LayerNorm(dim)
+
+    def forward(self, x):
+        x = x.clone().requires_grad_(True)
+        y = self.layer_norm(x)
+        (grad,) = torch.autograd.grad(y, x, grad_outputs=torch.ones_like(y), create_graph=True, allow_unused=True)
+        return y, grad
+
+
+def test_gradient_taken_inside_forward(real_dynamo):
+    """Batch sizes 3, 5, 7: the outputs and the inner gradient as eager's.
+
+    No gradient of them is taken: that would be a second order through the compiled graphs,
+    which torch refuses (and so does ours, test_aot_ported_scenarios.py::test_double_backward_raises_like_torch).
+    torch.compile(backend="aot_eager") itself raises here in torch 2.13 ("This backward function was compiled
+    with non-empty donated buffers which requires create_graph=False"), so only eager is the oracle.
+    """
+    from test_aot_ported_scenarios import three_way
+
+    torch.manual_seed(0)
+    three_way(lambda m: m, lambda i: [torch.randn(3 + 2 * i, 8, generator=torch.Generator().manual_seed(i))],
+              calls=3, module=_LayerNormGrad(), grads=False, with_torch=False)

@@ -216,3 +216,27 @@ def da_alias_inputs():
     a[0] = 0
     a[0] = 2
     return b
+
+
+# ----------------------------------------------------------------------------- the programs of the donated-buffer tests
+# (torch checks which saved values its backward may free; here, what they compute and differentiate)
+
+
+@da("test_donated_buffer1", "plain", inputs=lambda: [g(3, 3)])
+def da_relu_saved_mask(x):
+    return torch.nn.functional.relu(x)
+
+
+@da("test_donated_buffer2", "plain", inputs=lambda: [r(4, 4), g(4, 4), g(4, 4)])
+def da_add_then_matmul(inp, param1, param2):
+    return torch.matmul(inp + param1, param2)
+
+
+@da("test_donated_buffer3", "plain", inputs=lambda: [r(4, 4), g(4, 4), g(4, 4)])
+def da_exp_then_matmul(inp, param1, param2):
+    return torch.matmul(torch.exp(inp + param1), param2)  # exp saves its output
+
+
+@da("test_donated_buffer5", "plain", inputs=lambda: [g(3, 2), g(2, 2)])
+def da_view_mm_relu(x, z):
+    return torch.mm(x.view(2, 3), x) + torch.nn.functional.relu(z)

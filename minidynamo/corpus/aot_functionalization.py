@@ -371,3 +371,8 @@ def fz_cat_out(x):
     out = torch.empty(0)
     torch.cat((x,), out=out)
     return out
+
+
+@fz("test_metadata_change_out_op", "out_mutation", inputs=lambda: [torch.tensor([1]), torch.tensor([1])])
+def fz_add_out_changes_dtype(t, y):
+    return torch.add(t, y, out=torch.ones(1))  # int inputs, a float out= tensor
