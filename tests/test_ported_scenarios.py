@@ -27,7 +27,8 @@ WRONG: dict[str, str] = {
     "enable_grad_inside_caller_no_grad_aot": "aot_eager under an outer no_grad: the graph's `with torch.enable_grad()` "
     "output comes back with requires_grad=False (eager and torch's aot_eager: True): minidynamo/aot compiles an "
     "inference graph because grad mode is off at the call (graph_capture.needs_autograd), though the graph turns "
-    "it on; a fix belongs in minidynamo/aot",
+    "it on; torch 2.13 (aot_autograd.py, create_aot_state) does not read grad mode there: inputs that require grad, "
+    "then outputs' requires_grad from the metadata pass. A fix belongs in minidynamo/aot",
 }
 
 # Scenarios whose graph counts differ from torch's while ours stays right, each with the reason.
