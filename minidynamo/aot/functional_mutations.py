@@ -64,6 +64,11 @@ class MutationKernels:
         for i in mutated:
             if not isinstance(args[i], FunctionalTensor):
                 raise FunctionalizationError(f"{func}: argument {i} is written but was not wrapped (to_fun)")
+            # Eager applies the writes one after another through the shared memory; the twin reads
+            # every argument's old value (torch's functionalization assumes no such aliasing, and is wrong).
+            if any(j != i and isinstance(a, FunctionalTensor) and a.storage_ is args[i].storage_
+                   for j, a in enumerate(args)):
+                raise FunctionalizationError(f"{func}: written argument {i} shares memory with another argument")
         self._report(func, twin, "mutation")
         args, kwargs = _with_defaults(func, twin, args, kwargs)
         result = twin(*tree_map(self._unwrap, args), **tree_map(self._unwrap, kwargs))
