@@ -67,6 +67,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     lazy_graph_module,
     load_python_kernels,
     mirror_autograd_meta,
+    mirror_conj_neg,
     no_dispatch,
     pop_current_dispatch_mode_if,
     python_dispatcher_kernels,

@@ -307,6 +307,15 @@ def mirror_autograd_meta(src, dst) -> None:
     torch._mirror_autograd_meta_to(src, dst)
 
 
+def mirror_conj_neg(src, dst) -> None:
+    """torch._C._set_conj / _set_neg: give the wrapper ``dst`` the conjugate and negative bits of ``src``
+    (torch's FunctionalTensor mirrors them through ``_extra_dispatch_keys``)."""
+    if src.is_conj():
+        torch._C._set_conj(dst, True)
+    if src.is_neg():
+        torch._C._set_neg(dst, True)
+
+
 def no_dispatch():
     """torch.utils._mode_utils.no_dispatch: run an op on a wrapper's own metadata, no modes, no subclasses."""
     from torch.utils._mode_utils import no_dispatch as _nd

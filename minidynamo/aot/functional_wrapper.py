@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from minidynamo._torch_private import mirror_conj_neg
 from minidynamo.aot.schemas import ViewMeta
 
 
@@ -62,10 +63,7 @@ class FunctionalTensor(torch.Tensor):
         )
         # torch's FunctionalTensor mirrors the Conjugate and Negative keys of its inner tensor
         # (``_extra_dispatch_keys``), so that ``is_conj()``/``is_neg()`` answer as eager's would.
-        if elem.is_conj():
-            torch._C._set_conj(out, True)
-        if elem.is_neg():
-            torch._C._set_neg(out, True)
+        mirror_conj_neg(elem, out)
         out.elem = elem
         out.storage_ = storage
         out.chain = tuple(chain)

@@ -300,7 +300,7 @@ def fz_batch_norm_without_affine(x, running_mean, running_var):
 @fz("test_mutable_op_not_inplace_or_other", "data_mutation", inputs=lambda: [torch.ones(1)])
 def fz_mutable_op_not_inplace_or_other(x):
     # Neither in-place nor out=: its schema marks the running min/max, scale and zero point as written.
-    return torch._fused_moving_avg_obs_fq_helper(x, x, x, x, x, x, x, 1.0, 0, 1, 0)
+    return torch.ops.aten._fused_moving_avg_obs_fq_helper(x, x, x, x, x, x, x, 1.0, 0, 1, 0)
 
 
 @fz("test_python_functionalization_lift_fresh", "plain", inputs=lambda: [g(4)])
