@@ -403,7 +403,8 @@ def test_aliasing_without_a_common_base_is_seen_per_call(alias, how):
     torch.testing.assert_close(x_c, x_e)
 
 
-# -- a mutated intermediate that autograd saved (graph_capture's Note [A mutated intermediate that autograd saved])
+# -- a mutated intermediate that autograd saved (graph_capture's Note [A mutated intermediate that autograd saved];
+# by default refused as torch refuses it, graph_compile's Note [A stale saved intermediate is refused])
 
 
 def _sin_mul_then_add_(x, w):
@@ -508,22 +509,105 @@ def _assert_same(got, want):
             torch.testing.assert_close(g_got, g_want)
 
 
+@pytest.fixture
+def compile_stale(monkeypatch):
+    """aot/config.py's ``compile_mutated_saved_intermediates`` on: ours compiles what torch refuses."""
+    import minidynamo.aot.config as aot_config
+
+    monkeypatch.setattr(aot_config, "compile_mutated_saved_intermediates", True)
+
+
+def _torch_aot_outcomes(fn, rg, loss):
+    from functorch.compile import nop
+    from torch._functorch.aot_autograd import aot_function as torch_aot_function
+
+    torch_fn = torch_aot_function(fn, nop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch traces its joint under anomaly mode, which warns
+        return [_stale_outcome(torch_fn, rg, loss) for _ in range(2)]
+
+
+def _eager_error(fn, rg):
+    """Eager's whole backward error for a loss of every output (Hint included), or None."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 4, generator=g).requires_grad_(rg[0])
+    w = torch.randn(3, 4, generator=g).requires_grad_(rg[1])
+    out = fn(x, w)
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    try:
+        sum(o.sum() for o in outs).backward()
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
 @pytest.mark.parametrize("fn,rg,loss", _STALE_CASES, ids=lambda v: getattr(v, "__name__", str(v)))
-def test_mutated_intermediate_saved_by_autograd_matches_eager(fn, rg, loss):
-    """Ours compiles and behaves as eager: the forward's values, then backward's error or gradients.
+def test_mutated_intermediate_saved_by_autograd_is_refused_as_torch_refuses(fn, rg, loss):
+    """By default ours refuses where torch's ``aot_function`` refuses, with its reason, and runs eagerly.
+
+    torch's joint trace meets the stale saved tensor and raises, at the first call,
+    the error eager's ``backward()`` would raise (even where eager's backward runs:
+    a loss on ``y`` alone). Ours then warns (AOTFallbackWarning) with eager's error
+    word for word, and every outcome is eager's. Where torch compiles (no stale
+    tensor saved: ``w`` not requiring grad), ours compiles without a warning.
+    """
+    eager = _stale_outcome(fn, rg, loss)
+    theirs = _torch_aot_outcomes(fn, rg, loss)
+    torch_refuses = theirs[0][0] == "compile"
+    assert all((t[0] == "compile") == torch_refuses for t in theirs), theirs
+    if torch_refuses:
+        assert theirs[0][1] == "RuntimeError" and "modified by an inplace operation" in theirs[0][2], theirs
+    md.reset()
+    for name, ours in (("md.compile", md.compile(fn)), ("aot_function", aot_function(fn))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                _assert_same(_stale_outcome(ours, rg, loss), eager)
+        aot = [str(w.message) for w in caught if issubclass(w.category, AOTFallbackWarning)]
+        if not torch_refuses:
+            assert not aot, (name, aot)
+            continue
+        assert len(aot) == 1, (name, aot)  # once, at the compile; later calls run eagerly without one
+        assert "runs eagerly" in aot[0] and "torch's AOTAutograd refuses this program at compile time" in aot[0]
+        assert theirs[0][2].split(" Hint")[0] in aot[0]  # torch's reason
+        whole = _eager_error(fn, rg)
+        if whole is not None and loss == "all":
+            assert whole in aot[0], (whole, aot[0])  # eager's error, word for word
+
+
+def test_mutated_intermediate_refused_under_torch_compile():
+    """torch.compile(backend="aot_eager") fails with BackendCompilerFailed; ours warns with the same reason."""
+    import torch._dynamo
+
+    fn = _sin_mul_then_add_
+    eager = _stale_outcome(fn, (True, True), "all")
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = _stale_outcome(torch.compile(fn, backend="aot_eager"), (True, True), "all")
+    finally:
+        torch._dynamo.reset()
+    assert theirs[:2] == ("compile", "BackendCompilerFailed") and eager[2][1] in theirs[2]
+    md.reset()
+    ours = md.compile(fn)
+    with pytest.warns(AOTFallbackWarning, match="refuses this program at compile time") as caught:
+        for _ in range(2):
+            _assert_same(_stale_outcome(ours, (True, True), "all"), eager)
+    assert any(eager[2][1] in str(w.message) and fn.__name__ in str(w.message) and __file__ in str(w.message)
+               for w in caught if issubclass(w.category, AOTFallbackWarning))
+
+
+@pytest.mark.parametrize("fn,rg,loss", _STALE_CASES, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_mutated_intermediate_saved_by_autograd_compiles_with_the_flag(fn, rg, loss, compile_stale):
+    """With the flag, ours compiles and behaves as eager: the forward's values, then backward's error or gradients.
 
     torch's ``aot_function`` refuses at compile time (its joint trace meets the stale
     saved tensor, with eager's error text) wherever a stale saved tensor is reachable
     from an output, and otherwise agrees with eager.
     """
-    from functorch.compile import nop
-    from torch._functorch.aot_autograd import aot_function as torch_aot_function
-
     eager = _stale_outcome(fn, rg, loss)
-    torch_fn = torch_aot_function(fn, nop)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch traces its joint under anomaly mode, which warns
-        theirs = [_stale_outcome(torch_fn, rg, loss) for _ in range(2)]
+    theirs = _torch_aot_outcomes(fn, rg, loss)
     md.reset()
     for ours in (md.compile(fn), aot_function(fn)):
         for _ in range(2):
@@ -541,8 +625,13 @@ def test_mutated_intermediate_saved_by_autograd_matches_eager(fn, rg, loss):
             assert eager[2][1] in t[2]  # torch's compile error is the error eager's backward raises
 
 
+@pytest.mark.parametrize("flag", [False, True], ids=["default", "compile_stale"])
 @pytest.mark.parametrize("fn", _STALE_FNS, ids=lambda f: f.__name__)
-def test_mutated_intermediate_under_no_grad_saves_nothing(fn):
+def test_mutated_intermediate_under_no_grad_saves_nothing(fn, flag, monkeypatch):
+    """Nothing is saved under no_grad: torch compiles, and so does ours (no warning), whatever the flag."""
+    import minidynamo.aot.config as aot_config
+
+    monkeypatch.setattr(aot_config, "compile_mutated_saved_intermediates", flag)
     md.reset()
     ours = md.compile(fn)
     eager = _stale_outcome(fn, (True, True), "all", no_grad=True)
@@ -552,8 +641,8 @@ def test_mutated_intermediate_under_no_grad_saves_nothing(fn):
             _assert_same(_stale_outcome(ours, (True, True), "all", no_grad=True), eager)
 
 
-def test_mutated_intermediate_saved_by_autograd_under_torch_compile():
-    """torch.compile(backend="aot_eager") raises BackendCompilerFailed at the first call; ours compiles."""
+def test_mutated_intermediate_saved_by_autograd_under_torch_compile(compile_stale):
+    """torch.compile(backend="aot_eager") raises BackendCompilerFailed at the first call; ours, with the flag, compiles."""
     import torch._dynamo
 
     fn = _sin_mul_then_add_

@@ -15,6 +15,7 @@ fx graph. Mirrors ``torch/_functorch/aot_autograd.py`` and the files of
     input_output_analysis.py      compute_overlapping_inputs: which inputs may share memory
     runtime_wrappers.py           the wrappers (mutations written back, aliases, dedupe, synthetic base)
     compilers.py                  the default fw/bw compilers: run the graph (boxed for the backward)
+    config.py                     flags read at compile time (torch: _functorch/config.py)
     graph_compile.py              one compile: metadata, joint graph, partition, CompiledFunction, wrappers
     aot_autograd.py               aot_function, aot_module, aot_module_simplified
 

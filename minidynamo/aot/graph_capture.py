@@ -328,7 +328,7 @@ def _stale_message(node: Any, t: torch.Tensor, version: int, saved_grad_fn: Any,
         f"[{t.type()} [{', '.join(str(d) for d in t.shape)}]]"
         f"{which} is at version {t._version}; expected version {version} instead. Hint: enable anomaly "
         "detection to find the operation that failed to compute its gradient, with "
-        "torch.autograd.set_detect_anomaly(True)."
+        "torch.autograd.set_detect_anomaly(True, check_nan=False)."
     )
 
 
@@ -348,6 +348,9 @@ def _stale_saved_reach(outs: list[Any], info: dict) -> dict[int, tuple[tuple[int
         that reaches such a node receives a gradient (compiled_function's Note [Saved
         tensors go through save_for_backward]); otherwise it runs, and the stale value
         only ever meets zero tangents.
+        That is with aot/config.py's ``compile_mutated_saved_intermediates`` only; by
+        default ours refuses the program as torch does (graph_compile's Note [A stale
+        saved intermediate is refused]).
     """
     reach: dict[int, tuple[tuple[int, str], ...]] = {}
     memo: dict[Any, list[tuple[int, str]]] = {}

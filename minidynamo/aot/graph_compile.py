@@ -26,6 +26,7 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
+import minidynamo.aot.config as aot_config
 from minidynamo._torch_private import set_grad_enabled_c
 from minidynamo.aot.compilers import _boxed_graph, _run_graph
 from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
@@ -46,6 +47,9 @@ class AOTConfig:
     bw_compiler: Callable | None = None
     partition_fn: Callable = default_partition
     keep_inference_input_mutations: bool = False
+    # aot/config.py (read when the AOTConfig is made): Note [A stale saved intermediate is refused]
+    compile_mutated_saved_intermediates: bool = field(
+        default_factory=lambda: aot_config.compile_mutated_saved_intermediates)
 
 
 @dataclass
@@ -148,18 +152,39 @@ def _check_data_mutations_fit(meta: Any, fw_module: fx.GraphModule, flat_args: l
         )
 
 
-def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: Any, fresh_mode: Callable) -> Any:
+def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: Any, fresh_mode: Callable,
+                 config: AOTConfig) -> Any:
     """The joint graph; traced again with saved-value hooks if autograd saw a saved input mutated.
 
     See graph_capture's Note [A mutated input that autograd saved]: the first trace
     is torch's; only a program on which torch's own joint trace fails is retraced.
+
+    Note [A stale saved intermediate is refused]
+        The retrace also finds saved *intermediates* the forward mutated (Note [A
+        mutated intermediate that autograd saved]). torch's AOTAutograd refuses
+        every such program at compile time (``aot_function``: a RuntimeError at the
+        first call; ``torch.compile(backend="aot_eager")``: BackendCompilerFailed),
+        with the error eager's ``backward()`` would raise, even where eager runs
+        (a loss that never reaches the stale node). By default ours refuses too,
+        with that reason: the caller's Note [AOT failures run the graph eagerly]
+        turns it into an AOTFallbackWarning, and the graph runs eagerly, so every
+        outcome is eager's. With ``config.compile_mutated_saved_intermediates``
+        (aot/config.py) ours compiles it instead, its backward raising eager's
+        error only when a gradient reaches the stale node.
     """
     try:
         return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
     except RuntimeError as exc:
         if "modified by an inplace operation" not in str(exc):
             raise
-    return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fresh_mode(), saved_value_hooks=True)
+    joint = aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fresh_mode(), saved_value_hooks=True)
+    if joint.stale_saved and not config.compile_mutated_saved_intermediates:
+        eager_error = min(joint.stale_saved.items())[1][0][1]
+        raise RuntimeError(
+            "torch's AOTAutograd refuses this program at compile time (the forward mutates an intermediate "
+            f"that autograd saved; its joint trace raises eager's backward error): {eager_error}"
+        )
+    return joint
 
 
 def _symbolic_mode(flat_args: list[Any]) -> Any:
@@ -189,7 +214,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
     fresh_mode = FakeTensorMode if sym_mode is None else (lambda: sym_mode)
     fake_mode = fresh_mode()
     if training:
-        joint = _trace_joint(flat_fn, flat_args, meta, fake_mode, fresh_mode)
+        joint = _trace_joint(flat_fn, flat_args, meta, fake_mode, fresh_mode, config)
         part = _partition(config, joint, flat_args, meta)
         saved = {n.name for n in part.saved_values}
         if any(f"primals_{i + 1}" in saved or i in joint.saved_then_mutated
@@ -197,7 +222,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             # The backward reads an input the forward's copy_ overwrote: write it back outside
             # instead, after save_for_backward, so its version counter catches it (as eager does).
             meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=False)
-            joint = _trace_joint(flat_fn, flat_args, meta, fresh_mode(), fresh_mode)
+            joint = _trace_joint(flat_fn, flat_args, meta, fresh_mode(), fresh_mode, config)
             part = _partition(config, joint, flat_args, meta)
     art.meta = meta
     if training:
