@@ -280,3 +280,24 @@ def enable_grad_inside_caller_no_grad_aot(compile):
     with torch.no_grad():
         f(w)
     f(w)
+
+
+@torch.no_grad()
+def _noisy_frozen(x):
+    y = x * 2
+    print("inside, grad mode", torch.is_grad_enabled())
+    return y + 1
+
+
+def _calls_noisy(x):
+    a = x.sin()
+    b = _noisy_frozen(x)
+    return a + b, b.requires_grad, torch.is_grad_enabled()
+
+
+@scenario("test_ctx_manager.py (a graph break inside a @torch.no_grad()-decorated callee)")
+def break_inside_a_no_grad_decorated_callee(compile):
+    f = compile(_calls_noisy)
+    f(_x(3).requires_grad_())
+    f.note(torch.is_grad_enabled())
+    f(_x(3, seed=1).requires_grad_())

@@ -160,6 +160,13 @@ class VariableBuilder:
         if is_lru_cache_of_user_function(value):  # traced through __wrapped__, as Dynamo does
             guards.ID_MATCH(source, value, "the trace inlined this cached function's body")
             return UserFunctionVariable(value.__wrapped__, source=AttrSource(source, "__wrapped__"))
+        if isinstance(value, types.MethodType) and type(value.__self__) in (torch.no_grad, torch.enable_grad) \
+                and value.__func__.__name__ == "clone":
+            # ``ctx_factory`` in torch's decorate_context: a function under ``@torch.no_grad()`` called
+            # from the trace enters ``no_grad.clone()``, a new block like ``torch.no_grad()``
+            # (Note [A grad-mode decorator], ctx_manager.py)
+            guards.ID_MATCH(source, value, "the trace entered a block made by this grad-mode decorator")
+            return GradModeClassVariable(type(value.__self__), source=source)
         if is_torch_callable(value):
             guards.ID_MATCH(source, value, "the trace recorded this torch function")
             return TorchInGraphFunctionVariable(value, source=source)
