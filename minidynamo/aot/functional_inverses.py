@@ -79,6 +79,9 @@ def _split_sizes(name: str, total: int, arg) -> list[int]:
     return [min(arg, total - i) for i in range(0, total, arg)] or [0]
 
 
+_MAY_OVERLAP = frozenset({"aten::expand", "aten::unfold", "aten::as_strided"})
+
+
 def _has_internal_overlap(t: torch.Tensor, exact_up_to: int = 1 << 16) -> bool:
     """Whether two elements of the view ``t`` share a memory location (an expand, an overlapping unfold).
 
@@ -120,11 +123,14 @@ def scatter_into_base(base: torch.Tensor, chain: tuple[ViewMeta, ...], new: torc
     parents = [base]
     for step in chain[:-1]:
         parents.append(step.replay(parents[-1]))
-    if _has_internal_overlap(chain[-1].replay(parents[-1])):
+    # Only these view ops make elements share memory; the layout is looked at only after one of them.
+    if any(step.op._schema.name in _MAY_OVERLAP for step in chain) and _has_internal_overlap(chain[-1].replay(parents[-1])):
+        expanded = any(step.op._schema.name == "aten::expand" for step in chain)
         raise FunctionalizationError(
-            f"in-place write into a view ({chain[-1].op}) where more than one element refers to the same "
-            "memory location: eager writes such an element once per element that shows it, a functional "
-            "program cannot (torch's functionalization refuses it too: 'internal overlap')"
+            f"in-place write into {'an expanded view (aten.expand)' if expanded else f'a view ({chain[-1].op})'}: "
+            "more than one element refers to the same memory location; eager writes such an element once per "
+            "element that shows it, a functional program cannot (torch's functionalization refuses it: "
+            "'internal overlap')"
         )
     for step, parent in zip(reversed(chain), reversed(parents)):
         new = _inverse_view(step, parent, new)
