@@ -351,7 +351,7 @@ class FakeTensorMode(TorchDispatchMode):
 
         # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.
         out_device = self._output_device(func, flat_in, kwargs)
-        if "device" in kwargs or (not flat_in and _takes_device(func)):  # a factory called without device=
+        if "device" in kwargs:
             kwargs["device"] = torch.device("meta")
 
         # 4. Run the Meta kernel on the fakes themselves, 5. wrap its outputs; or rebuild
@@ -425,6 +425,8 @@ class FakeTensorMode(TorchDispatchMode):
         return args, kwargs
 
     def _output_device(self, func, flat_in, kwargs) -> torch.device:
+        if not flat_in and "device" not in kwargs and _takes_device(func):
+            kwargs["device"] = None  # a factory called without device= (cpu): it too runs on meta
         if kwargs.get("device") is not None:
             return torch.device(kwargs["device"])
         devices = {t.fake_device for t in flat_in}
