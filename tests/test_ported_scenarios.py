@@ -23,13 +23,7 @@ from minidynamo.corpus.dynamo_testing import same
 pytestmark = [pytest.mark.ch04, pytest.mark.usefixtures("real_dynamo")]
 
 # Scenarios where ours is wrong today, each with the reason (strict: a fix turns it into a failure).
-WRONG: dict[str, str] = {
-    "enable_grad_inside_caller_no_grad_aot": "aot_eager under an outer no_grad: the graph's `with torch.enable_grad()` "
-    "output comes back with requires_grad=False (eager and torch's aot_eager: True): minidynamo/aot compiles an "
-    "inference graph because grad mode is off at the call (graph_capture.needs_autograd), though the graph turns "
-    "it on; torch 2.13 (aot_autograd.py, create_aot_state) does not read grad mode there: inputs that require grad, "
-    "then outputs' requires_grad from the metadata pass. A fix belongs in minidynamo/aot",
-}
+WRONG: dict[str, str] = {}
 
 # Scenarios whose graph counts differ from torch's while ours stays right, each with the reason.
 COUNT_DIFFERENCES: dict[str, str] = {

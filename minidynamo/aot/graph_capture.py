@@ -106,9 +106,42 @@ class JointGraph:
         return normalize_graph(self.gm)
 
 
-def needs_autograd(flat_args: list[Any]) -> bool:
-    """Trace a backward only if grad mode is on and some input requires grad (torch: same test)."""
-    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args)
+def needs_autograd(flat_args: list[Any], meta: ViewAndMutationMeta) -> bool:
+    """Trace a backward only if autograd will see the graph (torch: ``create_aot_state``, same test).
+
+    Note [Training or inference graph]
+        torch 2.13 does not read grad mode here: a graph needs a backward when
+        some input requires grad, *unless* the metadata pass (run under the
+        caller's grad mode) found that no output requires grad and no
+        grad-requiring input is mutated where autograd would see it. An output
+        aliasing a grad-requiring input does not count (views keep
+        requires_grad even under no_grad; the runtime wrapper's view replay
+        regenerates them), nor does a mutation made under no_grad or hidden from
+        autograd. So under an outer ``no_grad`` a graph whose body turns
+        ``enable_grad()`` on is a training graph, and in grad mode
+        ``return x.detach() * 2`` is an inference graph. The metadata pass ran
+        under the caller's grad mode, so the decision still follows it, and each
+        grad mode keeps its own compiled variant (aot_autograd's Note [Aliasing
+        is part of the compile key]).
+    """
+    if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args):
+        return False
+    output_and_mutation_safe = not any(
+        x.requires_grad
+        and not (
+            x.output_type in (OutputType.alias_of_input, OutputType.is_input)
+            and x.base_idx is not None
+            and meta.input_info[x.base_idx].requires_grad
+        )
+        for x in meta.output_info
+    ) and not any(
+        x.requires_grad
+        and x.mutates_data
+        and not x.mutations_under_no_grad_or_inference_mode
+        and not x.mutations_hidden_from_autograd
+        for x in meta.input_info
+    )
+    return not output_and_mutation_safe
 
 
 def _maybe_to_fresh_input(idx: int, t: Any, meta: ViewAndMutationMeta) -> Any:

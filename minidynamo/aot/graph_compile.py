@@ -198,16 +198,41 @@ def _symbolic_mode(flat_args: list[Any]) -> Any:
     return mode if mode is not None and mode.shape_env is not None else None
 
 
+def _with_grad_enabled(apply: Callable) -> Callable:
+    """The training graph called with grad mode on, whatever the caller's (torch's RuntimeWrapper does too).
+
+    A training graph compiled under an outer ``no_grad`` (its body turns
+    ``enable_grad()`` on: graph_capture's Note [Training or inference graph]) must
+    give the outputs eager makes inside that block a ``grad_fn``; under
+    ``no_grad``, ``autograd.Function.apply`` would record none. torch turns grad
+    on around every training call; ours only wraps the variant compiled with grad
+    off (each grad mode has its own, aot_autograd's Note [Aliasing is part of the
+    compile key]), so the grad-mode hot path keeps its bare ``apply``.
+    """
+    is_grad_enabled = torch.is_grad_enabled
+
+    def call_with_grad(*args):
+        if is_grad_enabled():
+            return apply(*args)
+        set_grad_enabled_c(True)
+        try:
+            return apply(*args)
+        finally:
+            set_grad_enabled_c(False)
+
+    return call_with_grad
+
+
 def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art: CompiledArtifacts, *,
                  as_strided_inputs: frozenset[int] = frozenset(), meta: Any = None) -> Callable:
     """Compile a flat function with no duplicate and no aliased-and-mutated inputs."""
     from minidynamo.aot.collect_metadata_analysis import collect_metadata
     from minidynamo.fake import FakeTensorMode
 
-    training = needs_autograd(flat_args)
     keep = config.keep_inference_input_mutations
     if meta is None or meta.keep_input_mutations != keep:
         meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=keep)
+    training = needs_autograd(flat_args, meta)  # graph_capture's Note [Training or inference graph]
     sym_mode = _symbolic_mode(flat_args)
     if sym_mode is not None and any(i.mutates_metadata for i in meta.input_info):
         raise RuntimeError("an input's metadata is mutated (t_, resize_, set_) in a graph over symbolic sizes")
@@ -243,7 +268,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             stale_saved=joint.stale_saved,
             boxed_bw=boxed_bw,
         )
-        compiled_fn = fn_cls.apply
+        compiled_fn = fn_cls.apply if torch.is_grad_enabled() else _with_grad_enabled(fn_cls.apply)
         art.compiled_function = fn_cls
         art.wrappers.append("CompiledFunction")
     else:
