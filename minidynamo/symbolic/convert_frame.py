@@ -153,8 +153,12 @@ def _setup_resume(tx, frame, L: dict) -> None:
 
 def _routes_through_compiler(var) -> bool:
     """Calls that real Dynamo would intercept as a new frame (user code), not C functions."""
+    from .variables.functional import FunctoolsPartialVariable
+    from .variables.new_object import NewObjectVariable
+
+    # a partial or an object with __call__: ``compiled_callee`` decides at run time (Note [md.compile of any callable])
     return isinstance(var, (UserFunctionVariable, NestedUserFunctionVariable, NNModuleVariable,
-                            UserDefinedObjectVariable))
+                            UserDefinedObjectVariable, FunctoolsPartialVariable, NewObjectVariable))
 
 
 def _record_break(config, explanation: GraphBreak) -> None:

@@ -56,6 +56,7 @@ import functools
 import inspect
 import itertools
 import types
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -162,7 +163,8 @@ class CompileConfig:
         """
         if self.hook is not None:
             if isinstance(fn, torch.nn.Module) or is_user_function(fn) or (
-                    isinstance(fn, types.MethodType) and is_user_function(fn.__func__)):
+                    isinstance(fn, types.MethodType) and is_user_function(fn.__func__)) or _user_call_method(fn) \
+                    or isinstance(fn, functools.partial) and self.compiled_callee(fn.func) is not fn.func:
                 return functools.partial(self.hook.call_with, self.frame_callback, fn)
             return fn
         if isinstance(fn, torch.nn.Module):
@@ -174,7 +176,21 @@ class CompileConfig:
             return functools.partial(self.optimized(fn.__func__), fn.__self__)
         if is_user_function(fn):
             return self.optimized(fn)
+        if isinstance(fn, functools.partial):
+            func = self.compiled_callee(fn.func)
+            return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
+        call = _user_call_method(fn)
+        if call is not None:  # an object with a Python __call__: its frame, as torch's hook catches it
+            return functools.partial(self.optimized(call), fn)
         return fn
+
+
+def _user_call_method(obj: Any) -> Optional[types.FunctionType]:
+    """The user-written ``__call__`` of an instance of a plain class, else None."""
+    if isinstance(obj, (type, types.FunctionType, types.MethodType, torch.nn.Module, OptimizedFunction, OptimizedModule)):
+        return None
+    call = getattr(type(obj), "__call__", None)
+    return call if is_user_function(call) else None
 
 
 _all_configs: "weakref.WeakSet[CompileConfig]" = weakref.WeakSet()
@@ -365,9 +381,45 @@ def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = Fals
         raise TypeError(f"dynamic must be None, True or False, not {dynamic!r}")
     config = CompileConfig(backend=lookup_backend(backend), fullgraph=fullgraph, dynamic=dynamic)
     _all_configs.add(config)
-    if not isinstance(fn, (torch.nn.Module, types.MethodType, types.FunctionType, OptimizedFunction, OptimizedModule)):
-        raise TypeError(f"md.compile expects a Python function or an nn.Module, not {type(fn).__name__}")
+    if not callable(fn):
+        raise TypeError(f"md.compile expects a callable (a function, an nn.Module, an object with __call__), "
+                        f"not {type(fn).__name__} {_short_repr(fn)}")
     return _optimize_with(fn, config)
+
+
+def _short_repr(obj: Any) -> str:
+    try:
+        text = repr(obj)
+    except Exception:  # noqa: BLE001 - the user's __repr__ failing must not hide the TypeError
+        return ""
+    return f"({text[:60]}...)" if len(text) > 60 else f"({text})"
+
+
+def wrap_inline(fn: Callable) -> Callable:
+    """A Python frame around a callable that has none of its own (torch/_dynamo/external_utils.py).
+
+    Note [md.compile of any callable]
+        ``torch.compile`` takes any callable. A module becomes an ``OptimizedModule``, a
+        function is compiled as it is; anything else (an object with ``__call__``, a
+        ``functools.partial``, a builtin such as ``torch.sin``) has no frame of its own
+        that the hook could catch, so torch wraps it in this one-line function and
+        compiles that: the frame of ``inner`` is traced, the call inlines the object's
+        ``__call__`` (its attributes guarded through the closure cell, as torch's
+        ``L['fn']``), and ``torch.sin`` becomes a graph of one node. A callable the
+        tracer cannot enter (``math.sin``, a C extension) breaks the graph and runs
+        eagerly, as in torch. A class is not wrapped: torch compiles its ``__call__``
+        in place (``_optimize_class``). Plain functions and bound methods never take
+        this path: they are compiled as they are, with no frame in between.
+    """
+
+    @functools.wraps(fn, updated=())  # not the instance's __dict__: it would shadow OptimizedFunction's own
+    def inner(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    # a code object of its own (torch's "copy hack"): caches, skip marks and the hook's
+    # table are keyed by code, and two wrapped callables must not share them
+    inner.__code__ = inner.__code__.replace(co_varnames=inner.__code__.co_varnames)
+    return inner
 
 
 @dataclass
@@ -440,11 +492,37 @@ def _optimize_with(fn: Callable, config: CompileConfig):
         fn = fn._orig_mod  # noqa: SLF001
     if isinstance(fn, torch.nn.Module):
         return OptimizedModule(fn, config)
-    if isinstance(fn, types.MethodType):
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
         config.targets.add(fn.__func__.__code__)
         return types.MethodType(config.optimized(fn.__func__), fn.__self__)
+    if isinstance(fn, type):
+        return _optimize_class(fn, config)
+    if not isinstance(fn, types.FunctionType):
+        fn = wrap_inline(fn)  # Note [md.compile of any callable]
     config.targets.add(fn.__code__)
     return config.optimized(fn)
+
+
+def _optimize_class(cls: type, config: CompileConfig) -> type:
+    """``md.compile(cls)``: as torch, the class itself, its instances' calls compiled (``cls.__call__``).
+
+    An ``nn.Module`` subclass gets its ``forward`` compiled instead: ``nn.Module.__call__``
+    still runs its hooks, then the compiled ``forward``. A class without ``__call__`` has
+    nothing to compile (torch would replace ``__call__`` by ``type.__call__``, making its
+    instances call the constructor): it is returned as it is, with a warning.
+    """
+    if issubclass(cls, torch.nn.Module):
+        name, target = "forward", getattr(cls, "forward", None)
+    else:
+        name, target = "__call__", next((c.__dict__["__call__"] for c in cls.__mro__ if "__call__" in c.__dict__), None)
+    if isinstance(target, (OptimizedFunction, staticmethod, classmethod)) or not is_user_function(target):
+        if not isinstance(target, OptimizedFunction):
+            warnings.warn(f"md.compile({cls.__qualname__}): the class has no Python {name} method to compile; "
+                          f"it is returned unchanged and runs eagerly", stacklevel=4)
+        return cls
+    config.targets.add(target.__code__)
+    setattr(cls, name, config.optimized(target))
+    return cls
 
 
 def reset() -> None:
