@@ -23,7 +23,9 @@ def compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None):
     """Compile ``fn`` with minidynamo, like ``torch.compile``.
 
     Works as a decorator (``@md.compile``, ``@md.compile(backend="eager")``) and as
-    a call (``md.compile(fn)``). ``backend`` is "eager", "aot_eager" or any
+    a call (``md.compile(fn)``). ``fn`` is any callable, as torch's: a function, a bound
+    method, an ``nn.Module``, an object with ``__call__``, a ``functools.partial``, a builtin
+    such as ``torch.sin``, or a class (its instances' calls are compiled). ``backend`` is "eager", "aot_eager" or any
     ``callable(gm, example_inputs) -> callable``. With ``fullgraph=True`` the first
     graph break raises instead of splitting the function. ``dynamic`` as torch's:
     None (automatic dynamic: a size that changes between calls gets a symbol on

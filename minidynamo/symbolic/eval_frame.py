@@ -376,7 +376,7 @@ def _call_module(self, /, *args, **kwargs):
 
 
 def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = False, dynamic: Optional[bool] = None):
-    """``md.compile``: a function (or module) whose calls run through the compiled cache."""
+    """``md.compile``: a callable whose calls run through the compiled cache (Note [md.compile of any callable])."""
     if dynamic not in (None, True, False):
         raise TypeError(f"dynamic must be None, True or False, not {dynamic!r}")
     config = CompileConfig(backend=lookup_backend(backend), fullgraph=fullgraph, dynamic=dynamic)
