@@ -575,11 +575,10 @@ def test_mutated_intermediate_saved_by_autograd_is_refused_as_torch_refuses(fn, 
             assert whole in aot[0], (whole, aot[0])  # eager's error, word for word
 
 
-def test_mutated_intermediate_refused_under_torch_compile():
-    """torch.compile(backend="aot_eager") fails with BackendCompilerFailed; ours warns with the same reason."""
+def _torch_compile_refuses(fn):
+    """Eager's outcome of ``fn``, after checking that torch.compile(backend="aot_eager") refuses it with eager's reason."""
     import torch._dynamo
 
-    fn = _sin_mul_then_add_
     eager = _stale_outcome(fn, (True, True), "all")
     torch._dynamo.reset()
     try:
@@ -589,6 +588,13 @@ def test_mutated_intermediate_refused_under_torch_compile():
     finally:
         torch._dynamo.reset()
     assert theirs[:2] == ("compile", "BackendCompilerFailed") and eager[2][1] in theirs[2]
+    return eager
+
+
+def test_mutated_intermediate_refused_under_torch_compile():
+    """torch.compile(backend="aot_eager") fails with BackendCompilerFailed; ours warns with the same reason."""
+    fn = _sin_mul_then_add_
+    eager = _torch_compile_refuses(fn)
     md.reset()
     ours = md.compile(fn)
     with pytest.warns(AOTFallbackWarning, match="refuses this program at compile time") as caught:
@@ -643,18 +649,8 @@ def test_mutated_intermediate_under_no_grad_saves_nothing(fn, flag, monkeypatch)
 
 def test_mutated_intermediate_saved_by_autograd_under_torch_compile(compile_stale):
     """torch.compile(backend="aot_eager") raises BackendCompilerFailed at the first call; ours, with the flag, compiles."""
-    import torch._dynamo
-
     fn = _sin_mul_then_add_
-    eager = _stale_outcome(fn, (True, True), "all")
-    torch._dynamo.reset()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            theirs = _stale_outcome(torch.compile(fn, backend="aot_eager"), (True, True), "all")
-    finally:
-        torch._dynamo.reset()
-    assert theirs[:2] == ("compile", "BackendCompilerFailed") and eager[2][1] in theirs[2]
+    eager = _torch_compile_refuses(fn)
     md.reset()
     ours = md.compile(fn)
     for _ in range(2):
