@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 ARTIFACTS = ROOT / "test-artifacts"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+RENDER_TIMEOUT_MS = 30_000
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -171,10 +172,19 @@ def _move_slider(widget, page) -> None:
 
 def _check_widget(output, page, shot: Path) -> None:
     """The widget view in ``output`` shows controls and reacts to the reader."""
+    from playwright.sync_api import Error as PlaywrightError, expect
+
+    # A view renders after its model arrives from the kernel; on a busy machine (CI has two
+    # cores and a kernel per chapter) that can lag the end of the run: wait for it.
+    try:
+        output.scroll_into_view_if_needed(timeout=RENDER_TIMEOUT_MS)
+        expect(output).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+        expect(output).to_contain_text(re.compile(r"\S"), timeout=RENDER_TIMEOUT_MS)
+    except (AssertionError, PlaywrightError) as e:
+        page.screenshot(path=str(shot.with_name(shot.stem + "-page.png")), full_page=True)
+        pytest.fail(f"{shot.stem}: the widget rendered nothing within {RENDER_TIMEOUT_MS // 1000} s ({e})")
     output.evaluate("el => el.scrollIntoView({block: 'center'})")
     controls = output.locator(".widget-slider, .jupyter-button, .widget-dropdown, .widget-toggle-buttons, .widget-checkbox")
-    box = output.bounding_box()
-    assert box and box["height"] > 0 and output.inner_text().strip(), f"{shot.stem}: the widget rendered nothing"
     if controls.count() == 0:  # a display-only widget (HTML, Label...): nothing to click
         output.screenshot(path=str(shot))
         return
