@@ -8,6 +8,7 @@ fx graph. Mirrors ``torch/_functorch/aot_autograd.py`` and the files of
     collect_metadata_analysis.py  FakeTensor pass 2 -> ViewAndMutationMeta
     schemas.py                    ViewAndMutationMeta, InputAliasInfo, OutputAliasInfo, OutputType
     make_fx.py                    a mini make_fx: a dispatch-mode tracer into torch.fx
+    graph_capture_wrappers.py     what pass 3 traces: fn_prepped_for_autograd, create_joint, functionalized
     graph_capture.py              FakeTensor pass 3: the joint forward+backward graph
     partitioners.py               split the joint graph into forward and backward
     compiled_function.py          CompiledFunction: the autograd.Function around both graphs

@@ -22,7 +22,7 @@ Note [Aliased outputs are returned, then regenerated]
     ``TensorAlias`` box, so ``autograd.Function`` treats it as an opaque object and
     gives it no gradient (1a); ``backward`` drops the grad_outputs of those boxes,
     all None (1b); the joint graph never got tangents for them (1c, see
-    graph_capture's Note [Which outputs get tangents]). The runtime wrapper then
+    graph_capture_wrappers' Note [Which outputs get tangents]). The runtime wrapper then
     rebuilds the real alias from its base, outside the autograd.Function, so that
     autograd links it to the base the way eager would: first by replaying the view
     chain functionalization recorded (6), else with ``as_strided`` on the size,
