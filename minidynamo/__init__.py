@@ -60,7 +60,7 @@ def explain(fn, *args, **kwargs):
     ``graphs`` (a list of ``torch.fx.GraphModule``) and ``guards``, like
     ``torch._dynamo.explain``.
     """
-    from minidynamo.symbolic.eval_frame import explain as _explain
+    from minidynamo.symbolic.explain import explain as _explain
 
     return _explain(fn, *args, **kwargs)
 

@@ -3,7 +3,8 @@
 Place in the pipeline: ``python function -> [symbolic] -> fx graphs + guards -> backend``.
 Mirrors ``torch/_dynamo``. The modules, in the order a call meets them:
 
-- ``eval_frame``: ``optimize`` (md.compile), ``explain``, ``reset``; the frame hook's callback.
+- ``eval_frame``: ``optimize`` (md.compile), ``reset``; the frame hook's callback. Beside it:
+  ``explain`` (md.explain, ``ExplainOutput``) and ``external_utils`` (``wrap_inline``).
 - ``frame_cache``: a frame's cache of entries: guard checks, recompiles, eager fallbacks.
 - ``convert_frame``: trace one frame into a compiled entry.
 - ``symbolic_convert``: the instruction loop (``InstructionTranslator``).

@@ -1,13 +1,14 @@
-"""The entry points: ``optimize`` (md.compile), ``explain``, ``reset``, and the frame hook's callback.
+"""The entry points: ``optimize`` (md.compile), ``reset``, and the frame hook's callback.
 
 Place in the pipeline: the front door. A compiled function's call binds its arguments
 into ``L`` and hands them to its frame's cache (``frame_cache.call_frame``: the guards of
 each entry, a new trace on a miss); with the frame hook, every fresh frame reaches
 ``CompileConfig.frame_callback`` the same way. Mirrors ``torch/_dynamo/eval_frame.py``
-(``optimize``, ``explain``, ``reset``, ``OptimizedModule``, the callback that
+(``optimize``, ``reset``, ``OptimizedModule``, the callback that
 ``_TorchDynamoContext`` installs) and the callback side of ``torch/csrc/dynamo/eval_frame.c``.
-The cache's own names (``FrameCache``, ``call_frame``, ``CACHE_SIZE_LIMIT``...) are
-importable from here too.
+Split off it, and importable from here too: the cache (``frame_cache.py``: ``FrameCache``,
+``call_frame``, ``CACHE_SIZE_LIMIT``...), ``md.explain`` (``explain.py``: ``explain``,
+``ExplainOutput``) and ``wrap_inline`` (``external_utils.py``).
 
 Note [The frame hook]
     Real Dynamo hooks CPython's frame evaluation (PEP 523), so *every* Python frame,
@@ -67,8 +68,9 @@ from minidynamo.backends import lookup_backend
 from minidynamo.trace_rules import THIRDPARTY_SKIPLIST, is_library_file
 
 from . import counters, frame_hook
-from .convert_frame import CacheEntry
-from .exc import GraphBreak, tidy_user_exception, warned_internal
+from .exc import tidy_user_exception, warned_internal
+from .explain import ExplainOutput, explain  # noqa: F401 - md.explain, split off this module
+from .external_utils import wrap_inline
 # The cache, split off this module: its names stay importable from here.
 from .frame_cache import (  # noqa: F401
     CACHE_SIZE_LIMIT,
@@ -85,7 +87,6 @@ from .frame_cache import (  # noqa: F401
     call_frame,
     internal_error_explanation,
 )
-from .guards import Guard
 from .resume_execution import unhooked
 from .variables.functions import is_user_function
 from .variables.nn_module import is_plain_call
@@ -393,96 +394,6 @@ def _short_repr(obj: Any) -> str:
     except Exception:  # noqa: BLE001 - the user's __repr__ failing must not hide the TypeError
         return ""
     return f"({text[:60]}...)" if len(text) > 60 else f"({text})"
-
-
-def wrap_inline(fn: Callable) -> Callable:
-    """A Python frame around a callable that has none of its own (torch/_dynamo/external_utils.py).
-
-    Note [md.compile of any callable]
-        ``torch.compile`` takes any callable. A module becomes an ``OptimizedModule``, a
-        function is compiled as it is; anything else (an object with ``__call__``, a
-        ``functools.partial``, a builtin such as ``torch.sin``) has no frame of its own
-        that the hook could catch, so torch wraps it in this one-line function and
-        compiles that: the frame of ``inner`` is traced, the call inlines the object's
-        ``__call__`` (its attributes guarded through the closure cell, as torch's
-        ``L['fn']``), and ``torch.sin`` becomes a graph of one node. A callable the
-        tracer cannot enter (``math.sin``, a C extension) breaks the graph and runs
-        eagerly, as in torch. A class is not wrapped: torch compiles its ``__call__``
-        in place (``_optimize_class``). Plain functions and bound methods never take
-        this path: they are compiled as they are, with no frame in between.
-    """
-
-    @functools.wraps(fn, updated=())  # not the instance's __dict__: it would shadow OptimizedFunction's own
-    def inner(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    # a code object of its own (torch's "copy hack"): caches, skip marks and the hook's
-    # table are keyed by code, and two wrapped callables must not share them
-    inner.__code__ = inner.__code__.replace(co_varnames=inner.__code__.co_varnames)
-    return inner
-
-
-@dataclass
-class ExplainOutput:
-    """What ``md.explain`` found (torch/_dynamo/backends/debugging.py ``ExplainOutput``)."""
-
-    graphs: list
-    graph_count: int
-    graph_break_count: int
-    break_reasons: list[GraphBreak]
-    guards: list[Guard]
-    entries: list[CacheEntry]
-    out: Any = None
-    frame_hook: str = ""  # which entry point ran: the PEP 523 hook, or explicit calls (and why)
-
-    @property
-    def ops_per_graph(self) -> list[list]:
-        """The call targets of each graph (torch's ``ExplainOutput.ops_per_graph``)."""
-        return [[n.target for n in g.graph.nodes if n.op.startswith("call")] for g in self.graphs]
-
-    @property
-    def op_count(self) -> int:
-        return sum(len(ops) for ops in self.ops_per_graph)
-
-    @property
-    def out_guards(self) -> list[Guard]:
-        """torch's name for ``guards``."""
-        return self.guards
-
-    def __str__(self) -> str:
-        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
-                 f"Op Count: {self.op_count}"]
-        if self.graph_count == 0:
-            lines.append("No graph was compiled: every frame ran eagerly (Graph Break Count is graph_count - 1 = "
-                         "-1, as torch computes it). Why, frame by frame, is in the break reasons below.")
-        lines.append("Break Reasons:")
-        for i, reason in enumerate(self.break_reasons, 1):
-            lines.append(f"  Break Reason {i}:")
-            lines += ["    " + ln for ln in str(reason).splitlines()]
-        lines.append("Guards:")
-        lines += [f"  {g}" for g in self.guards]
-        return "\n".join(lines)
-
-
-def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainOutput:
-    """Run ``fn(*args, **kwargs)`` once under a fresh cache and report what was compiled.
-
-    Like ``torch._dynamo.explain(fn)(*args)``: ``graph_break_count`` is
-    ``graph_count - 1``, exactly as torch computes it.
-    """
-    graphs, reasons, entries = [], [], []
-
-    def backend(gm, example_inputs):
-        return gm.forward
-
-    config = CompileConfig(backend=backend, on_graph=graphs.append, on_break=reasons.append,
-                           on_entry=entries.append)
-    compiled = _optimize_with(fn, config)
-    out = compiled(*args, **kwargs)
-    guards = [g for e in entries for g in e.guards]
-    return ExplainOutput(graphs, len(graphs), len(graphs) - 1, reasons, guards, entries, out,
-                         frame_hook.describe() if config.hook is not None else
-                         "explicit calls through the cache, no frame hook: " + (frame_hook.reason() or "off"))
 
 
 def _optimize_with(fn: Callable, config: CompileConfig):

@@ -1,0 +1,83 @@
+"""``md.explain``: run a function once under a fresh cache and report what was compiled.
+
+Place in the pipeline: beside the front door (``eval_frame.py``): ``explain`` compiles
+the function with a backend that only collects each graph, and a config whose hooks
+collect each graph break and cache entry, calls it once, and returns an
+``ExplainOutput``. Mirrors ``torch._dynamo.explain`` (``torch/_dynamo/eval_frame.py``)
+and ``torch/_dynamo/backends/debugging.py`` (``ExplainOutput``, ``ExplainWithBackend``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import frame_hook
+from .convert_frame import CacheEntry
+from .exc import GraphBreak
+from .guards import Guard
+
+
+@dataclass
+class ExplainOutput:
+    """What ``md.explain`` found (torch/_dynamo/backends/debugging.py ``ExplainOutput``)."""
+
+    graphs: list
+    graph_count: int
+    graph_break_count: int
+    break_reasons: list[GraphBreak]
+    guards: list[Guard]
+    entries: list[CacheEntry]
+    out: Any = None
+    frame_hook: str = ""  # which entry point ran: the PEP 523 hook, or explicit calls (and why)
+
+    @property
+    def ops_per_graph(self) -> list[list]:
+        """The call targets of each graph (torch's ``ExplainOutput.ops_per_graph``)."""
+        return [[n.target for n in g.graph.nodes if n.op.startswith("call")] for g in self.graphs]
+
+    @property
+    def op_count(self) -> int:
+        return sum(len(ops) for ops in self.ops_per_graph)
+
+    @property
+    def out_guards(self) -> list[Guard]:
+        """torch's name for ``guards``."""
+        return self.guards
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}"]
+        if self.graph_count == 0:
+            lines.append("No graph was compiled: every frame ran eagerly (Graph Break Count is graph_count - 1 = "
+                         "-1, as torch computes it). Why, frame by frame, is in the break reasons below.")
+        lines.append("Break Reasons:")
+        for i, reason in enumerate(self.break_reasons, 1):
+            lines.append(f"  Break Reason {i}:")
+            lines += ["    " + ln for ln in str(reason).splitlines()]
+        lines.append("Guards:")
+        lines += [f"  {g}" for g in self.guards]
+        return "\n".join(lines)
+
+
+def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainOutput:
+    """Run ``fn(*args, **kwargs)`` once under a fresh cache and report what was compiled.
+
+    Like ``torch._dynamo.explain(fn)(*args)``: ``graph_break_count`` is
+    ``graph_count - 1``, exactly as torch computes it.
+    """
+    from .eval_frame import CompileConfig, _optimize_with  # the front door, which re-exports explain
+
+    graphs, reasons, entries = [], [], []
+
+    def backend(gm, example_inputs):
+        return gm.forward
+
+    config = CompileConfig(backend=backend, on_graph=graphs.append, on_break=reasons.append,
+                           on_entry=entries.append)
+    compiled = _optimize_with(fn, config)
+    out = compiled(*args, **kwargs)
+    guards = [g for e in entries for g in e.guards]
+    return ExplainOutput(graphs, len(graphs), len(graphs) - 1, reasons, guards, entries, out,
+                         frame_hook.describe() if config.hook is not None else
+                         "explicit calls through the cache, no frame hook: " + (frame_hook.reason() or "off"))
