@@ -20,7 +20,45 @@ from typing import Any
 
 
 class Source:
-    """Base class: ``name()`` is a Python expression over ``L`` and ``G``."""
+    """Base class: ``name()`` is a Python expression over ``L`` and ``G``.
+
+    Note [A source's name is computed once]
+        A guard, a graph input and the side-effect table each ask a source for its
+        name, and ``L['self'].layer1[0].bn1.weight`` asks its bases in turn: tens of
+        thousands of f-strings for a ResNet. Sources are frozen dataclasses, so a
+        subclass's ``name()`` is remembered on the instance (outside the fields:
+        equality and hashing are unchanged) when every field is a string, an int or
+        a source whose own name is remembered; an item source with any other key
+        (its ``repr`` is computed again each time) is never remembered.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        compute = cls.__dict__.get("name")
+        if compute is None:
+            return
+
+        def name(self) -> str:
+            d = self.__dict__
+            text = d.get("_name")
+            if text is None:
+                text = compute(self)
+                if self._stable():
+                    d["_name"] = text  # frozen dataclass: bypass __setattr__ (Note [A source's name is computed once])
+            return text
+
+        name.__doc__, name.__qualname__ = compute.__doc__, compute.__qualname__
+        cls.name = name
+
+    def _stable(self) -> bool:
+        """Every field a str, an int or a stable source: the name cannot change."""
+        d = self.__dict__
+        stable = d.get("_stable_")
+        if stable is None:
+            stable = all(type(v) in (str, int) or (isinstance(v, Source) and v._stable())
+                         for k, v in d.items() if not k.startswith("_"))
+            d["_stable_"] = stable
+        return stable
 
     def name(self) -> str:
         raise NotImplementedError
