@@ -123,11 +123,11 @@ def test_same_graphs_as_torch(name, capsys):
     assert ours == theirs, f"{name}: torch compiled {theirs} graph(s), minidynamo {ours}"
 
 
-def test_unbound_tensor_method_runs_correctly():
-    # torch makes a graph of ``torch.Tensor.sin``; ours breaks at the method descriptor and
-    # runs it eagerly (a known gap of the tracer, not of the front door): never more graphs
+def test_unbound_tensor_method_compiles_like_torch():
+    # ``md.compile(torch.Tensor.sin)``: one graph, as torch (Note [An unbound Tensor method is
+    # the method call], symbolic/variables/torch.py)
     theirs, ours = _compile_both(lambda: torch.Tensor.sin, x)
-    assert ours <= theirs
+    assert ours == theirs == 1
 
 
 def test_attribute_change_recompiles_like_torch():

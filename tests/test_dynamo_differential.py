@@ -40,8 +40,6 @@ _CHAPTER_MARK = {"ch03": pytest.mark.ch03, "ch04": pytest.mark.ch04, "ch05": pyt
 # Cases that fail today for a reason outside this file, each with that reason.
 # strict: when the cause is fixed the xfail turns into a failure, and the entry goes.
 XFAIL_COUNTS: dict[str, str] = {
-    "unbound_tensor_method": "torch.Tensor.add(x, y) (a method called through the class) is not supported yet: "
-    "the frame falls back to eager",
     "break_closure_cell_after": "a graph break in a frame whose cells are written (nonlocal) falls back to eager; "
     "torch resumes with the cells",
 }

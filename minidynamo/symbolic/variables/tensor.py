@@ -118,6 +118,10 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(len(self.example_value))
         if name in ("__setitem__",):
             return tx.store_subscr(self, args[0], args[1])
+        if name == "__getitem__" and len(args) == 1 and not kwargs:  # x.__getitem__(i), torch.Tensor.__getitem__(x, i)
+            import operator
+
+            return wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, args[0].as_proxy()), {})
         if not hasattr(torch.Tensor, name):
             unimplemented(f"Tensor has no method {name!r}")
         if name == "new" and len(args) == 1 and isinstance(args[0], ConstantVariable) \

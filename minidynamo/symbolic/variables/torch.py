@@ -121,6 +121,11 @@ class TorchInGraphFunctionVariable(VariableTracker):
         from .tensor import TensorVariable
 
         fn = self.value
+        if is_tensor_method(fn):  # Note [An unbound Tensor method is the method call]
+            if args and isinstance(args[0], TensorVariable):
+                return args[0].call_method(tx, fn.__name__, list(args[1:]), kwargs)
+            unimplemented(f"torch.Tensor.{fn.__name__} called without a tensor as its first argument "
+                          f"({args[0] if args else 'no arguments'})")
         if fn in _graph_break_fns():
             unimplemented("torch._dynamo.graph_break() asks for a graph break")
         if fn in BREAK:
@@ -243,7 +248,23 @@ def autograd_function_apply(cls: type):
     return fn
 
 
+# Note [An unbound Tensor method is the method call]
+#     ``torch.Tensor.sin(x)`` reads the C method descriptor ``sin`` off the class and calls
+#     it with the tensor first: the same call as ``x.sin()``. The descriptor has no
+#     ``__module__`` (it belongs to ``torch._C.TensorBase``), so it is recognised by its
+#     ``__objclass__``; the call becomes ``x``'s method call, one ``call_method`` node, as
+#     torch does (``TorchInGraphFunctionVariable.is_tensor_method`` /
+#     ``call_tensor_method`` in torch/_dynamo/variables/torch.py). Tensor methods written
+#     in Python (``Tensor.split``, in torch/_tensor.py) are ordinary torch functions.
+def is_tensor_method(value: Any) -> bool:
+    """A C-level method of ``torch.Tensor`` reached through the class (``torch.Tensor.add``)."""
+    return isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
+        and getattr(value, "__objclass__", None) is torch._C.TensorBase
+
+
 def is_torch_callable(value: Any) -> bool:
+    if is_tensor_method(value):
+        return True
     mod = getattr(value, "__module__", None) or ""
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) and getattr(value, "__self__", None) is not None:
         owner = getattr(value.__self__, "__name__", "") or ""

@@ -1,0 +1,188 @@
+"""Learner habits that used to trip our tracer, each checked against ``torch.compile``.
+
+Every case runs through the real ``torch.compile`` and through ``md.compile``, both with a
+counting backend that records each graph's call targets: the graphs (how many, and the
+ops in each) must be torch's, and both results must equal eager. Cases:
+
+* unbound ``torch.Tensor`` methods called with the tensor first (``torch.Tensor.sin(x)``,
+  Note [An unbound Tensor method is the method call] in symbolic/variables/torch.py);
+* the attributes of what ``md.compile`` returns, for a function, a callable object, a
+  ``functools.partial``, a builtin (``functools.wraps``-like, as torch's wrapper);
+* more habits ported in our own words from PyTorch's test/dynamo (test_misc.py,
+  test_functions.py, test_repros.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import pytest
+import torch
+
+import minidynamo as md
+from minidynamo._torch_private import dynamo_reset
+
+pytestmark = [pytest.mark.usefixtures("real_dynamo")]
+
+
+def _target_name(target):
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+
+
+def _run(compile_, fn, args):
+    """Compile ``fn`` with a counting backend and call it on fresh copies of ``args``."""
+    dynamo_reset()
+    md.reset()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append([_target_name(n.target) for n in gm.graph.nodes if n.op.startswith("call")])
+        return gm.forward
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = compile_(fn, backend=backend)(*_fresh(args))
+    return graphs, out, [str(w.message) for w in caught]
+
+
+def _fresh(args):
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def _assert_same(a, b):
+    if isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for p, q in zip(a, b):
+            _assert_same(p, q)
+    elif isinstance(a, torch.Tensor):
+        torch.testing.assert_close(b, a)
+    else:
+        assert a == b
+
+
+def compare(fn, *args):
+    """Torch's graphs and ours (counts and op targets) and both results against eager."""
+    theirs, t_out, _ = _run(torch.compile, fn, args)
+    ours, m_out, messages = _run(md.compile, fn, args)
+    eager = fn(*_fresh(args))
+    _assert_same(eager, t_out)
+    _assert_same(eager, m_out)
+    assert ours == theirs, f"{fn.__name__}: torch's graphs {theirs}, ours {ours}"
+    return ours, messages
+
+
+x6 = torch.randn(6)
+y6 = torch.randn(6)
+
+
+# --- 1. unbound torch.Tensor methods -------------------------------------------------
+
+def tensor_sin(x):
+    return torch.Tensor.sin(x) + 1
+
+
+def tensor_add(x, y):
+    return torch.Tensor.add(x, y) * 2
+
+
+def tensor_add_kwarg(x, y):
+    return torch.Tensor.add(x, y, alpha=2)
+
+
+def tensor_view(x):
+    return torch.Tensor.view(x, 2, 3).sum(0)
+
+
+def tensor_size(x):
+    return x * torch.Tensor.size(x)[0]
+
+
+def tensor_size_dim(x):
+    return x * torch.Tensor.size(x, 0)
+
+
+def tensor_add_inplace(x):
+    y = x * 1
+    torch.Tensor.add_(y, 1)
+    return y
+
+
+def tensor_mul_inplace_on_input(x):
+    torch.Tensor.mul_(x, 2)
+    return x
+
+
+def tensor_dim_branch(x):
+    return torch.Tensor.neg(x) if torch.Tensor.dim(x) == 1 else x
+
+
+def tensor_getitem(x):
+    return torch.Tensor.__getitem__(x, 0) * 2
+
+
+def tensor_dunder_add(x, y):
+    return torch.Tensor.__add__(x, y)
+
+
+def type_of_x_method(x):
+    return type(x).sin(x)
+
+
+def getattr_on_class(x):
+    return getattr(torch.Tensor, "cos")(x)
+
+
+RELU = torch.Tensor.relu
+
+
+def method_descriptor_global(x):
+    return RELU(x) + 1
+
+
+def map_over_descriptor(x, y):
+    return list(map(torch.Tensor.sin, [x, y]))
+
+
+def descriptor_as_sort_key(x, y):
+    return sorted([x, y[:3]], key=torch.Tensor.numel)[0] + 1
+
+
+def tensor_reshape_keyword(x):
+    return torch.Tensor.reshape(x, shape=(3, 2))
+
+
+def tensor_to_dtype(x):
+    return torch.Tensor.to(x, torch.float64)
+
+
+def tensor_numel_len(x):
+    return x * torch.Tensor.numel(x) + torch.Tensor.__len__(x)
+
+
+DESCRIPTOR_CASES = [tensor_sin, tensor_add, tensor_add_kwarg, tensor_view, tensor_size, tensor_size_dim,
+                    tensor_add_inplace, tensor_mul_inplace_on_input, tensor_dim_branch, tensor_getitem,
+                    tensor_dunder_add, type_of_x_method, getattr_on_class, method_descriptor_global,
+                    map_over_descriptor, descriptor_as_sort_key, tensor_reshape_keyword, tensor_to_dtype,
+                    tensor_numel_len]
+
+
+@pytest.mark.parametrize("fn", DESCRIPTOR_CASES, ids=lambda f: f.__name__)
+def test_unbound_tensor_method_traced_as_torch(fn):
+    args = (x6, y6) if fn.__code__.co_argcount == 2 else (x6,)
+    graphs, _ = compare(fn, *args)
+    assert len(graphs) == 1  # torch makes one graph of each: so must we
+
+
+def test_unbound_tensor_method_on_a_non_tensor_raises_the_users_error():
+    def bad(x):
+        return torch.Tensor.add(2, x)
+
+    errors = []
+    for compile_ in (lambda f, backend: f, torch.compile, md.compile):
+        dynamo_reset()
+        md.reset()
+        with pytest.raises(TypeError) as info:
+            compile_(bad, backend="eager")(x6)
+        errors.append(str(info.value))
+    assert errors[2] == errors[0] == errors[1]
