@@ -198,29 +198,34 @@ def _symbolic_mode(flat_args: list[Any]) -> Any:
     return mode if mode is not None and mode.shape_env is not None else None
 
 
-def _with_grad_enabled(apply: Callable) -> Callable:
-    """The training graph called with grad mode on, whatever the caller's (torch's RuntimeWrapper does too).
+def _under_grad_mode(fn: Callable, enabled: bool) -> Callable:
+    """``fn`` called with grad mode ``enabled``, whatever the caller's, restored after (torch's RuntimeWrapper).
 
-    A training graph compiled under an outer ``no_grad`` (its body turns
-    ``enable_grad()`` on: graph_capture's Note [Training or inference graph]) must
-    give the outputs eager makes inside that block a ``grad_fn``; under
-    ``no_grad``, ``autograd.Function.apply`` would record none. torch turns grad
-    on around every training call; ours only wraps the variant compiled with grad
-    off (each grad mode has its own, aot_autograd's Note [Aliasing is part of the
-    compile key]), so the grad-mode hot path keeps its bare ``apply``.
+    The inference graph runs with grad off: its outputs get no ``grad_fn``, as torch's
+    inference path under ``torch.no_grad()`` leaves them. A training graph compiled
+    under an outer ``no_grad`` (its body turns ``enable_grad()`` on: graph_capture's
+    Note [Training or inference graph]) runs with grad on: the outputs eager makes
+    inside that block have a ``grad_fn``, and under ``no_grad``
+    ``autograd.Function.apply`` would record none. torch turns grad on around every
+    training call; ours only wraps the variant compiled with grad off (each grad mode
+    has its own, aot_autograd's Note [Aliasing is part of the compile key]), so the
+    grad-mode hot path keeps its bare ``apply``. One frame per call: when the mode is
+    already right, ``fn`` is called at once; otherwise the C setter (cheaper than
+    entering ``torch.no_grad()``) flips it around the call.
     """
     is_grad_enabled = torch.is_grad_enabled
+    restore = not enabled
 
-    def call_with_grad(*args):
-        if is_grad_enabled():
-            return apply(*args)
-        set_grad_enabled_c(True)
+    def under_grad_mode(*args):
+        if is_grad_enabled() is enabled:
+            return fn(*args)
+        set_grad_enabled_c(enabled)
         try:
-            return apply(*args)
+            return fn(*args)
         finally:
-            set_grad_enabled_c(False)
+            set_grad_enabled_c(restore)
 
-    return call_with_grad
+    return under_grad_mode
 
 
 def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art: CompiledArtifacts, *,
@@ -268,25 +273,14 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
             stale_saved=joint.stale_saved,
             boxed_bw=boxed_bw,
         )
-        compiled_fn = fn_cls.apply if torch.is_grad_enabled() else _with_grad_enabled(fn_cls.apply)
+        compiled_fn = fn_cls.apply if torch.is_grad_enabled() else _under_grad_mode(fn_cls.apply, True)
         art.compiled_function = fn_cls
         art.wrappers.append("CompiledFunction")
     else:
         gm = aot_dispatch_base_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
         _check_metadata_mutations_fit(meta, gm, flat_args)
         art.fw_module = gm
-        compiled = config.fw_compiler(gm, _example_inputs(gm))
-        is_grad_enabled = torch.is_grad_enabled
-
-        def compiled_fn(*args):
-            if not is_grad_enabled():
-                return compiled(*args)
-            set_grad_enabled_c(False)  # the C call: cheaper than entering torch.no_grad()
-            try:
-                return compiled(*args)
-            finally:
-                set_grad_enabled_c(True)
-
+        compiled_fn = _under_grad_mode(config.fw_compiler(gm, _example_inputs(gm)), False)
         art.wrappers.append("inference")
     art.wrappers.append("RuntimeWrapper")
     # Note [A runtime wrapper with nothing to do]: apply() returns a tuple, and so does fx's code.
