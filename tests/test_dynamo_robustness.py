@@ -186,3 +186,77 @@ def test_unbound_tensor_method_on_a_non_tensor_raises_the_users_error():
             compile_(bad, backend="eager")(x6)
         errors.append(str(info.value))
     assert errors[2] == errors[0] == errors[1]
+
+
+# --- 2. what md.compile returns carries the wrapped callable's attributes ------------
+
+class Doubler:
+    """Doubles its input."""
+
+    def __init__(self):
+        self.factor = 2.0
+        self.label = "double"
+
+    def __call__(self, x):
+        return x * self.factor
+
+
+def documented(x):
+    """Adds one."""
+    return x + 1
+
+
+documented.tag = "a function attribute"
+
+
+def _decorated():
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(x):
+            return f(x) * 3
+        return wrapper
+
+    @deco
+    def inner_fn(x):
+        return x - 1
+    return inner_fn
+
+
+CALLABLES = {
+    "function": lambda: documented,
+    "lambda": lambda: (lambda x: x.cos()),
+    "callable_object": Doubler,
+    "partial": lambda: functools.partial(torch.add, other=1.0),
+    "builtin": lambda: torch.sin,
+    "functools_wraps_decorated": _decorated,
+}
+ATTRIBUTES = ["__name__", "__qualname__", "__doc__", "__module__", "tag", "factor", "label", "func", "args"]
+
+
+def _observed(compiled, original):
+    seen = {a: (hasattr(compiled, a), getattr(compiled, a, None)) for a in ATTRIBUTES}
+    wrapped = getattr(compiled, "__wrapped__", None)
+    # torch's wrapper of a callable object wraps ``wrap_inline``'s frame, which wraps the object
+    seen["__wrapped__"] = "original" if wrapped is original else (
+        "frame around original" if getattr(wrapped, "__wrapped__", None) is original else repr(wrapped))
+    return seen
+
+
+@pytest.mark.parametrize("name", list(CALLABLES))
+def test_compiled_callable_has_torchs_attributes(name):
+    original = CALLABLES[name]()
+    theirs = _observed(torch.compile(original, backend="eager"), original)
+    ours = _observed(md.compile(original, backend="eager"), original)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("attr", ["fn", "code", "config", "cache"])
+def test_function_attribute_named_like_the_wrappers_own_still_compiles(attr):
+    # a function attribute named like one of OptimizedFunction's own used to replace it
+    # (``f.code = ...`` made md.compile fail with an internal TypeError)
+    def f(x):
+        return x.sin() * 2
+
+    setattr(f, attr, "the user's value")
+    graphs, _ = compare(f, x6)
+    assert len(graphs) == 1

@@ -273,6 +273,26 @@ def _share_defaults(binder: Callable, fn: Callable) -> None:
         binder.__defaults__, binder.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
 
 
+def _copy_attributes(wrapper: "OptimizedFunction", fn: Callable) -> None:
+    """``functools.update_wrapper``, except that ``fn``'s own attributes never replace the wrapper's.
+
+    Note [What md.compile returns looks like what it wraps]
+        torch's ``compile_wrapper`` is ``functools.wraps(fn)`` of a plain function: it has
+        ``fn``'s ``__name__``, ``__qualname__``, ``__doc__``, ``__module__``,
+        ``__wrapped__``, and a copy of ``fn.__dict__`` (a function's ``f.tag = ...``; for an
+        object with ``__call__``, its instance attributes, through ``wrap_inline``), taken
+        when it is compiled. Ours copies the same, but an attribute named like one of
+        ``OptimizedFunction``'s own (``fn``, ``code``, ``config``, ...) is not copied: it
+        would replace what the wrapper runs. ``md.compile(f).fn`` is then the compiled
+        function, where torch's wrapper would show ``f.fn``.
+    """
+    own = set(vars(wrapper)) | set(dir(type(wrapper)))
+    for name, value in getattr(fn, "__dict__", {}).items():
+        if name not in own:
+            setattr(wrapper, name, value)
+    functools.update_wrapper(wrapper, fn, updated=())
+
+
 class OptimizedFunction:
     """What ``md.compile(fn)`` returns: calls go through the cache of guarded entries."""
 
@@ -290,7 +310,7 @@ class OptimizedFunction:
         # a generator / coroutine function: its frame runs when the caller iterates, not
         # at the call; as in Dynamo, calling it runs eagerly and returns the generator
         self._generator = bool(fn.__code__.co_flags & (0x20 | 0x80 | 0x100 | 0x200))
-        functools.update_wrapper(self, fn)
+        _copy_attributes(self, fn)
         if config.hook is not None:
             config.hook.unskip(self.code)  # asked to compile it: the hook must not pass it by
             config.by_id.setdefault(id(self.code), self)

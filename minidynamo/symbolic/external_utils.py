@@ -29,7 +29,7 @@ def wrap_inline(fn: Callable) -> Callable:
         this path: they are compiled as they are, with no frame in between.
     """
 
-    @functools.wraps(fn, updated=())  # not the instance's __dict__: it would shadow OptimizedFunction's own
+    @functools.wraps(fn)  # an object's attributes too (Note [What md.compile returns looks like what it wraps])
     def inner(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
