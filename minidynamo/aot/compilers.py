@@ -54,9 +54,5 @@ class _BoxedCodeGen(fx.graph.CodeGen):
 
 
 def _boxed_graph(gm: fx.GraphModule) -> Callable:
-    """``gm``'s graph, copied, called with one list it empties (Note [The backward frees what it has read])."""
-    graph = fx.Graph()
-    out = graph.graph_copy(gm.graph, {})
-    graph.output(out)
-    graph.set_codegen(_BoxedCodeGen())
-    return run_graph_fast(gm, graph)
+    """``gm``'s graph called with one list it empties (Note [The backward frees what it has read])."""
+    return run_graph_fast(gm, codegen=_BoxedCodeGen())

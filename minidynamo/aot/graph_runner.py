@@ -185,17 +185,37 @@ class _StandIn:
         return self.binding(*args, **kwargs)
 
 
-def run_graph_fast(gm: fx.GraphModule, graph: fx.Graph | None = None) -> Callable:
-    """``gm``'s function (or ``graph``'s, a copy of it with its own codegen), each aten op bound once."""
-    if graph is None:
-        graph = fx.Graph()
-        graph.output(graph.graph_copy(gm.graph, {}))
+def run_graph_fast(gm: fx.GraphModule, graph: fx.Graph | None = None, *,
+                   codegen: fx.graph.CodeGen | None = None) -> Callable:
+    """``gm``'s function (or ``graph``'s), each aten op bound once; ``codegen``: how its code is written
+    (default: fx's plain ``CodeGen``, whatever the graph's own).
+
+    Note [The runner's code is written from the graph itself]
+        The stand-ins must not stay in ``gm``'s graph (the chapters and the tests read
+        its aten targets), so this used to write the code from a copy of the graph: a
+        second copy of every forward and backward node (fx's ``node_copy``, a few
+        percent of a ResNet's compile). Instead the targets (and, for a boxed backward,
+        the codegen) are swapped into the graph only while fx writes the code, and put
+        back at once, as is the graph's owning module. The runner keeps the graph for
+        fx's bookkeeping; nothing regenerates its code.
+    """
+    graph = gm.graph if graph is None else graph
     stand_ins: dict[tuple, _StandIn] = {}
-    for node in graph.nodes:
-        if node.op == "call_function" and type(node.target) is OpOverload:
-            binding = _binding(node)
-            node.target = stand_ins.setdefault((node.target, binding), _StandIn(node.target, binding))
-    runner = fx.GraphModule(gm, graph)
+    swapped: list[tuple[fx.Node, Any]] = []
+    saved_codegen, saved_owner = graph._codegen, graph.owning_module
+    try:
+        for node in graph.nodes:
+            if node.op == "call_function" and type(node.target) is OpOverload:
+                binding = _binding(node)
+                swapped.append((node, node.target))
+                node.target = stand_ins.setdefault((node.target, binding), _StandIn(node.target, binding))
+        graph.set_codegen(codegen if codegen is not None else fx.graph.CodeGen())  # a copy's default, as before
+        runner = fx.GraphModule(gm, graph)
+    finally:
+        for node, target in swapped:
+            node.target = target
+        graph._codegen = saved_codegen
+        graph.owning_module = saved_owner
     forward = runner.forward
     g = forward.__globals__  # fx's own globals dict for this code
     for name, value in list(g.items()):
