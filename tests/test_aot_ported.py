@@ -31,7 +31,8 @@ from minidynamo.aot.min_cut_partition import min_cut_rematerialization_partition
 from minidynamo.corpus.aot_ported import PORTED_BY_NAME, PORTED_CASES, TORCH_TEST
 from minidynamo.corpus.metadata_compare import metadata_differences
 
-from test_aot_runtime import _differs_from_eager, _torch_oracle, run_and_compare  # tests/ is on sys.path
+from test_aot_ported_scenarios import _TruncWithParam  # tests/ is on sys.path
+from test_aot_runtime import _differs_from_eager, _torch_oracle, run_and_compare
 
 pytestmark = pytest.mark.ch11
 
@@ -255,12 +256,8 @@ def test_duplicated_arguments_beside_a_global(real_dynamo):
 _GLOBAL_Z = torch.randn(3, 3, generator=torch.Generator().manual_seed(7))
 
 
-class _TruncWithGlobal(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.mean = torch.nn.Parameter(torch.randn(3, 3))
-
-    def forward(self, a, b, e, f):
+class _TruncWithGlobal(_TruncWithParam):
+    def forward(self, a, b, e, f):  # noqa: D102 - torch's test adds a global to the sum
         a.trunc_()
         b.trunc_()
         return (a + b + _GLOBAL_Z + self.mean) * e * f

@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .dynamo_helpers import Counting
 from .dynamo_scenarios import scenario
 
 
@@ -192,11 +193,8 @@ def global_defaultdict_history(compile):
     f.note(dict(HISTORY))
 
 
-class _Counter(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-        self.calls = 0
+class _Counter(Counting):
+    """``Counting`` whose output reads its counter too, as torch's ``SelfMutatingModule``."""
 
     def forward(self, x):
         self.calls += 1
