@@ -57,6 +57,17 @@ def scenario(source: str, *, backend: str = "eager", dynamic=None):
     return register
 
 
+def _x(*shape, seed=0):
+    """A random tensor from its own seeded generator: the same values in every run (the cases' inputs)."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _seeded(cls, *args, seed=0):
+    """``cls(*args)`` built after ``torch.manual_seed(seed)``: the same parameters in every run."""
+    torch.manual_seed(seed)
+    return cls(*args)
+
+
 def snapshot(v) -> Any:
     """A copy of ``v`` that later mutations cannot change, comparable with ``dynamo_testing.same``."""
     if isinstance(v, torch.Tensor):

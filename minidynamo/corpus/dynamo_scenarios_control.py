@@ -13,11 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from .dynamo_scenarios import scenario
-
-
-def _x(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+from .dynamo_scenarios import _x, scenario
 
 
 def _mixed(x, w):

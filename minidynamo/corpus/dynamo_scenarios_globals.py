@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .dynamo_scenarios import scenario
+from .dynamo_scenarios import _x, scenario
 
 G_COUNTER = 1
 G_LIST = [0, 1, 2]
@@ -27,10 +27,6 @@ class _Pair:
 
 
 G_OBJECT = _Pair(1, 1)
-
-
-def _x(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
 # --- test_global.py ------------------------------------------------------------------

@@ -13,8 +13,7 @@ import types
 import torch
 import torch.nn as nn
 
-from .dynamo_scenarios import scenario
-from .dynamo_scenarios_modules import _seeded
+from .dynamo_scenarios import _seeded, scenario
 
 class _Affine(nn.Module):
     def forward(self, x):

@@ -16,16 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .dynamo_scenarios import scenario
-
-
-def _x(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def _seeded(cls, *args, seed=0):
-    torch.manual_seed(seed)
-    return cls(*args)
+from .dynamo_scenarios import _x, _seeded, scenario
 
 
 class _WithProperty(nn.Module):

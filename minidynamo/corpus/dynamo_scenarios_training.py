@@ -19,16 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .dynamo_helpers import Counting
-from .dynamo_scenarios import scenario
-
-
-def _x(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def _seeded(cls, *args, seed=0):
-    torch.manual_seed(seed)
-    return cls(*args)
+from .dynamo_scenarios import _x, _seeded, scenario
 
 
 def _grads(model):

@@ -14,11 +14,7 @@ import enum
 
 import torch
 
-from .dynamo_scenarios import scenario
-
-
-def _x(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+from .dynamo_scenarios import _x, scenario
 
 
 # --- test_misc.py ------------------------------------------------------------------
@@ -180,13 +176,18 @@ def _with_enable_grad(x):
     return y, y.requires_grad
 
 
-@scenario("test_ctx_manager.py::test_enable_grad_* (called under no_grad, then not)")
-def enable_grad_inside_caller_no_grad(compile):
+def _enable_grad_under_no_grad_then_grad(compile):
     f = compile(_with_enable_grad)
     w = _x(3).requires_grad_()
     with torch.no_grad():
         f(w)
     f(w)
+    return f
+
+
+@scenario("test_ctx_manager.py::test_enable_grad_* (called under no_grad, then not)")
+def enable_grad_inside_caller_no_grad(compile):
+    f = _enable_grad_under_no_grad_then_grad(compile)
     with torch.inference_mode():
         f(_x(3))
 
@@ -275,11 +276,7 @@ def dicts_keyed_by_dtype_and_enum(compile):
 
 @scenario("test_ctx_manager.py::test_enable_grad_* through aot_eager (called under no_grad)", backend="aot_eager")
 def enable_grad_inside_caller_no_grad_aot(compile):
-    f = compile(_with_enable_grad)
-    w = _x(3).requires_grad_()
-    with torch.no_grad():
-        f(w)
-    f(w)
+    _enable_grad_under_no_grad_then_grad(compile)
 
 
 @torch.no_grad()
