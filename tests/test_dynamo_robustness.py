@@ -260,3 +260,83 @@ def test_function_attribute_named_like_the_wrappers_own_still_compiles(attr):
     setattr(f, attr, "the user's value")
     graphs, _ = compare(f, x6)
     assert len(graphs) == 1
+
+
+# --- 3. habits ported from PyTorch's test/dynamo -------------------------------------
+
+import operator  # noqa: E402 - used by the cases of this section only
+
+x46 = torch.randn(4, 6)
+y46 = torch.randn(4, 6)
+
+
+def itemgetter_of_a_list(x):
+    return operator.itemgetter(0, 2)(list(x))[1] * 2
+
+
+def itemgetter_of_a_dict(x):
+    return operator.itemgetter("a")({"a": x, "b": 2}) * 3
+
+
+def itemgetter_as_sort_key(x):
+    pairs = [(3, x), (1, x * 2)]
+    return sorted(pairs, key=operator.itemgetter(0))[0][1]
+
+
+def attrgetter_of_a_tensor(x, y):
+    return operator.attrgetter("T")(x) @ y
+
+
+def attrgetter_dotted_and_many(x):
+    shape, ndim = operator.attrgetter("shape", "ndim")(x)
+    return x * shape[0] * ndim * operator.attrgetter("shape.__len__")(x)()
+
+
+def methodcaller_with_arguments(x):
+    return operator.methodcaller("sum", 0)(x) + operator.methodcaller("mean", dim=1, keepdim=True)(x).sum()
+
+
+def attrgetter_mapped(x, y):
+    return sum(map(operator.attrgetter("ndim"), [x, y])) * x
+
+
+def unused_items_of_a_split(x):
+    first, *_ = x.split(2, dim=1)
+    return first + 1
+
+
+def unused_values_of_max(x):
+    return x.max(dim=1, keepdim=True).values + x.sort(dim=-1).indices.float()
+
+
+def unused_subscript(x):
+    x[0]
+    return x.sin()
+
+
+HABIT_CASES = [itemgetter_of_a_list, itemgetter_of_a_dict, itemgetter_as_sort_key, attrgetter_of_a_tensor,
+               attrgetter_dotted_and_many, methodcaller_with_arguments, attrgetter_mapped,
+               unused_items_of_a_split, unused_values_of_max, unused_subscript]
+
+
+@pytest.mark.parametrize("fn", HABIT_CASES, ids=lambda f: f.__name__)
+def test_ported_habit_traced_as_torch(fn):
+    args = (x46, y46) if fn.__code__.co_argcount == 2 else (x46,)
+    graphs, _ = compare(fn, *args)
+    assert len(graphs) == 1
+
+
+@pytest.mark.parametrize("make", [lambda: operator.itemgetter(), lambda: operator.attrgetter(1),
+                                  lambda: operator.methodcaller(2)], ids=["no_item", "attr_not_str", "name_not_str"])
+def test_operator_getter_refused_raises_the_users_type_error(make):
+    def fn(x):
+        return make()(x)
+
+    errors = []
+    for compile_ in (lambda f, backend: f, torch.compile, md.compile):
+        dynamo_reset()
+        md.reset()
+        with pytest.raises(TypeError) as info:
+            compile_(fn, backend="eager")(x46)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] == errors[2]

@@ -16,6 +16,7 @@ Note [An empty graph is not compiled]
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import torch
@@ -102,17 +103,19 @@ class OutputGraph:
 
     # --- finishing ------------------------------------------------------------------
     def _remove_unused_sym_nodes(self, outputs: list) -> None:
-        """Size arithmetic nothing reads (``n == 1`` that an ``if`` turned into a guard) leaves the graph.
+        """Size arithmetic and ``getitem``s nothing reads leave the graph.
 
         As torch's ``remove_unused_graphargs``: a SymInt/SymBool node without users is
-        pure, so erasing it (last first) changes nothing, and an int input read only by
-        such nodes is then unused too.
+        pure (``n == 1`` that an ``if`` turned into a guard), so erasing it (last first)
+        changes nothing, and an int input read only by such nodes is then unused too. So
+        is an unused ``operator.getitem``: the items of ``a, *_ = x.split(2)`` that the
+        code never reads, or a bare ``x[0]`` (only getitem: an unused ``y.add_(1)`` stays).
         """
         keep = {id(o) for o in outputs}
         sym = (torch.SymInt, torch.SymBool, torch.SymFloat)
         for node in reversed(list(self.graph.nodes)):
             if (node.op == "call_function" and not node.users and id(node) not in keep
-                    and isinstance(node.meta.get("example_value"), sym)):
+                    and (node.target is operator.getitem or isinstance(node.meta.get("example_value"), sym))):
                 self.graph.erase_node(node)
 
     def compile_graph(self, outputs: list[torch.fx.Node], backend: Callable, name: str, code: Any = None):

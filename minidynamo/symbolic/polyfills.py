@@ -1,9 +1,9 @@
-"""Python stand-ins for C functions the trace must see through (``copy.deepcopy``'s pieces).
+"""Python stand-ins for C functions the trace must see through (``copy.deepcopy``'s pieces, ``operator.itemgetter``).
 
 Place in the pipeline: when the trace calls a C builtin listed in ``POLYFILLS`` on
 something we track, it inlines the Python function here instead, like any user
 function. Mirrors ``torch/_dynamo/polyfills/copy.py`` (``reduce_ex_user_defined_object``,
-registered with ``substitute_in_graph``).
+registered with ``substitute_in_graph``) and ``torch/_dynamo/polyfills/operator.py``.
 
 Note [copy.deepcopy of a user object]
     ``copy.deepcopy(obj)`` is Python (``copy.py``) down to ``obj.__reduce_ex__(4)``, which
@@ -59,3 +59,62 @@ def _python_polyfills() -> dict:
 
 # a Python function of a library -> the function the trace inlines instead (same behaviour)
 POLYFILLS = _python_polyfills()
+
+
+# Note [operator.itemgetter in the trace]
+#     ``operator.itemgetter(1)``, ``attrgetter("weight")`` and ``methodcaller("sum", 0)`` are
+#     C classes: the trace cannot build one, nor look inside one. Their whole behaviour
+#     is a small closure, so a call of the class inlines the closure-making function below
+#     instead (torch does the same: ``substitute_in_graph(operator.itemgetter)``), and the
+#     closure it returns is traced like any nested function. Arguments the class itself
+#     would refuse (no item, a name that is not a string) are not substituted: the call
+#     breaks the graph and the class raises its own TypeError eagerly.
+def itemgetter(*items):
+    if len(items) == 1:
+        item = items[0]
+
+        def getter(obj):
+            return obj[item]
+    else:
+        def getter(obj):
+            return tuple(obj[i] for i in items)
+    return getter
+
+
+def attrgetter(*attrs):
+    def resolve(obj, dotted):
+        for name in dotted.split("."):
+            obj = getattr(obj, name)
+        return obj
+
+    if len(attrs) == 1:
+        attr = attrs[0]
+
+        def getter(obj):
+            return resolve(obj, attr)
+    else:
+        def getter(obj):
+            return tuple(resolve(obj, a) for a in attrs)
+    return getter
+
+
+def methodcaller(name, /, *args, **kwargs):
+    def caller(obj):
+        return getattr(obj, name)(*args, **kwargs)
+    return caller
+
+
+def class_polyfill(cls, args: list, kwargs: dict):
+    """The Python stand-in for calling the C class ``cls`` with these arguments, or None."""
+    import operator
+
+    def names(vs):
+        return all(v.is_python_constant() and isinstance(v.as_python_constant(), str) for v in vs)
+
+    if cls is operator.itemgetter and args and not kwargs:
+        return itemgetter
+    if cls is operator.attrgetter and args and not kwargs and names(args):
+        return attrgetter
+    if cls is operator.methodcaller and args and names(args[:1]):
+        return methodcaller
+    return None

@@ -388,6 +388,13 @@ class UserDefinedClassVariable(VariableTracker):
         from .user_defined import DataclassDictVariable, is_dataclass_dict
 
         cls = self.value
+        from ..polyfills import class_polyfill
+
+        polyfill = class_polyfill(cls, args, kwargs)  # Note [operator.itemgetter in the trace]
+        if polyfill is not None:
+            from .functions import UserFunctionVariable
+
+            return UserFunctionVariable(polyfill).call_function(tx, args, kwargs)
         if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
             return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
         if cls in (torch.finfo, torch.iinfo) and args and not kwargs and all(a.is_python_constant() for a in args):
