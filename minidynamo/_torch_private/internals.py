@@ -30,20 +30,35 @@ from torch.utils._python_dispatch import TorchDispatchMode  # the base class of 
 _CONTAINERS = (tuple, list, dict)
 
 
-def tree_map(fn, tree):
-    """torch.utils._pytree.tree_map (used), with a fast path for what most ops receive: one
-    leaf, or a plain tuple, list or dict of leaves, mapped without building a TreeSpec (the
-    warm compile calls it three times per op while functionalizing). A leaf here is anything
-    neither a tuple, list or dict nor a registered pytree node; the rest takes torch's path."""
+def _plain(tree, depth: int = 0) -> bool:
+    """Only exact tuples, lists and dicts over leaves (a leaf: no container, no registered node)."""
     t = type(tree)
     if t is tuple or t is list or t is dict:
-        items = tree.values() if t is dict else tree
-        if all(not isinstance(x, _CONTAINERS) and type(x) not in SUPPORTED_NODES for x in items):
-            if t is dict:
-                return {k: fn(v) for k, v in tree.items()}
-            return t(map(fn, tree))
-    elif not isinstance(tree, _CONTAINERS) and t not in SUPPORTED_NODES:
-        return fn(tree)
+        if depth > 8:
+            return False  # deep trees take torch's path
+        return all(_plain(x, depth + 1) for x in (tree.values() if t is dict else tree))
+    return not isinstance(tree, _CONTAINERS) and t not in SUPPORTED_NODES
+
+
+def _map_plain(fn, tree):
+    t = type(tree)
+    if t is tuple or t is list:
+        return t([_map_plain(fn, x) for x in tree])
+    if t is dict:
+        return {k: _map_plain(fn, v) for k, v in tree.items()}
+    return fn(tree)
+
+
+def tree_map(fn, tree):
+    """torch.utils._pytree.tree_map (used), with a fast path for what most ops receive: leaves in
+    plain tuples, lists and dicts (``conv``'s ``stride=[2, 2]`` included), mapped depth first
+    without building a TreeSpec (the warm compile calls it three times per op while
+    functionalizing). A leaf here is anything neither a tuple, list or dict nor a registered
+    pytree node; the structure is checked whole before ``fn`` runs once on any leaf, so a tree
+    that takes torch's path (a namedtuple, torch.Size, an OrderedDict) has ``fn`` called once per
+    leaf there, in torch's order."""
+    if _plain(tree):
+        return _map_plain(fn, tree)
     return _torch_tree_map(fn, tree)
 
 

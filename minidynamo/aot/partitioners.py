@@ -90,7 +90,8 @@ def _extract_graph_with_inputs_outputs(
         return env[x] if isinstance(x, fx.Node) else x
 
     graph.output(tuple(out_arg(o) for o in outputs))
-    graph.eliminate_dead_code()
+    # No eliminate_dead_code here: every copied node is an output, an effect or an input of a
+    # copied node, so it would remove nothing (it cost a lint and a purity check per node).
     return graph
 
 
