@@ -18,6 +18,7 @@ The scenarios of the same files (whole compiled calls) are in ``tests/test_aot_p
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import pytest
@@ -72,10 +73,16 @@ def _gap(name: str, check: str) -> None:
         pytest.skip(ORACLE_CANNOT[name])
 
 
+@functools.cache
+def _aliasing_from_torch(name: str) -> bool:
+    """Whether the case's aliasing is compared with torch's aot_function (three tests ask, per case)."""
+    return name in TORCH_ALIASING or _differs_from_eager(PORTED_BY_NAME[name])
+
+
 def _alias_oracle(case):
     if case.name in REFUSED:
         return None
-    return _torch_oracle(case.fn) if case.name in TORCH_ALIASING or _differs_from_eager(case) else None
+    return _torch_oracle(case.fn) if _aliasing_from_torch(case.name) else None
 
 
 def test_corpus_cites_a_torch_test_for_every_case():
