@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
+_compiled: dict[str, Any] = {}  # expression text -> its code object (Source.get)
+
+
 class Source:
     """Base class: ``name()`` is a Python expression over ``L`` and ``G``.
 
@@ -65,7 +68,13 @@ class Source:
 
     def get(self, L: dict, G: dict) -> Any:
         """Evaluate the expression on a frame (used when wrapping values)."""
-        return eval(self.name(), {"L": L, "G": G})
+        expr = self.name()
+        code = _compiled.get(expr)
+        if code is None:  # compiled once per expression text (eval of a str compiles it every time)
+            if len(_compiled) >= 10_000:
+                _compiled.clear()
+            code = _compiled[expr] = compile(expr, "<string>", "eval")
+        return eval(code, {"L": L, "G": G})
 
     def fx_name(self) -> str:
         """The placeholder name in the fx graph: L['x'] -> l_x_ (as Dynamo spells it)."""
