@@ -322,14 +322,25 @@ def pass_scope(name: str, **details: Any) -> Iterator[None]:
         _pass_stack.pop()
 
 
-@contextlib.contextmanager
-def source_line(lineno: int | None) -> Iterator[None]:
-    """Stamp events emitted inside the block with the user source line ``lineno``."""
-    _line_stack.append(lineno)
-    try:
-        yield
-    finally:
+class source_line:  # noqa: N801 - used as a function: ``with events.source_line(n):``
+    """Stamp events emitted inside the block with the user source line ``lineno``.
+
+    A class rather than a ``contextlib.contextmanager``: it is entered for every
+    instruction Dynamo steps and every node the AOT passes run (15k times for a
+    MobileNet), and a generator-based one costs five times as much per block.
+    """
+
+    __slots__ = ("lineno",)
+
+    def __init__(self, lineno: int | None) -> None:
+        self.lineno = lineno
+
+    def __enter__(self) -> None:
+        _line_stack.append(self.lineno)
+
+    def __exit__(self, *exc: Any) -> bool:
         _line_stack.pop()
+        return False
 
 
 def ops_per_pass(log: list[Event]) -> dict[str, int]:
