@@ -51,14 +51,18 @@ def real_dynamo(_quiet_dynamo_logs):
 # many short ones fill in at the end. The figures are rough seconds with ``-n0`` on one core;
 # only their order matters, and a file not listed runs after these, in collection order.
 _SECONDS = {
-    "tests/test_browser.py": 257, "tests/test_dynamic_shapes.py": 188, "tests/test_bench.py": 151,
-    "tests/test_aot_ported.py": 143, "tests/test_dynamo_differential.py": 134, "tests/test_ported_scenarios.py": 86,
-    "tests/test_book.py": 80, "tests/test_state_changes.py": 70, "tests/test_aot_ported_scenarios.py": 62,
+    "tests/test_browser.py": 257, "tests/test_models.py": 246, "tests/test_dynamic_shapes.py": 188,
+    "tests/test_bench.py": 151, "tests/test_aot_ported.py": 143, "tests/test_dynamo_differential.py": 134,
+    "tests/test_ported_scenarios.py": 86, "tests/test_book.py": 80, "tests/test_state_changes.py": 70,
+    "tests/test_learner_habits.py": 67, "tests/test_aot_ported_scenarios.py": 62,
     "tests/test_aot_soundness.py": 46, "tests/test_aot_runtime.py": 45, "tests/test_bench_dynamic.py": 43,
-    "notebooks/14_your_own_model.ipynb": 42, "tests/test_tensor_match.py": 37, "tests/test_breaks_self_live.py": 36,
-    "tests/test_real_passes.py": 35, "tests/test_python_semantics.py": 35, "tests/test_aot_storage_mutations.py": 34,
-    "tests/test_cold_start.py": 34, "tests/test_python_features.py": 32, "tests/test_dynamo_hypothesis.py": 31,
-    "tests/test_symbolic_core.py": 31, "tests/test_ported_dynamo.py": 30, "notebooks/12_why_three_passes.ipynb": 29,
+    "notebooks/14_your_own_model.ipynb": 42, "tests/test_foreign_constructs.py": 40,
+    "tests/test_tensor_match.py": 37, "tests/test_breaks_self_live.py": 36, "tests/test_real_passes.py": 35,
+    "tests/test_max_flow.py": 35, "tests/test_python_semantics.py": 35,
+    "tests/test_aot_storage_mutations.py": 34, "tests/test_cold_start.py": 34,
+    "tests/test_python_features.py": 32, "tests/test_dynamo_hypothesis.py": 31,
+    "tests/test_symbolic_core.py": 31, "tests/test_ported_dynamo.py": 30,
+    "notebooks/12_why_three_passes.ipynb": 29,
 }
 
 
