@@ -27,6 +27,8 @@ pytestmark = [pytest.mark.usefixtures("real_dynamo")]
 
 
 def _target_name(target):
+    if target is torch.set_grad_enabled or target is torch._C._set_grad_enabled:
+        return "set_grad_enabled"  # torch records the C function, ours the Python one: the same switch
     return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
 
 
@@ -340,3 +342,38 @@ def test_operator_getter_refused_raises_the_users_type_error(make):
             compile_(fn, backend="eager")(x46)
         errors.append(str(info.value))
     assert errors[0] == errors[1] == errors[2]
+
+
+def mask_subscript_then_more(x):
+    y = x + 1
+    z = y[y > 0]  # a data-dependent shape: the graph breaks here, and resumes after it
+    return z * 2
+
+
+def mask_subscript_returned(x):
+    return x[x > 0]
+
+
+def mask_subscript_in_a_with_block(x):
+    with torch.no_grad():
+        y = (x * 2)[x > 0]
+    return y.sum() + 1
+
+
+@pytest.mark.parametrize("fn", [mask_subscript_then_more, mask_subscript_returned], ids=lambda f: f.__name__)
+def test_data_dependent_subscript_breaks_between_graphs_as_torch(fn):
+    graphs, _ = compare(fn, x46)
+    assert graphs  # the work before the subscript is a graph, as in torch, not an eager frame
+
+
+def test_data_dependent_subscript_in_a_with_block_runs_in_the_blocks_grad_mode():
+    # the ops of each graph differ in where grad mode is switched (a resume function inside
+    # a ``with`` block, with a call break as well): the graph count and the results are torch's
+    x = x46.clone().requires_grad_()
+    theirs, t_out, _ = _run(torch.compile, mask_subscript_in_a_with_block, (x,))
+    ours, m_out, _ = _run(md.compile, mask_subscript_in_a_with_block, (x,))
+    eager = mask_subscript_in_a_with_block(x)
+    assert len(ours) == len(theirs) == 2
+    for out in (t_out, m_out):
+        torch.testing.assert_close(out, eager)
+        assert out.requires_grad == eager.requires_grad  # the subscript ran under no_grad

@@ -288,6 +288,10 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
         fn, args = call_target(operands[0], operands[1], list(operands[2:]), is_null)
         pos, kwv = args[: len(args) - len(kw)], args[len(args) - len(kw) :]
         arg_exprs = [cg.expr(a) for a in pos] + [f"{k}={cg.expr(v)}" for k, v in zip(kw, kwv)]
+    elif inst.opname == "BINARY_SUBSCR":  # Note [A data-dependent subscript breaks the graph]
+        below = stack[:-2]
+        return _eager_then_resume(cg, tx, frame, config, inst, below,
+                                  f"___r = {cg.expr(stack[-2])}[{cg.expr(stack[-1])}]   # graph break: run eagerly")
     else:  # CALL_FUNCTION_EX: [NULL, fn, args, kwargs?] (3.13: [fn, NULL, ...])
         n = 2 if inst.arg & 1 else 1
         below, operands = stack[: -n - 2], stack[-n:]
@@ -301,6 +305,11 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
     if _routes_through_compiler(fn):  # the callee goes through the cache (with the hook: its frame is hooked)
         fn_expr = f"___compiled({fn_expr})"
     line = f"___r = {fn_expr}({', '.join(arg_exprs)})   # graph break: run eagerly"
+    return _eager_then_resume(cg, tx, frame, config, inst, below, line)
+
+
+def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str) -> list[str]:
+    """``line`` (the instruction run eagerly, into ``___r``), then the resume function after ``inst``."""
     stack_exprs = [cg.expr(v) for v in below] + ["___r"]
     resume = f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"
     blocks = [v.ctx for v in below if isinstance(v, WithExitVariable)]

@@ -19,6 +19,7 @@ from .exc import EagerFallback, RestartAnalysis, Unsupported
 from .resume_execution import vm_can_run
 from .translator_base import JUMP_OPCODES, InstructionTranslatorBase, _exception_table, explain_unsupported
 from .variables.ctx_manager import WithExitVariable
+from .variables.tensor import TensorVariable
 
 
 class InstructionTranslator(InstructionTranslatorBase):
@@ -113,6 +114,16 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def CALL_FUNCTION_EX(self, inst) -> None:
         self._breakable_call(inst, super().CALL_FUNCTION_EX)
+
+    def BINARY_SUBSCR(self, inst) -> None:
+        # Note [A data-dependent subscript breaks the graph]: ``x[x > 0]`` has a shape the
+        # trace cannot know; like a call, the subscript runs eagerly between two graphs
+        # (torch's ``break_graph_if_unsupported`` on BINARY_SUBSCR). Only on a tensor, and
+        # not for 3.12's BINARY_SLICE, which reaches here with its own operands.
+        if inst.opname == "BINARY_SUBSCR" and len(self.stack) >= 2 and isinstance(self.stack[-2], TensorVariable):
+            self._breakable_call(inst, super().BINARY_SUBSCR)
+        else:
+            super().BINARY_SUBSCR(inst)
 
     def _breakable_call(self, inst, do_call) -> None:
         if inst.offset in self.break_at:

@@ -30,10 +30,11 @@ Note [One method per opcode]
     method is a graph-break request naming the opcode.
 
 Note [Where a graph can break]
-    Only at a call (``CALL``, ``CALL_FUNCTION_EX``) and at a conditional jump on a value
-    we cannot decide (a tensor): there the stack is a clean list of values we can
-    rebuild, the instruction can be run eagerly, and the rest of the function resumes
-    in a new frame. A failure anywhere else (an unsupported opcode, a data-dependent
+    Only at a call (``CALL``, ``CALL_FUNCTION_EX``), at a subscript of a tensor
+    (``x[x > 0]``, Note [A data-dependent subscript breaks the graph]) and at a
+    conditional jump on a value we cannot decide (a tensor): there the stack is a clean
+    list of values we can rebuild, the instruction can be run eagerly, and the rest of
+    the function resumes in a new frame. A failure anywhere else (an unsupported opcode, a data-dependent
     ``not x``) makes the whole frame run eagerly. Real Dynamo can also break at other
     instructions, by restarting and cutting at the last instruction with an empty stack.
 """
