@@ -377,3 +377,48 @@ def test_data_dependent_subscript_in_a_with_block_runs_in_the_blocks_grad_mode()
     for out in (t_out, m_out):
         torch.testing.assert_close(out, eager)
         assert out.requires_grad == eager.requires_grad  # the subscript ran under no_grad
+
+
+# --- walking a module tree (test_modules.py habits) ----------------------------------
+
+class _Tree(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        shared = torch.nn.Linear(6, 6)
+        self.lin = torch.nn.Linear(6, 6)
+        self.layers = torch.nn.ModuleList([shared, torch.nn.Linear(6, 6), shared])  # shared: listed once
+        self.acts = torch.nn.ModuleDict({"a": torch.nn.ReLU(), "b": torch.nn.Tanh()})
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+TREE = _Tree()
+
+
+def count_modules_and_children(x):
+    # used to count only the direct children in ``modules()`` (4, not 8): a silently wrong result
+    return x * len(list(TREE.modules())) + len(list(TREE.children()))
+
+
+def named_modules_names(x):
+    names = [name for name, _ in TREE.named_modules()]
+    return x * len(names) + len("/".join(names))
+
+
+def named_children_calls(x):
+    for name, child in TREE.named_children():
+        if name == "lin":
+            x = child(x)
+    return x
+
+
+def sum_of_linear_weights(x):
+    return x + sum([m.weight.sum() for m in TREE.modules() if isinstance(m, torch.nn.Linear)])
+
+
+@pytest.mark.parametrize("fn", [count_modules_and_children, named_modules_names, named_children_calls,
+                                sum_of_linear_weights], ids=lambda f: f.__name__)
+def test_module_tree_walk_as_torch(fn):
+    graphs, _ = compare(fn, x46)
+    assert len(graphs) == 1

@@ -74,7 +74,8 @@ def _guard_no_global_hooks(tx) -> None:
         unimplemented("global module hooks (register_module_forward_hook, ...) are not traced")
 
 
-_SPECIAL_METHODS = {"parameters", "named_parameters", "buffers", "named_buffers", "children", "modules"}
+_SPECIAL_METHODS = {"parameters", "named_parameters", "buffers", "named_buffers", "children", "modules",
+                    "named_children", "named_modules"}
 
 
 class NNModuleVariable(VariableTracker):
@@ -205,6 +206,19 @@ class NNModuleVariable(VariableTracker):
     def unpack_var_sequence(self, tx) -> list:
         return self._children(tx)
 
+    def _all_modules(self, tx, seen: set, prefix: str = "") -> list:
+        """``m.named_modules()``: (name, module) for the module, then each descendant once, depth first."""
+        if id(self.value) in seen:
+            return []
+        seen.add(id(self.value))
+        out = [(prefix, self)]
+        for key, child in self.value.named_children():
+            var = self._child(tx, key, child)
+            if not isinstance(var, NNModuleVariable):
+                unimplemented(f"Module.modules() reaching a {type(child).__name__} the trace does not wrap as a module")
+            out += var._all_modules(tx, seen, f"{prefix}.{key}" if prefix else key)  # noqa: SLF001
+        return out
+
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         m = self.value
         if name == "forward":
@@ -226,10 +240,19 @@ class NNModuleVariable(VariableTracker):
         if name in ("__contains__",) and isinstance(m, torch.nn.ModuleDict):
             return ConstantVariable(args[0].as_python_constant() in m)
         if name in ("children", "modules"):
-            items = [self._child(tx, k, c) for k, c in m.named_children()]
-            if name == "modules":
-                items = [self] + items
-            return ListVariable(items)
+            if args or kwargs:
+                unimplemented(f"Module.{name}() with arguments")
+            if name == "children":
+                return ListVariable([self._child(tx, k, c) for k, c in m.named_children()])
+            return ListVariable([var for _, var in self._all_modules(tx, set())])
+        if name in ("named_children", "named_modules"):
+            if args or kwargs:
+                unimplemented(f"Module.{name}() with arguments")
+            if name == "named_children":
+                pairs = [(k, self._child(tx, k, c)) for k, c in m.named_children()]
+            else:
+                pairs = self._all_modules(tx, set())
+            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in pairs])
         if name in ("keys", "values", "items") and isinstance(m, torch.nn.ModuleDict):
             keys = list(m.keys())
             if name == "keys":
