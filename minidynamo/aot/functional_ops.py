@@ -24,9 +24,17 @@ def _is_write(arg_or_ret) -> bool:
     return arg_or_ret.alias_info is not None and arg_or_ret.alias_info.is_write
 
 
+_view_ops: dict[Any, bool] = {}  # op -> _is_view_op(op): a schema never changes
+
+
 def _is_view_op(func) -> bool:
+    try:
+        return _view_ops[func]
+    except KeyError:
+        pass
     rets = func._schema.returns
-    return bool(rets) and rets[0].alias_info is not None and not rets[0].alias_info.is_write
+    out = _view_ops[func] = bool(rets) and rets[0].alias_info is not None and not rets[0].alias_info.is_write
+    return out
 
 
 def _written_arguments(func, args, kwargs) -> list[tuple[int, Any]]:

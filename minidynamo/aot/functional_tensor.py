@@ -110,6 +110,19 @@ aten = torch.ops.aten
 # ----------------------------------------------------------------------------- the mode
 
 
+_writes: dict[Any, tuple[tuple[int, str], ...]] = {}  # op -> its Tensor(a!) arguments
+
+
+def _written_positions(func) -> tuple[tuple[int, str], ...]:
+    """``(schema position, name)`` of each argument ``func``'s schema marks written, read once per op."""
+    try:
+        return _writes[func]
+    except KeyError:
+        pass
+    out = _writes[func] = tuple((i, a.name) for i, a in enumerate(func._schema.arguments) if _is_write(a))
+    return out
+
+
 class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
     """Turns every op on FunctionalTensors into functional ops on their values.
 
@@ -202,13 +215,13 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        schema = func._schema
-        mutated = [i for i, a in enumerate(schema.arguments) if _is_write(a) and i < len(args)]
+        writes = _written_positions(func)
+        mutated = [i for i, _ in writes if i < len(args)]
         if func is aten.set_.source_Tensor:
             return self._set(func, args)
         if func is aten.resize_.default:
             return self._resize(func, args, kwargs)
-        if any(_is_write(a) for a in schema.arguments[len(args):] if a.name in kwargs):
+        if any(i >= len(args) and name in kwargs for i, name in writes):
             return self._out_mutation(func, args, kwargs)
         if func is aten.native_batch_norm.default and len(args) > 5 and args[5] and args[3] is not None:
             return self._batch_norm(func, args, kwargs)
