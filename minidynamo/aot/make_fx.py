@@ -53,7 +53,6 @@ from minidynamo._torch_private import (
     graph_target_to_str,
     lazy_graph_module,
     tree_flatten,
-    tree_map,
     tree_unflatten,
 )
 from minidynamo.aot.sym_tracing import SymTracker, check_no_symbolic_constants
@@ -152,13 +151,11 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
         tracer = self.tracer
-        # tree_map (args, then kwargs: the leaves in tree_flatten's order) has a fast path for
-        # the flat tuples most ops receive; tree_flatten built a TreeSpec per op (issue 17).
-        node_args = tree_map(lambda a: tracer.to_arg(a, func), args)
-        node_kwargs = tree_map(lambda a: tracer.to_arg(a, func), kwargs)
+        flat, spec = tree_flatten((args, kwargs))
+        node_args, node_kwargs = tree_unflatten([tracer.to_arg(a, func) for a in flat], spec)
         # Run the op below us (the fake mode, or real kernels when tracing on real tensors).
         if tracer._constant_fakes:
-            args, kwargs = tree_map(tracer.runtime_value, args), tree_map(tracer.runtime_value, kwargs)
+            args, kwargs = tree_unflatten([tracer.runtime_value(a) for a in flat], spec)
         out = func(*args, **kwargs)
         # torch names nodes after the overload packet ("mm", "add_1"), so do we.
         name = graph_target_to_str(tracer.graph, func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None

@@ -261,37 +261,6 @@ def _index_with_integer_indices(func, args) -> bool:
     return all(i is None or i.dtype not in (torch.bool, torch.uint8) for i in indices)
 
 
-class _KernelInvocation:
-    """``FakeTensorMode.in_kernel_invocation_manager()``: no torch_dispatch, the Meta key
-    included, the mode's flag set; all put back on exit (Note [Running the kernel]).
-
-    A class rather than a generator-based context manager: it is entered for every
-    kernel run and every output rebuilt from the dispatch cache.
-    """
-
-    __slots__ = ("mode", "prev", "disable", "preserve")
-
-    def __init__(self, mode: "FakeTensorMode") -> None:
-        self.mode = mode
-
-    def __enter__(self) -> None:
-        self.prev = self.mode.in_kernel_invocation
-        self.disable = DisableTorchDispatch()
-        self.disable.__enter__()
-        self.preserve = PreserveDispatchKeyGuard()
-        self.preserve.__enter__()
-        set_meta_in_tls_dispatch_include(True)
-        self.mode.in_kernel_invocation = True
-
-    def __exit__(self, *exc: Any) -> bool:
-        self.mode.in_kernel_invocation = self.prev
-        try:
-            self.preserve.__exit__(*exc)
-        finally:
-            self.disable.__exit__(*exc)
-        return False
-
-
 class FakeTensorMode(TorchDispatchMode):
     """Inside ``with mode:`` every ATen op runs on meta kernels and returns FakeTensors.
 
@@ -347,9 +316,17 @@ class FakeTensorMode(TorchDispatchMode):
         finally:
             self._quiet_depth -= 1
 
-    def in_kernel_invocation_manager(self) -> "_KernelInvocation":
+    @contextlib.contextmanager
+    def in_kernel_invocation_manager(self) -> Iterator[None]:
         """See Note [Running the kernel]."""
-        return _KernelInvocation(self)
+        prev = self.in_kernel_invocation
+        with DisableTorchDispatch(), PreserveDispatchKeyGuard():
+            set_meta_in_tls_dispatch_include(True)
+            self.in_kernel_invocation = True
+            try:
+                yield
+            finally:
+                self.in_kernel_invocation = prev
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is _PRIM_DEVICE:
