@@ -229,9 +229,10 @@ class NNModuleVariable(VariableTracker):
             key = args[0].as_python_constant()
             if isinstance(m, torch.nn.ModuleDict):
                 return self._child(tx, key, m[key])
-            if isinstance(key, slice) and isinstance(m, torch.nn.ModuleList):
+            if isinstance(key, slice) and isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)):
                 children = [self._child(tx, i, m[i]) for i in range(len(m))[key]]
-                return ModuleListSliceVariable(children, parent=self, key=key)
+                cls = ModuleListSliceVariable if isinstance(m, torch.nn.ModuleList) else SequentialSliceVariable
+                return cls(children, parent=self, key=key)
             if isinstance(key, slice):
                 unimplemented("slicing a module container")
             if key < 0:
@@ -447,8 +448,8 @@ class ModuleInitVariable(VariableTracker):
         return ConstantVariable(None)
 
 
-__all__ = ["NNModuleVariable", "NewModuleVariable", "ModuleListSliceVariable", "UnspecializedNNModuleVariable",
-           "is_plain_call"]
+__all__ = ["NNModuleVariable", "NewModuleVariable", "ModuleListSliceVariable", "SequentialSliceVariable",
+           "UnspecializedNNModuleVariable", "is_plain_call"]
 
 
 class ModuleListSliceVariable(BaseListVariable):
@@ -469,3 +470,21 @@ class ModuleListSliceVariable(BaseListVariable):
 
     def reconstruct(self, codegen) -> str:
         return f"{codegen.expr(self.parent)}[{codegen.constant_expr(self.key)}]"
+
+
+class SequentialSliceVariable(ModuleListSliceVariable):
+    """``seq[:2]`` of an ``nn.Sequential``: eager builds a new Sequential of the same children.
+
+    Called, it runs them in order as ``Sequential.forward`` does (the new container has no
+    hooks of its own; each child's call keeps its own).
+    """
+
+    kind = torch.nn.Sequential
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if len(args) != 1 or kwargs:
+            unimplemented("calling a slice of an nn.Sequential with other than one positional input")
+        out = args[0]
+        for child in self.items:
+            out = child.call_function(tx, [out], {})
+        return out
