@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from minidynamo._torch_private import TENSOR_BASE
 from minidynamo.trace_rules import is_library_module
 
 from ..exc import unimplemented
@@ -259,7 +260,7 @@ def autograd_function_apply(cls: type):
 def is_tensor_method(value: Any) -> bool:
     """A C-level method of ``torch.Tensor`` reached through the class (``torch.Tensor.add``)."""
     return isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
-        and getattr(value, "__objclass__", None) is torch._C.TensorBase
+        and getattr(value, "__objclass__", None) is TENSOR_BASE
 
 
 def is_torch_callable(value: Any) -> bool:
