@@ -171,6 +171,17 @@ DESCRIPTOR_CASES = [tensor_sin, tensor_add, tensor_add_kwarg, tensor_view, tenso
                     map_over_descriptor, descriptor_as_sort_key, tensor_reshape_keyword, tensor_to_dtype,
                     tensor_numel_len]
 
+def assert_same_type_error(fn, *args):
+    """``fn(*args)`` raises the same TypeError eagerly, under torch.compile and under ours."""
+    errors = []
+    for compile_ in (lambda f, backend: f, torch.compile, md.compile):
+        dynamo_reset()
+        md.reset()
+        with pytest.raises(TypeError) as info:
+            compile_(fn, backend="eager")(*args)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] == errors[2]
+
 
 @pytest.mark.parametrize("fn", DESCRIPTOR_CASES, ids=lambda f: f.__name__)
 def test_unbound_tensor_method_traced_as_torch(fn):
@@ -183,14 +194,7 @@ def test_unbound_tensor_method_on_a_non_tensor_raises_the_users_error():
     def bad(x):
         return torch.Tensor.add(2, x)
 
-    errors = []
-    for compile_ in (lambda f, backend: f, torch.compile, md.compile):
-        dynamo_reset()
-        md.reset()
-        with pytest.raises(TypeError) as info:
-            compile_(bad, backend="eager")(x6)
-        errors.append(str(info.value))
-    assert errors[2] == errors[0] == errors[1]
+    assert_same_type_error(bad, x6)
 
 
 # --- 2. what md.compile returns carries the wrapped callable's attributes ------------
@@ -337,14 +341,7 @@ def test_operator_getter_refused_raises_the_users_type_error(make):
     def fn(x):
         return make()(x)
 
-    errors = []
-    for compile_ in (lambda f, backend: f, torch.compile, md.compile):
-        dynamo_reset()
-        md.reset()
-        with pytest.raises(TypeError) as info:
-            compile_(fn, backend="eager")(x46)
-        errors.append(str(info.value))
-    assert errors[0] == errors[1] == errors[2]
+    assert_same_type_error(fn, x46)
 
 
 def mask_subscript_then_more(x):
