@@ -223,6 +223,11 @@ def _check_widget(output, page, shot: Path) -> None:
     output.screenshot(path=str(shot))
 
 
+def _workspace(name: str) -> str:
+    """A JupyterLab workspace name of the chapter's own (letters, digits, ``-`` and ``_``)."""
+    return "ch-" + re.sub(r"[^A-Za-z0-9_-]", "-", Path(name).stem)
+
+
 def test_widgets_render_and_react_in_jupyterlab(browser, jupyterlab):
     base, token, names = jupyterlab
     assert "notebooks/00_welcome.ipynb" in names, "00_welcome.ipynb must hold the Stepper demo widget"
@@ -230,31 +235,40 @@ def test_widgets_render_and_react_in_jupyterlab(browser, jupyterlab):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pages = {}
     try:
-        # Start every notebook first, so their kernels run side by side.
+        # Start every notebook first, so their kernels run side by side. Each page gets a
+        # workspace of its own: in the shared default one, a page restores the notebooks that
+        # other pages opened, and a locator could find a widget in a hidden tab.
         for name in names:
             page = context.new_page()
-            page.goto(f"{base}/lab/tree/{name}?token={token}")
+            page.goto(f"{base}/lab/workspaces/{_workspace(name)}/tree/{name}?token={token}")
             page.wait_for_function(
-                "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-                " const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;"
+                "(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+                " const k = w && w.context && w.context.path === name && w.sessionContext"
+                " && w.sessionContext.session && w.sessionContext.session.kernel;"
                 " return k && k.status === 'idle'; }",
+                arg=name,
                 timeout=60_000,
             )
             page.evaluate("() => { window.__ran = window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             pages[name] = page
         for name, page in pages.items():
             page.bring_to_front()
+            # Everything below looks inside this notebook's own panel only.
+            panel_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+            panel = page.locator(f"[id='{panel_id}']")
             page.wait_for_function(
-                "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
-                " && ![...document.querySelectorAll('.jp-InputArea-prompt')].some(p => p.innerText.includes('*'))",
+                "(id) => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
+                " && ![...document.getElementById(id).querySelectorAll('.jp-InputArea-prompt')]"
+                ".some(p => p.innerText.includes('*'))",
+                arg=panel_id,
                 timeout=180_000,
             )
-            errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]')
+            errors = panel.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]')
             assert errors.count() == 0, f"{name}: a cell raised:\n{errors.first.inner_text()[:2000]}"
             ok = page.evaluate("() => window.__ran")
             assert ok is not False, f"{name}: JupyterLab reports that running all cells failed"
             # A widget view's output area holds the view's element, classed "jupyter-widgets".
-            outputs = page.locator(".jp-OutputArea-child:has(.jupyter-widgets)")
+            outputs = panel.locator(".jp-OutputArea-child:has(.jupyter-widgets)")
             if outputs.count() == 0:
                 page.screenshot(path=str(ARTIFACTS / f"lab-{Path(name).stem}-page.png"), full_page=True)
             assert outputs.count() > 0, f"{name}: no widget was displayed after running the notebook"
