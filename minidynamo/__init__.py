@@ -11,12 +11,15 @@ Public API::
     md.mark_dynamic(t, dim); md.mark_static(t, dim)
     md.explain(fn, *args, **kwargs)
     md.reset()
+    md.config                      # torch._dynamo.config's names; md.config.patch(recompile_limit=2)
 """
 
 from __future__ import annotations
 
-__all__ = ["compile", "explain", "reset", "mark_dynamic", "mark_static"]
+__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "mark_static"]
 __version__ = "0.1.0"
+
+from minidynamo import config  # noqa: E402  (torch._dynamo.config's names: md.config.patch(...))
 
 
 def compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None):

@@ -1,0 +1,143 @@
+"""``minidynamo.config``: the flags of our Dynamo, with ``torch._dynamo.config``'s names and defaults.
+
+Place in the pipeline: read by every stage when it decides something a user can change
+(the cache, automatic dynamic, what ``.item()`` does); set by the user, never by a stage.
+Mirrors ``torch/_dynamo/config.py`` (the flags) and ``torch/utils/_config_module.py``
+(``install_config_module``: ``patch`` as a context manager and a decorator, an unknown
+name refused by name). Only the flags the rebuild honours are here; each docstring line
+names where torch reads the same flag.
+
+    >>> import minidynamo as md
+    >>> md.config.recompile_limit
+    8
+    >>> with md.config.patch(recompile_limit=2):
+    ...     md.config.recompile_limit
+    2
+
+Note [Our config is a module of plain attributes]
+    torch's config module is a ``ConfigModule`` subclass installed over the module, with
+    typed entries, environment overrides, and pickling for compile workers. Ours is a
+    plain module whose ``patch`` and ``__setattr__`` checks refuse unknown names the way
+    torch's do (``AttributeError: minidynamo.config.X does not exist``); the rest of
+    torch's machinery serves its compile workers, which we do not have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import types
+
+# -- the cache and recompiles (torch/_dynamo/config.py; read in torch/_dynamo/cache_size.py) --
+
+#: Compiled entries one code object (per ID-matched object) may have before its frame
+#: becomes run-only (``cache_size.py``: ``exceeds_recompile_limit``).
+recompile_limit: int = 8
+#: Entries a code object may have over all ID-matched objects (``cache_size.py``).
+accumulated_recompile_limit: int = 256
+#: An internal error while tracing: warn and run eagerly (True), or raise (False).
+#: torch's default is False (``convert_frame.py``: ``ConvertFrame.__call__``); ours is True so a
+#: learner's notebook keeps running, and the warning says what happened.
+suppress_errors: bool = True
+#: Raise instead of recompiling (``convert_frame.py``: ``_compile``'s ``is_recompilation``).
+error_on_recompile: bool = False
+
+# -- dynamic shapes (torch/_dynamo/config.py; read in variables/builder.py, automatic_dynamic) --
+
+#: A size that changes between calls is made symbolic on the recompile (``pgo.py``: frame state).
+automatic_dynamic_shapes: bool = True
+#: Sizes start static unless marked or seen to change (``variables/builder.py``).
+assume_static_by_default: bool = True
+#: An int argument is a constant of the graph (True) or a symbol once it changes (False).
+specialize_int: bool = False
+#: A float argument is a constant of the graph (True) or a graph input once it changes (False).
+specialize_float: bool = False
+#: Parameters' sizes stay static even under ``dynamic=True`` (``variables/builder.py``).
+force_parameter_static_shapes: bool = True
+#: An nn.Module's sizes read as properties stay static (``variables/builder.py``).
+force_nn_module_property_static_shapes: bool = True
+#: ints that are nn.Module attributes stay constants (``variables/builder.py``).
+allow_unspec_int_on_nn_module: bool = False
+
+# -- modules (torch/_dynamo/config.py) --
+
+#: Ordinary nn.Modules are inlined: parameters and buffers become graph inputs and the module
+#: is TYPE_MATCHed, so instances of one class share entries. Always True in torch 2.13.
+inline_inbuilt_nn_modules: bool = True
+
+# -- values that decide (torch/_dynamo/config.py; read in variables/tensor.py) --
+
+#: ``.item()`` gives an unbacked SymInt/SymFloat in the graph instead of a graph break.
+capture_scalar_outputs: bool = False
+#: ``nonzero`` and friends give tensors of unbacked size in the graph instead of a break.
+capture_dynamic_output_shape_ops: bool = False
+
+_NAMES = frozenset(name for name in dir() if not name.startswith("_") and name not in {
+    "annotations", "contextlib", "functools", "sys", "types"})
+
+
+class _ConfigModule(types.ModuleType):
+    """This module's class: an unknown name is refused when it is set, as torch's ``ConfigModule``."""
+
+    def __setattr__(self, name, value):
+        if not name.startswith("_") and name not in _NAMES:
+            raise AttributeError(f"{self.__name__}.{name} does not exist")
+        super().__setattr__(name, value)
+
+    def __getattr__(self, name):  # only reached when ``name`` is not there
+        raise AttributeError(f"{self.__name__}.{name} does not exist")
+
+
+def _check(changes: dict) -> None:
+    for name in changes:
+        if name not in _NAMES:
+            raise AttributeError(f"{__name__}.{name} does not exist")
+
+
+def patch(arg=None, value=None, /, **changes):
+    """Set flags for a ``with`` block or a decorated function, as ``torch._dynamo.config.patch``.
+
+    ``patch(recompile_limit=2)``, ``patch("recompile_limit", 2)`` or ``patch({"recompile_limit": 2})``.
+    """
+    if isinstance(arg, str):
+        changes = {arg: value, **changes}
+    elif isinstance(arg, dict):
+        changes = {**arg, **changes}
+    _check(changes)
+    return _Patch(changes)
+
+
+class _Patch(contextlib.ContextDecorator):
+    def __init__(self, changes: dict):
+        self.changes, self.saved = changes, []
+
+    def __enter__(self):
+        module = sys.modules[__name__]
+        self.saved.append({name: getattr(module, name) for name in self.changes})
+        for name, value in self.changes.items():
+            setattr(module, name, value)
+        return self
+
+    def __exit__(self, *exc):
+        module = sys.modules[__name__]
+        for name, value in self.saved.pop().items():
+            setattr(module, name, value)
+        return False
+
+    def __call__(self, fn):
+        if isinstance(fn, type):  # a class: patch around each of its test methods, as torch's
+            for name, attr in list(vars(fn).items()):
+                if name.startswith("test") and callable(attr):
+                    setattr(fn, name, self.__class__(self.changes)(attr))
+            return fn
+        return functools.wraps(fn)(super().__call__(fn))
+
+
+def get_config_copy() -> dict:
+    """Every flag and its value now (``torch._dynamo.config.get_config_copy``)."""
+    module = sys.modules[__name__]
+    return {name: getattr(module, name) for name in sorted(_NAMES)}
+
+
+sys.modules[__name__].__class__ = _ConfigModule
