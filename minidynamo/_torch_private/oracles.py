@@ -359,3 +359,54 @@ def dynamo_counters():
     from torch._dynamo.utils import counters
 
     return counters
+
+
+# --- values that decide (chapter 16): higher-order ops, checkpointing, unbacked symbols ---------
+
+
+def dynamo_recorded_graphs(fn, *args, **kwargs) -> list:
+    """Oracle: the fx graphs torch.compile's Dynamo hands its backend (``EagerAndRecordGraphs``), one call."""
+    import torch._dynamo
+    from torch._dynamo.testing import EagerAndRecordGraphs
+
+    torch._dynamo.reset()
+    backend = EagerAndRecordGraphs()
+    torch.compile(fn, backend=backend)(*args, **kwargs)
+    return list(backend.graphs)
+
+
+def torch_aot_eager_saved(fn, *args) -> list:
+    """Oracle: what torch's ``aot_eager`` saves for the backward, ``[(name, bytes), ...]`` per graph, in order.
+
+    The backend is ``aot_eager``'s own recipe (torch/_dynamo/backends/debugging.py: ``aot_autograd`` with
+    the min-cut partition and no-op compilers); the partition's saved values are read off the backward
+    graph's non-tangent placeholders. The function is called once and its output's sum back-propagated.
+    """
+    import torch._dynamo
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    saved = []
+
+    def partition(joint, inputs, **kw):
+        fw, bw = min_cut_rematerialization_partition(joint, inputs, **kw)
+        saved.append([(n.name, _nbytes(n.meta.get("val"))) for n in bw.graph.nodes
+                      if n.op == "placeholder" and not n.name.startswith("tangents")])
+        return fw, bw
+
+    def nop(gm, _inputs):
+        return make_boxed_func(gm)
+
+    torch._dynamo.reset()
+    backend = aot_autograd(fw_compiler=nop, bw_compiler=nop, partition_fn=partition,
+                           keep_inference_input_mutations=True)
+    out = torch.compile(fn, backend=backend)(*args)
+    out.sum().backward()
+    return saved
+
+
+def _nbytes(val) -> int:
+    if isinstance(val, torch.Tensor):
+        return val.numel() * val.element_size()
+    return 0

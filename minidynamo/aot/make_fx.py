@@ -55,6 +55,7 @@ from minidynamo._torch_private import (
     tree_flatten,
     tree_unflatten,
 )
+from minidynamo.aot.activation_checkpoint import current_tags
 from minidynamo.aot.sym_tracing import SymTracker, check_no_symbolic_constants
 
 __all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
@@ -160,6 +161,9 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         # torch names nodes after the overload packet ("mm", "add_1"), so do we.
         name = graph_target_to_str(tracer.graph, func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None
         node = tracer.graph.create_node("call_function", func, tuple(node_args), dict(node_kwargs), name=name)
+        tags = current_tags()  # inside a checkpointed region (activation_checkpoint.py)
+        if tags is not None:
+            node.meta.update(tags)
         self.num_ops += 1
         if isinstance(out, torch.Tensor):
             tracer.track(out, node)
@@ -167,7 +171,10 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
             node.meta["val"] = out
             for i, item in enumerate(out):
                 if isinstance(item, torch.Tensor):
-                    tracer.track(item, tracer.graph.call_function(operator.getitem, (node, i)))
+                    item_node = tracer.graph.call_function(operator.getitem, (node, i))
+                    if tags is not None:
+                        item_node.meta.update(tags)
+                    tracer.track(item, item_node)
         else:
             node.meta["val"] = out
             tracer.sym.track(node, out)

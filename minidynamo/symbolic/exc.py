@@ -79,6 +79,30 @@ class FullGraphError(RuntimeError):
         self.explanation = explanation
 
 
+class UncapturedHigherOrderOpError(RuntimeError):
+    """A higher-order op (``torch.cond``, ``checkpoint``) whose body cannot be captured whole.
+
+    torch raises the class of this name (torch/_dynamo/exc.py ``UncapturedHigherOrderOpError``,
+    from ``speculate_subgraph`` in torch/_dynamo/variables/higher_order_ops.py) instead of a graph
+    break: a branch of ``torch.cond`` cannot run half in a graph and half eagerly. The message
+    begins as torch's does.
+    """
+
+    def __init__(self, op: str, reason: str):
+        super().__init__("This higher order operator doesn't work unless it is captured completely with "
+                         f"torch.compile. Got graph break/error:\n\n{reason}\n  Higher Order Operator: {op}")
+        self.op, self.reason = op, reason
+
+
+class TorchRuntimeError(RuntimeError):
+    """An operation that fails on its fake values while tracing, and would fail the same way in eager.
+
+    torch raises the class of this name (torch/_dynamo/exc.py ``TorchRuntimeError``, from
+    ``get_fake_value`` in torch/_dynamo/utils.py): for ``torch.cond`` whose branches return
+    different shapes, eager's ``torch.cond`` fails too. Raised, not turned into a graph break.
+    """
+
+
 @dataclass
 class RestartAnalysis(Exception):
     """Trace the frame again from the start, now knowing where to break.

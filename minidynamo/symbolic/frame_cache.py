@@ -39,8 +39,9 @@ from minidynamo import events
 
 from . import counters
 from .convert_frame import compile_frame
-from .exc import (EagerFallback, FullGraphError, GraphBreak, InternalError, raised_by_us, runtime_error_explanation,
-                  warn_internal)
+from .exc import (EagerFallback, FullGraphError, GraphBreak, InternalError, TorchRuntimeError, UncapturedHigherOrderOpError,
+                  raised_by_us,
+                  runtime_error_explanation, warn_internal)
 from .fake_values import TracedUserError
 from .guards import Guard
 from .resume_execution import ResumeFunction, vm_can_run
@@ -133,7 +134,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             entry = compile_frame(frame, L, config, cache.frame_state)
         except EagerFallback as e:
             fallback = e.explanation
-        except FullGraphError:
+        except (FullGraphError, UncapturedHigherOrderOpError, TorchRuntimeError):  # torch raises these too
             raise
         except TracedUserError:
             # the user's own error (a shape mismatch): eager raises it, as without compile.

@@ -78,8 +78,11 @@ class CallOpcodes:
         defaults = self.pop().items if flags & 0x01 else None
         self.push(NestedUserFunctionVariable(code, code.co_qualname, self.f_globals, defaults, kwdefaults, closure))
 
-    def inline_user_function_return(self, fn_var, args: list, kwargs: dict) -> VariableTracker:
-        """Trace a Python function's body on this graph (Note [Binding arguments ...])."""
+    def inline_user_function_return(self, fn_var, args: list, kwargs: dict, output=None) -> VariableTracker:
+        """Trace a Python function's body on this graph (Note [Binding arguments ...]).
+
+        ``output``: another graph to trace it on (a higher-order op's subgraph, higher_order_ops.py).
+        """
         code = fn_var.get_code()
         if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
             unimplemented(f"{code.co_name} is a coroutine")
@@ -93,7 +96,7 @@ class CallOpcodes:
         from .inlining import InliningInstructionTranslator
 
         tracer = InliningInstructionTranslator(
-            code, fn_globals, bound, self.output, closure_cells=fn_var.closure_cells(self),
+            code, fn_globals, bound, self.output if output is None else output, closure_cells=fn_var.closure_cells(self),
             globals_source=globals_source, depth=self.depth + 1,
         )
         tracer.parent = self

@@ -24,7 +24,8 @@ from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_
                                  find_exception_handler, get_instructions, offset_to_index)
 
 from . import counters
-from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
+from .exc import (EagerFallback, GraphBreak, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
+                  Unsupported, unimplemented)
 from .fake_values import TracedUserError
 from .opcodes_312_313 import Py312Py313Opcodes
 from .opcodes_calls import CallOpcodes
@@ -45,7 +46,8 @@ JUMP_OPCODES = set(dis.hasjrel) | set(dis.hasjabs)
 # `while True` generator drained by list()) then breaks with a named reason instead of
 # hanging; eager would hang too only if the loop never ends at run time either.
 MAX_INSTRUCTIONS = 500_000
-_CONTROL_FLOW = (Unsupported, RestartAnalysis, EagerFallback, TracedUserError)
+_CONTROL_FLOW = (Unsupported, RestartAnalysis, EagerFallback, TracedUserError, UncapturedHigherOrderOpError,
+                 TorchRuntimeError)
 
 
 @functools.lru_cache(maxsize=1024)

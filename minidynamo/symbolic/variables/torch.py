@@ -122,6 +122,11 @@ class TorchInGraphFunctionVariable(VariableTracker):
         from .tensor import TensorVariable
 
         fn = self.value
+        from .higher_order_ops import higher_order_handler
+
+        handler = higher_order_handler(fn)
+        if handler is not None:  # torch.cond, checkpoint: subgraphs and one node (higher_order_ops.py)
+            return handler(tx, list(args), dict(kwargs))
         if is_tensor_method(fn):  # Note [An unbound Tensor method is the method call]
             if args and isinstance(args[0], TensorVariable):
                 return args[0].call_method(tx, fn.__name__, list(args[1:]), kwargs)

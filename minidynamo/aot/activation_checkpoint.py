@@ -1,0 +1,108 @@
+"""Activation checkpointing in AOTAutograd: a checkpointed region's ops are tagged for recomputation.
+
+Place in the pipeline: between Dynamo's graph and the joint trace. Dynamo records
+``checkpoint(fn, x, use_reentrant=False)`` as one ``tag_activation_checkpoint`` node whose
+body is a subgraph (``symbolic/variables/higher_order_ops.py``). When AOT runs Dynamo's
+graph (``aot_autograd._SourceLineInterpreter``), such a node runs its body in place, and
+every ATen op the body records in the joint graph carries ``node.meta["recompute"]`` and
+``node.meta["ac_graph_id"]``; the min-cut partitioner then recomputes those ops in the
+backward instead of saving their outputs (``min_cut_partition.py``). Mirrors
+``torch/_higher_order_ops/wrap.py`` (``TagActivationCheckpoint.tag_nodes``, run under
+``fx_traceback.preserve_node_meta``) and the reading side in
+``torch/_functorch/partitioners.py`` (``must_recompute``, ``cleanup_recompute_tags``).
+
+Note [A checkpointed region is recomputed]
+    Eager ``checkpoint`` drops the region's intermediates after the forward and runs the
+    region again in the backward. Compiled, there is one forward graph and one backward
+    graph, so the same effect is a partitioning decision: the region's ops are marked
+    ``PREFER_RECOMPUTE`` (torch's ``CheckpointPolicy``), and the min-cut puts every marked
+    op on the backward side of the cut (an infinite edge from the op to the sink), so
+    only the region's inputs are saved. The region's last op, when the next region reads
+    it, is saved instead (``cleanup_recompute_tags``): two regions in a row share that
+    boundary value rather than recompute one from the other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any, Iterator
+
+import torch
+import torch.fx as fx
+
+__all__ = ["recompute_region", "current_tags", "must_recompute", "cleanup_recompute_tags", "policy"]
+
+_current: dict | None = None
+_ids = itertools.count(1)
+
+
+def policy():
+    """torch's ``CheckpointPolicy`` enum (torch/utils/checkpoint.py): the values torch's partitioner reads."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    return CheckpointPolicy
+
+
+@contextlib.contextmanager
+def recompute_region() -> Iterator[None]:
+    """Ops recorded inside are tagged ``PREFER_RECOMPUTE`` with a fresh ``ac_graph_id``."""
+    global _current
+    saved = _current
+    _current = {"recompute": policy().PREFER_RECOMPUTE, "ac_graph_id": next(_ids)}
+    try:
+        yield
+    finally:
+        _current = saved
+
+
+def current_tags() -> dict | None:
+    """The meta every node recorded now gets (make_fx reads it), or None outside a region."""
+    return _current
+
+
+def must_recompute(node: fx.Node) -> bool:
+    p = policy()
+    return node.meta.get("recompute", None) in (p.MUST_RECOMPUTE, p.PREFER_RECOMPUTE)
+
+
+def cleanup_recompute_tags(graph: fx.Graph) -> None:
+    """A region's output read by a later region is saved, not recomputed (torch: ``cleanup_recompute_tags``)."""
+    for node in graph.nodes:
+        if must_recompute(node):
+            for user in node.users:
+                if must_recompute(user) and user.meta.get("ac_graph_id", 0) > node.meta.get("ac_graph_id", 0):
+                    node.meta["recompute"] = policy().MUST_SAVE
+
+
+def is_tag_activation_checkpoint(target: Any) -> bool:
+    return target is getattr(torch.ops.higher_order, "tag_activation_checkpoint", None)
+
+
+def is_cond(target: Any) -> bool:
+    return target is getattr(torch.ops.higher_order, "cond", None)
+
+
+def saved_for_backward(fn, *args) -> list:
+    """What our ``aot_eager`` saves for the backward, ``[(name, bytes), ...]`` per graph: ``fn`` compiled
+    by ``md.compile`` and called once, its output's sum back-propagated (as the torch oracle does)."""
+    import minidynamo as md
+    from minidynamo.backends import aot_eager
+
+    saved = []
+
+    def backend(gm, example_inputs):
+        compiled = aot_eager(gm, example_inputs)
+        part = getattr(getattr(compiled, "artifacts", None), "partition", None)
+        if part is not None:
+            saved.append([(n.name, _nbytes(n.meta.get("val"))) for n in part.saved_values])
+        return compiled
+
+    md.reset()
+    out = md.compile(fn, backend=backend)(*args)
+    out.sum().backward()
+    return saved
+
+
+def _nbytes(val: Any) -> int:
+    return val.numel() * val.element_size() if isinstance(val, torch.Tensor) else 0
