@@ -25,6 +25,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     SUPPORTED_NODES,
     AutoDispatchBelowAutograd,
     DisableTorchDispatch,
+    disable_current_modes,
     DispatchKey,
     DispatchKeySet,
     EnablePreDispatch,

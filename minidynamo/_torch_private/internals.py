@@ -338,6 +338,14 @@ def no_dispatch():
     return _nd()
 
 
+def disable_current_modes():
+    """torch.utils._python_dispatch._disable_current_modes: every dispatch mode off for a while (a
+    higher-order op's branch traced apart from the trace around it, aot/higher_order.py)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    return _disable_current_modes()
+
+
 def pop_current_dispatch_mode_if(mode):
     """Temporarily pop ``mode`` off the dispatch mode stack if it is on top; else do nothing."""
     import contextlib

@@ -347,10 +347,10 @@ class _SourceLineInterpreter(fx.Interpreter):
             try:
                 if n.op == "call_function" and is_tag_activation_checkpoint(n.target):
                     return self._run_checkpointed(n)
-                if n.op == "call_function" and is_cond(n.target):
-                    raise NotImplementedError(
-                        "torch.cond is not traced by minidynamo's AOTAutograd (torch's: the cond operator's "
-                        "autograd and functionalization rules in torch/_higher_order_ops/cond.py)")
+                if n.op == "call_function" and is_cond(n.target):  # aot/higher_order.py
+                    from minidynamo.aot.higher_order import run_cond
+
+                    return run_cond(*self.fetch_args_kwargs_from_env(n)[0])
                 return super().run_node(n)
             except Exception as exc:  # name the user's op in the fallback warning
                 if not hasattr(exc, "_md_aot_node"):

@@ -213,8 +213,16 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
 
     # -- dispatch ----------------------------------------------------------------
 
+    supports_higher_order_operators = True  # torch.cond reaches __torch_dispatch__ (aot/higher_order.py)
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            if func is torch.ops.higher_order.cond:
+                from minidynamo.aot.higher_order import cond_rule
+
+                return cond_rule("functional")(self, *args, **kwargs)
+            return NotImplemented
         writes = _written_positions(func)
         mutated = [i for i, _ in writes if i < len(args)]
         if func is aten.set_.source_Tensor:

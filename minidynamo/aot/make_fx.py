@@ -147,8 +147,16 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.tracer = tracer
         self.num_ops = 0
 
+    supports_higher_order_operators = True  # torch.cond reaches __torch_dispatch__ (aot/higher_order.py)
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            if func is torch.ops.higher_order.cond:
+                from minidynamo.aot.higher_order import cond_rule
+
+                return cond_rule("proxy")(self, *args, **kwargs)
+            return NotImplemented
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
         tracer = self.tracer

@@ -261,6 +261,9 @@ def _index_with_integer_indices(func, args) -> bool:
     return all(i is None or i.dtype not in (torch.bool, torch.uint8) for i in indices)
 
 
+HigherOrderOperator = torch._ops.HigherOrderOperator
+
+
 class FakeTensorMode(TorchDispatchMode):
     """Inside ``with mode:`` every ATen op runs on meta kernels and returns FakeTensors.
 
@@ -328,9 +331,21 @@ class FakeTensorMode(TorchDispatchMode):
             finally:
                 self.in_kernel_invocation = prev
 
+    supports_higher_order_operators = True  # torch.cond reaches __torch_dispatch__ (aot/higher_order.py)
+
+    def _cond(self, pred, true_fn, false_fn, operands):
+        """torch's ``cond_fake_tensor_mode`` (torch/_higher_order_ops/cond.py): one branch run on the fakes,
+        its outputs fresh (no alias of an operand); AOT checked that both branches agree."""
+        with self:
+            return tuple(o.clone() for o in true_fn(*operands))
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is _PRIM_DEVICE:
             return self._device_of(args[0])
+        if isinstance(func, HigherOrderOperator):
+            if func is torch.ops.higher_order.cond:
+                return self._cond(*args, **(kwargs or {}))
+            return NotImplemented
         kwargs = dict(kwargs) if kwargs else {}
 
         # 1. Inputs: all fakes of this mode (or converted, if allowed).
