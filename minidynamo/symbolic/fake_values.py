@@ -49,17 +49,25 @@ def _unsupported_errors() -> tuple[type, ...]:
     return (NotImplementedError,) + ((fake.UnsupportedOperatorError,) if hasattr(fake, "UnsupportedOperatorError") else ())
 
 
-def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str) -> Any:
+def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str, dynamic_output=None) -> Any:
     """Run ``fn(*args, **kwargs)`` on fake values (args already hold fake tensors).
 
     A data-dependent op (``.item()``, ``nonzero``) cannot be faked: that is a graph break.
     Any other failure is the user's own error (a shape mismatch), surfaced with the op.
     """
+    from minidynamo.fake.symbolic_shapes import GuardOnDataDependentSymNode
+
     try:
         with mode:
             return fn(*args, **kwargs)
     except _data_dependent_errors() as e:
+        if dynamic_output is not None:  # capture_dynamic_output_shape_ops: an unbacked size (unbacked.py)
+            out = dynamic_output(fn, args, kwargs)
+            if out is not None:
+                return out
         unimplemented(f"data-dependent operator {what}: {e}", "the output depends on tensor values")
+    except GuardOnDataDependentSymNode as e:
+        unimplemented(f"data-dependent decision in {what}: {e}", "torch._check the value first")
     except _unsupported_errors() as e:
         unimplemented(f"{what} is not supported on fake tensors: {e}")
     except Exception as e:

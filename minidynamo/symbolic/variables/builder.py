@@ -299,7 +299,10 @@ def wrap_fx_proxy(tx, kind: str, target: Any, args: tuple, kwargs: dict) -> Vari
     else:
         fn = target
     try:
-        example = get_fake_value(output.fake_mode, fn, fargs, fkwargs, what)
+        from .unbacked import dynamic_output_shape
+
+        example = get_fake_value(output.fake_mode, fn, fargs, fkwargs, what,
+                                 dynamic_output=lambda f, a, k: dynamic_output_shape(tx, target, a, k))
     except BaseException:
         output.graph.erase_node(node)
         raise

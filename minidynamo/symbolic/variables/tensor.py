@@ -98,6 +98,10 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from .builder import wrap_constant_result, wrap_fx_proxy
 
+        if name == "item" and not args and not kwargs:  # an unbacked symbol, or a break (unbacked.py)
+            from .unbacked import call_item
+
+            return call_item(tx, self)
         if name == "requires_grad_" and self.source is None:
             pass  # on an intermediate tensor it is an ordinary op in the graph
         elif name in BREAK_METHODS:

@@ -124,6 +124,10 @@ class TorchInGraphFunctionVariable(VariableTracker):
         fn = self.value
         from .higher_order_ops import higher_order_handler
 
+        if fn is torch._check or fn is torch._check_is_size:  # facts about unbacked symbols (unbacked.py)
+            from .unbacked import call_check
+
+            return call_check(tx, fn, list(args), dict(kwargs))
         handler = higher_order_handler(fn)
         if handler is not None:  # torch.cond, checkpoint: subgraphs and one node (higher_order_ops.py)
             return handler(tx, list(args), dict(kwargs))
