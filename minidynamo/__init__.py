@@ -8,7 +8,7 @@ The pipeline, one module per stage (see ``../shared/DESIGN.md`` and the book)::
 Public API::
 
     md.compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None)
-    md.mark_dynamic(t, dim); md.mark_static(t, dim)
+    md.mark_dynamic(t, dim); md.mark_static(t, dim); md.mark_unbacked(t, dim)
     md.explain(fn, *args, **kwargs)
     md.reset()
     md.config                      # torch._dynamo.config's names; md.config.patch(recompile_limit=2)
@@ -16,7 +16,7 @@ Public API::
 
 from __future__ import annotations
 
-__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "mark_static"]
+__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "mark_static", "mark_unbacked"]
 __version__ = "0.1.0"
 
 from minidynamo import config  # noqa: E402  (torch._dynamo.config's names: md.config.patch(...))
@@ -52,6 +52,13 @@ def mark_dynamic(t, dim) -> None:
 def mark_static(t, dim=None) -> None:
     """Keep dim ``dim`` of ``t`` static, even under automatic dynamic (``torch._dynamo.mark_static``)."""
     from minidynamo.symbolic.dynamic_shapes import mark_static as _mark
+
+    _mark(t, dim)
+
+
+def mark_unbacked(t, dim) -> None:
+    """Trace dim ``dim`` of ``t`` with an unbacked symbol ``u0`` (``torch._dynamo.decorators.mark_unbacked``)."""
+    from minidynamo.symbolic.dynamic_shapes import mark_unbacked as _mark
 
     _mark(t, dim)
 

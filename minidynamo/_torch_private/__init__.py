@@ -90,6 +90,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     dynamo_instruction_translator_base,
     dynamo_mark_dynamic,
     dynamo_mark_static,
+    dynamo_mark_unbacked,
     dynamo_parse_exception_table,
     dynamo_recorded_graphs,
     dynamo_reset,

@@ -375,6 +375,13 @@ def dynamo_recorded_graphs(fn, *args, **kwargs) -> list:
     return list(backend.graphs)
 
 
+def dynamo_mark_unbacked(t, dim) -> None:
+    """Oracle: torch._dynamo.decorators.mark_unbacked."""
+    import torch._dynamo
+
+    torch._dynamo.decorators.mark_unbacked(t, dim)
+
+
 def torch_aot_eager_saved(fn, *args) -> list:
     """Oracle: what torch's ``aot_eager`` saves for the backward, ``[(name, bytes), ...]`` per graph, in order.
 

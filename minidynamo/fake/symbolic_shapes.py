@@ -152,6 +152,7 @@ class ShapeEnv:
     size_like: set = field(default_factory=set)  # unbacked symbols known to be sizes (>= 0)
     deferred_runtime_asserts: list = field(default_factory=list)  # ShapeGuard facts from torch._check
     unbacked_why: dict = field(default_factory=dict)  # symbol -> where it came from ("Tensor.item()")
+    unbacked_inputs: set = field(default_factory=set)  # input sizes md.mark_unbacked marked ("L['x'].size()[0]")
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -287,6 +288,14 @@ class ShapeEnv:
             out = sympy.simplify(expr.xreplace(shifted))
         except Exception:  # noqa: BLE001 - sympy could not decide
             return None
+        if out not in (sympy.true, sympy.false):  # an unbacked symbol's upper bound may settle it
+            upper = {s: hi - sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True)
+                     for s, (lo, hi) in self.var_to_range.items() if s in expr.free_symbols and hi is not None}
+            if upper:
+                try:
+                    out = sympy.simplify(expr.xreplace({**shifted, **upper}))
+                except Exception:  # noqa: BLE001
+                    return None
         return bool(out) if out in (sympy.true, sympy.false) else None
 
     def evaluate_expr(self, expr: sympy.Basic, hint: Any, why: str) -> Any:
@@ -422,7 +431,9 @@ class ShapeEnv:
         """Sizes of ``t`` with the dims in ``dynamic_dims`` symbolic (SymInts), the rest ints."""
         sizes = []
         for i, s in enumerate(t.shape):
-            if i in dynamic_dims:
+            if i in dynamic_dims and f"{source}.size()[{i}]" in self.unbacked_inputs:  # md.mark_unbacked
+                sizes.append(self.create_unbacked_symint(f"md.mark_unbacked: {source}.size()[{i}]", 0))
+            elif i in dynamic_dims:
                 sym = self.create_symbol(int(s), f"{source}.size()[{i}]")
                 sizes.append(self.create_symint(sym, int(s)))
             else:
