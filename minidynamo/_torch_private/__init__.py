@@ -24,8 +24,11 @@ from __future__ import annotations
 from minidynamo._torch_private.internals import (  # noqa: F401
     SUPPORTED_NODES,
     AutoDispatchBelowAutograd,
+    TORCH_CHECK_FNS,
     DisableTorchDispatch,
+    HigherOrderOperator,
     disable_current_modes,
+    torch_check_is_size,
     DispatchKey,
     DispatchKeySet,
     EnablePreDispatch,

@@ -338,6 +338,14 @@ def no_dispatch():
     return _nd()
 
 
+# Higher-order operators (torch.cond, tag_activation_checkpoint) reach a mode's __torch_dispatch__ as
+# one of these when the mode sets supports_higher_order_operators (aot/higher_order.py).
+HigherOrderOperator = torch._ops.HigherOrderOperator
+# torch._check / torch._check_is_size: facts about unbacked symbols (symbolic/variables/unbacked.py).
+TORCH_CHECK_FNS = (torch._check, torch._check_is_size)
+torch_check_is_size = torch._check_is_size
+
+
 def disable_current_modes():
     """torch.utils._python_dispatch._disable_current_modes: every dispatch mode off for a while (a
     higher-order op's branch traced apart from the trace around it, aot/higher_order.py)."""

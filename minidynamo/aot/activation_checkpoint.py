@@ -25,7 +25,6 @@ Note [A checkpointed region is recomputed]
 from __future__ import annotations
 
 import contextlib
-import itertools
 from typing import Any, Iterator
 
 import torch
@@ -34,7 +33,6 @@ import torch.fx as fx
 __all__ = ["recompute_region", "current_tags", "must_recompute", "cleanup_recompute_tags", "policy"]
 
 _current: dict | None = None
-_ids = itertools.count(1)
 
 
 def policy():
@@ -45,11 +43,12 @@ def policy():
 
 
 @contextlib.contextmanager
-def recompute_region() -> Iterator[None]:
-    """Ops recorded inside are tagged ``PREFER_RECOMPUTE`` with a fresh ``ac_graph_id``."""
+def recompute_region(ac_graph_id: int) -> Iterator[None]:
+    """Ops recorded inside are tagged ``PREFER_RECOMPUTE`` and ``ac_graph_id`` (the region's number in its
+    graph, from 1, as torch numbers them)."""
     global _current
     saved = _current
-    _current = {"recompute": policy().PREFER_RECOMPUTE, "ac_graph_id": next(_ids)}
+    _current = {"recompute": policy().PREFER_RECOMPUTE, "ac_graph_id": ac_graph_id}
     try:
         yield
     finally:

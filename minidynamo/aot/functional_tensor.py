@@ -89,7 +89,8 @@ from typing import Any, Callable
 import torch
 
 from minidynamo import events
-from minidynamo._torch_private import TorchDispatchMode, mirror_autograd_meta, no_dispatch, tree_map
+from minidynamo._torch_private import (HigherOrderOperator, TorchDispatchMode, mirror_autograd_meta, no_dispatch,
+                                        tree_map)
 from minidynamo.aot.functional_inverses import scatter_into_base
 from minidynamo.aot.functional_mutations import MutationKernels
 from minidynamo.aot.functional_ops import _functional_variant, _is_view_op, _is_write
@@ -217,7 +218,7 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if isinstance(func, torch._ops.HigherOrderOperator):
+        if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
                 from minidynamo.aot.higher_order import cond_rule
 

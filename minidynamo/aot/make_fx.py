@@ -49,6 +49,7 @@ import torch.fx as fx
 
 from minidynamo import events
 from minidynamo._torch_private import (
+    HigherOrderOperator,
     TorchDispatchMode,
     graph_target_to_str,
     lazy_graph_module,
@@ -151,7 +152,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if isinstance(func, torch._ops.HigherOrderOperator):
+        if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
                 from minidynamo.aot.higher_order import cond_rule
 

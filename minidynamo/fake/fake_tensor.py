@@ -63,6 +63,7 @@ from minidynamo import events
 from minidynamo.fake.dispatch_cache import cached_dispatch
 from minidynamo._torch_private import (
     DisableTorchDispatch,
+    HigherOrderOperator,
     PreserveDispatchKeyGuard,
     StorageWeakRef,
     TorchDispatchMode,
@@ -259,9 +260,6 @@ def _index_with_integer_indices(func, args) -> bool:
         return False
     indices = args[1] if len(args) > 1 else ()
     return all(i is None or i.dtype not in (torch.bool, torch.uint8) for i in indices)
-
-
-HigherOrderOperator = torch._ops.HigherOrderOperator
 
 
 class FakeTensorMode(TorchDispatchMode):

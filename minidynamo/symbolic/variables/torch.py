@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from minidynamo._torch_private import TENSOR_BASE
+from minidynamo._torch_private import TENSOR_BASE, TORCH_CHECK_FNS
 from minidynamo.trace_rules import is_library_module
 
 from ..exc import unimplemented
@@ -124,7 +124,7 @@ class TorchInGraphFunctionVariable(VariableTracker):
         fn = self.value
         from .higher_order_ops import higher_order_handler
 
-        if fn is torch._check or fn is torch._check_is_size:  # facts about unbacked symbols (unbacked.py)
+        if fn in TORCH_CHECK_FNS:  # facts about unbacked symbols (unbacked.py)
             from .unbacked import call_check
 
             return call_check(tx, fn, list(args), dict(kwargs))

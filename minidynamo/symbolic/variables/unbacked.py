@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from minidynamo import config
+from minidynamo._torch_private import torch_check_is_size
 
 from ..exc import unimplemented
 from .base import VariableTracker
@@ -89,7 +90,7 @@ def call_check(tx, fn, args: list, kwargs: dict) -> VariableTracker:
     if not isinstance(arg, SymNodeVariable):
         unimplemented(f"torch.{fn.__name__} of {arg}")
     node = arg.sym_num.node
-    expr = node.expr >= 0 if fn is torch._check_is_size else node.expr
+    expr = node.expr >= 0 if fn is torch_check_is_size else node.expr
     what = f"torch.{fn.__name__}({node.expr})"
     node.shape_env.defer_runtime_assert(expr, what)
     tx.output.create_proxy("call_function", fn, (arg.as_proxy(),), {})
