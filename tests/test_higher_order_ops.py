@@ -9,11 +9,12 @@ partition saves for the backward against torch's ``aot_eager``. Where torch refu
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import pytest
 import torch
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain, dynamo_recorded_graphs, dynamo_reset, torch_aot_eager_saved
@@ -232,7 +233,26 @@ def ckpt_closure(x):
     return checkpoint(lambda t: (MLP[0](t).tanh() @ w.t()).exp(), x, use_reentrant=False).sum(-1)
 
 
-CKPT_PROGRAMS = [ckpt_lambda, ckpt_mlp, ckpt_two_regions, ckpt_closure]
+SAVE_ADDMM = functools.partial(create_selective_checkpoint_contexts, [torch.ops.aten.addmm.default])
+
+
+def _save_activations(ctx, op, *args, **kwargs):
+    return CheckpointPolicy.MUST_SAVE if op in (torch.ops.aten.gelu.default, torch.ops.aten.tanh.default) \
+        else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+SAVE_ACTIVATIONS = functools.partial(create_selective_checkpoint_contexts, _save_activations)
+
+
+def sac_list(x):
+    return checkpoint(lambda t: MLP(t).relu().sin(), x, use_reentrant=False, context_fn=SAVE_ADDMM) * 2
+
+
+def sac_policy(x):
+    return checkpoint(lambda t: MLP(t).relu().sin(), x, use_reentrant=False, context_fn=SAVE_ACTIVATIONS) * 2
+
+
+CKPT_PROGRAMS = [ckpt_lambda, ckpt_mlp, ckpt_two_regions, ckpt_closure, sac_list, sac_policy]
 
 
 def _x():
@@ -272,6 +292,22 @@ def test_checkpoint_saves_what_torch_aot_eager_saves(fn, real_dynamo):
     ours = saved_for_backward(fn, _x())
     assert [len(g) for g in ours] == [len(g) for g in theirs]
     assert [sum(b for _, b in g) for g in ours] == [sum(b for _, b in g) for g in theirs]
+
+
+def test_selective_checkpoint_tags_each_op_with_its_policy():
+    arts = []
+
+    def backend(gm, example_inputs):
+        from minidynamo.backends import aot_eager
+
+        compiled = aot_eager(gm, example_inputs)
+        arts.append(compiled.artifacts)
+        return compiled
+
+    md.compile(sac_policy, backend=backend)(_x())
+    tags = {n.name: n.meta.get("recompute") for n in arts[0].joint.gm.graph.nodes if "ac_graph_id" in n.meta}
+    assert tags["gelu"] is CheckpointPolicy.MUST_SAVE and tags["tanh"] is CheckpointPolicy.MUST_SAVE
+    assert tags["addmm"] is CheckpointPolicy.PREFER_RECOMPUTE
 
 
 def test_checkpoint_saves_less_than_without():

@@ -156,3 +156,30 @@ def test_unbacked_questions_raise_unless_settled():
     assert env.guards == []  # facts, not guards: nothing is checked before the graph runs
     f = env.create_unbacked_symfloat("test")
     assert str(f) == "zuf0"
+
+
+def _asserts(gm) -> list[str]:
+    return [n.args[1] for n in gm.graph.nodes if n.target is torch.ops.aten._assert_scalar.default]
+
+
+@pytest.mark.parametrize("fn", [nonzero_rows, mask_index, masked_select], ids=lambda f: f.__name__)
+def test_runtime_asserts_match_torch(fn, real_dynamo):
+    """The ranges of data-dependent sizes are asserted in the graph, as torch's runtime_assert.py does."""
+    import torch._dynamo
+
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        theirs = dynamo_recorded_graphs(fn, *_args())
+    with md.config.patch(capture_dynamic_output_shape_ops=True):
+        ours = md.explain(fn, *_args()).graphs
+    assert [_asserts(g) for g in ours] == [_asserts(g) for g in theirs]
+    assert any(_asserts(g) for g in ours)
+
+
+def test_runtime_assert_of_a_marked_size_matches_torch(real_dynamo):
+    from minidynamo._torch_private import dynamo_mark_unbacked
+
+    x, y = torch.randn(5, 3), torch.randn(5, 3)
+    dynamo_mark_unbacked(x, 0)
+    md.mark_unbacked(y, 0)
+    assert [_asserts(g) for g in md.explain(_times_two, y).graphs] == \
+        [_asserts(g) for g in dynamo_recorded_graphs(_times_two, x)]

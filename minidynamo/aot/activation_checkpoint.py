@@ -43,21 +43,61 @@ def policy():
 
 
 @contextlib.contextmanager
-def recompute_region(ac_graph_id: int) -> Iterator[None]:
+def recompute_region(ac_graph_id: int, context_fn: Any = None) -> Iterator[None]:
     """Ops recorded inside are tagged ``PREFER_RECOMPUTE`` and ``ac_graph_id`` (the region's number in its
-    graph, from 1, as torch numbers them)."""
+    graph, from 1, as torch numbers them); under selective checkpointing, each op as its policy says."""
     global _current
     saved = _current
     _current = {"recompute": policy().PREFER_RECOMPUTE, "ac_graph_id": ac_graph_id}
+    if context_fn is not None:
+        _current["policy_fn"] = policy_fn_of(context_fn)
     try:
         yield
     finally:
         _current = saved
 
 
-def current_tags() -> dict | None:
-    """The meta every node recorded now gets (make_fx reads it), or None outside a region."""
-    return _current
+def current_tags(func: Any = None, args: tuple = (), kwargs: dict | None = None) -> dict | None:
+    """The meta the node of ``func`` recorded now gets (make_fx reads it), or None outside a region.
+
+    Note [Selective checkpointing asks a policy per op]
+        ``checkpoint(fn, x, use_reentrant=False, context_fn=partial(create_selective_checkpoint_contexts,
+        policy))`` recomputes only some of the region: ``policy(ctx, op, *args, **kwargs)``
+        answers ``MUST_SAVE`` / ``PREFER_SAVE`` / ``MUST_RECOMPUTE`` / ``PREFER_RECOMPUTE`` for
+        each ATen op (a list of ops means: those ``MUST_SAVE``, the rest ``PREFER_RECOMPUTE``).
+        torch asks from the dispatch mode the context installs (``_CachingTorchDispatchMode`` in
+        torch/utils/checkpoint.py writes ``recompute`` into the node's meta); ours asks where
+        make_fx records the op, with the same arguments, and writes the answer in the same place.
+    """
+    if _current is None:
+        return None
+    fn = _current.get("policy_fn")
+    tags = {"recompute": _current["recompute"], "ac_graph_id": _current["ac_graph_id"]}
+    if fn is not None and func is not None:
+        from torch.utils.checkpoint import SelectiveCheckpointContext
+
+        answer = fn(SelectiveCheckpointContext(is_recompute=False), func, *args, **(kwargs or {}))
+        if isinstance(answer, bool):  # torch accepts a bool: True is MUST_SAVE, False PREFER_RECOMPUTE
+            answer = policy().MUST_SAVE if answer else policy().PREFER_RECOMPUTE
+        tags["recompute"] = answer
+    return tags
+
+
+def policy_fn_of(context_fn: Any):
+    """The per-op policy behind ``partial(create_selective_checkpoint_contexts, policy_fn_or_list)``."""
+    import functools
+
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+    if not (isinstance(context_fn, functools.partial) and context_fn.func is create_selective_checkpoint_contexts
+            and context_fn.args):
+        raise NotImplementedError(f"checkpoint's context_fn={context_fn!r}: only "
+                                  "functools.partial(create_selective_checkpoint_contexts, policy) is traced")
+    policy_fn_or_list = context_fn.args[0]
+    if callable(policy_fn_or_list):
+        return policy_fn_or_list
+    ops = list(policy_fn_or_list)
+    return lambda ctx, op, *args, **kwargs: policy().MUST_SAVE if op in ops else policy().PREFER_RECOMPUTE
 
 
 def must_recompute(node: fx.Node) -> bool:

@@ -362,7 +362,7 @@ class _SourceLineInterpreter(fx.Interpreter):
         """The body of a ``tag_activation_checkpoint`` node, in place, its ops tagged (activation_checkpoint.py)."""
         body, *operands = self.fetch_args_kwargs_from_env(n)[0]
         regions = [m for m in n.graph.nodes if m.op == "call_function" and is_tag_activation_checkpoint(m.target)]
-        with recompute_region(regions.index(n) + 1):
+        with recompute_region(regions.index(n) + 1, body.meta.get("_checkpoint_context_fn")):
             return tuple(_SourceLineInterpreter(body).run(*operands))
 
 

@@ -170,7 +170,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         # torch names nodes after the overload packet ("mm", "add_1"), so do we.
         name = graph_target_to_str(tracer.graph, func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None
         node = tracer.graph.create_node("call_function", func, tuple(node_args), dict(node_kwargs), name=name)
-        tags = current_tags()  # inside a checkpointed region (activation_checkpoint.py)
+        tags = current_tags(func, args, kwargs)  # inside a checkpointed region (activation_checkpoint.py)
         if tags is not None:
             node.meta.update(tags)
         self.num_ops += 1
@@ -182,7 +182,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 if isinstance(item, torch.Tensor):
                     item_node = tracer.graph.call_function(operator.getitem, (node, i))
                     if tags is not None:
-                        item_node.meta.update(tags)
+                        item_node.meta.update(tags)  # a getitem shares its op's tags
                     tracer.track(item, item_node)
         else:
             node.meta["val"] = out

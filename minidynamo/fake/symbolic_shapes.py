@@ -153,6 +153,7 @@ class ShapeEnv:
     deferred_runtime_asserts: list = field(default_factory=list)  # ShapeGuard facts from torch._check
     unbacked_why: dict = field(default_factory=dict)  # symbol -> where it came from ("Tensor.item()")
     unbacked_inputs: set = field(default_factory=set)  # input sizes md.mark_unbacked marked ("L['x'].size()[0]")
+    creation_range: dict = field(default_factory=dict)  # symbol -> the range it was made with (runtime_assert.py)
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -178,6 +179,8 @@ class ShapeEnv:
     def _new_unbacked(self, sym, why: str, lo, hi) -> None:
         self.unbacked.append(sym)
         self.var_to_range[sym] = [lo, hi]
+        if lo is not None or hi is not None:
+            self.creation_range[sym] = (lo, hi)
         self.unbacked_why[sym] = why
         if lo is not None and lo >= 0:
             self.size_like.add(sym)

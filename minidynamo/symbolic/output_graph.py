@@ -144,6 +144,10 @@ class OutputGraph:
         if self.count_calls() == 0:
             assert not outputs, "graph outputs without any call"
             return None
+        if self.shape_env is not None and self.shape_env.creation_range:  # unbacked ranges (runtime_assert.py)
+            from .runtime_assert import insert_deferred_runtime_asserts
+
+            insert_deferred_runtime_asserts(self.graph, self.shape_env)
         self.graph.output(tuple(outputs))
         # remove_unused_graphargs: inputs nothing reads do not become graph arguments
         used = []

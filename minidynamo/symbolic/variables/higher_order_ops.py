@@ -218,17 +218,25 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
     fn, operands = args[0], list(args[1:])
     options = {}
     for k, v in kwargs.items():
+        if k == "context_fn" and _constant_partial(v) is not None:
+            options[k] = _constant_partial(v)
+            continue
         if not v.is_python_constant():
             unimplemented(f"checkpoint's {k}= argument must be a constant, not {v}")
         options[k] = v.as_python_constant()
     if options.get("use_reentrant", None) is not False:
         unimplemented("checkpoint with use_reentrant=True (or not given) is traced as torch does only with "
                       "use_reentrant=False", "pass use_reentrant=False")
-    if "context_fn" in options:
-        unimplemented("selective activation checkpointing (context_fn=) is not traced by minidynamo")
+    from torch.utils.checkpoint import noop_context_fn
+
+    context_fn = options.pop("context_fn", None)
+    if context_fn is noop_context_fn:
+        context_fn = None
     body = speculate_subgraph(tx, fn, operands, "torch.utils.checkpoint.checkpoint")
     name = tx.output.install_subgraph("wrap_body", None)
     tx.output.subgraphs[name] = body.graph_module(body.freevars, name)
+    if context_fn is not None:  # selective checkpointing: AOT asks its policy per op (activation_checkpoint.py)
+        tx.output.subgraphs[name].meta["_checkpoint_context_fn"] = context_fn
     gm = tx.output.create_proxy("get_attr", name, (), {})
     operand_proxies = tuple(a.as_proxy() for a in operands if isinstance(a, TensorVariable)) + tuple(
         torch.fx.Proxy(n, tx.output.tracer) for n in body.freevars)
@@ -236,6 +244,22 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
                                    (gm, *operand_proxies), options)
     examples = tuple(_fresh(tx, v.example_value) for v in body.outputs)
     return _rebuild(tx, proxy, examples, body.spec)
+
+
+def _constant_partial(var: VariableTracker):
+    """A ``functools.partial`` of constants (``partial(create_selective_checkpoint_contexts, policy)``) as
+    the object itself (torch: ``guard_as_python_constant``), or None."""
+    import functools
+
+    from .functional import FunctoolsPartialVariable
+
+    if not isinstance(var, FunctoolsPartialVariable):
+        return None
+    parts = [var.func, *var.args, *var.keywords.values()]
+    if not all(p.is_python_constant() for p in parts):
+        return None
+    return functools.partial(var.func.as_python_constant(), *[a.as_python_constant() for a in var.args],
+                             **{k: v.as_python_constant() for k, v in var.keywords.items()})
 
 
 def higher_order_handler(fn: Any):
