@@ -72,7 +72,13 @@ def masked_select(x, n):
     return x.masked_select(x > 0).exp() * 2
 
 
-PROGRAMS = [item_float, item_int_sized, item_branch, item_checked_branch, nonzero_rows, mask_index, masked_select]
+def tolist_pair(x, n):
+    a, b = (n * 2).tolist()
+    return x * a + b
+
+
+PROGRAMS = [item_float, item_int_sized, item_branch, item_checked_branch, nonzero_rows, mask_index, masked_select,
+            tolist_pair]
 
 
 def _args():

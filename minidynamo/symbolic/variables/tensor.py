@@ -98,10 +98,10 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from .builder import wrap_constant_result, wrap_fx_proxy
 
-        if name == "item" and not args and not kwargs:  # an unbacked symbol, or a break (unbacked.py)
-            from .unbacked import call_item
+        if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
+            from .unbacked import call_item, call_tolist
 
-            return call_item(tx, self)
+            return call_item(tx, self) if name == "item" else call_tolist(tx, self)
         if name == "requires_grad_" and self.source is None:
             pass  # on an intermediate tensor it is an ordinary op in the graph
         elif name in BREAK_METHODS:

@@ -51,6 +51,26 @@ def call_item(tx, tensor) -> VariableTracker:
     return SymNodeVariable(proxy, value)
 
 
+def call_tolist(tx, tensor) -> VariableTracker:
+    """``t.tolist()``: one ``item`` per element, through ``t[i]`` (torch's graph has the same getitems)."""
+    import operator
+
+    from .builder import wrap_fx_proxy
+    from .lists import ListVariable
+
+    if not config.capture_scalar_outputs:
+        unimplemented("Tensor.tolist() needs the tensor's data",
+                      "set minidynamo.config.capture_scalar_outputs = True to keep it in the graph as symbols")
+    fake = tensor.example_value
+    if fake.dim() == 0:
+        return call_item(tx, tensor)
+    n = fake.shape[0]
+    if not isinstance(n, int):
+        unimplemented("Tensor.tolist() of a tensor whose first size is symbolic")
+    return ListVariable([call_tolist(tx, wrap_fx_proxy(tx, "call_function", operator.getitem, (tensor.as_proxy(), i), {}))
+                         for i in range(n)])
+
+
 # Ops whose output size depends on data: how many elements at most (the unbacked symbol's range).
 def dynamic_output_shape(tx, func, fargs: tuple, fkwargs: dict):
     """The fake output of a data-dependent-size op, its size an unbacked symbol in ``[0, numel]``, or None."""
