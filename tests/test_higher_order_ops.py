@@ -74,6 +74,18 @@ def cond_then_ops(x, y):
     return out.sigmoid()
 
 
+def cond_chained(x, y):
+    h = x.cos() + y
+    out = torch.cond(h.sum() > 0, lambda t: t.exp(), lambda t: t.sin().abs(), (h,))
+    return out + torch.cond(out.mean() > 1, torch.sin, torch.cos, [out])
+
+
+def cond_under_no_grad(x, y):
+    with torch.no_grad():
+        z = torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))
+    return z * y
+
+
 class Branchy(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -83,7 +95,8 @@ class Branchy(torch.nn.Module):
         return torch.cond(x.sum() > 0, lambda t: self.lin(t), lambda t: t * 2, (x,)) + y
 
 
-COND_PROGRAMS = [cond_closure, cond_tuple, cond_nested, cond_constant_pred, cond_global_weight, cond_then_ops]
+COND_PROGRAMS = [cond_closure, cond_tuple, cond_nested, cond_constant_pred, cond_global_weight, cond_then_ops,
+                 cond_chained, cond_under_no_grad]
 
 
 def _inputs(sign: float):
@@ -182,8 +195,22 @@ def cond_shapes_disagree(x):
     return torch.cond(x.sum() > 0, lambda a: a.sin(), lambda a: a.cos().sum(), (x,))
 
 
+def cond_returns_input(x):
+    return torch.cond(x.sum() > 0, lambda a: a, lambda a: a * 2, (x,))
+
+
+def cond_mutates_input(x):
+    def t(a):
+        a.add_(1)
+        return a * 2
+
+    return torch.cond(x.sum() > 0, t, lambda a: a * 3, (x,))
+
+
 @pytest.mark.parametrize("fn, cls, words", [
     (cond_side_effect, "UncapturedHigherOrderOpError", "Mutating a variable from outside the scope"),
+    (cond_returns_input, "UncapturedHigherOrderOpError", "Encountered aliasing during higher order op tracing"),
+    (cond_mutates_input, "UncapturedHigherOrderOpError", "Encountered input mutation during higher order op"),
     (cond_graph_break_in_branch, "UncapturedHigherOrderOpError", "doesn't work unless it is captured completely"),
     (cond_shapes_disagree, "TorchRuntimeError", "When merging two branches' output in torch.cond"),
 ])

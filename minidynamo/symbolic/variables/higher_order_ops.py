@@ -90,7 +90,8 @@ class Subgraph:
         return torch.fx.GraphModule(self.sub.graph_root(), new, class_name=name)
 
 
-def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTracker], op: str) -> Subgraph:
+def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTracker], op: str,
+                       pure: bool = False) -> Subgraph:
     """Trace ``fn_var(*operands)`` into a graph of its own (torch: ``speculate_subgraph``).
 
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
@@ -101,6 +102,7 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
     parent = tx.output
     sub = SubgraphTracer(parent)
     args, operand_nodes = [], []
+    versions = [a.example_value._version for a in operands if isinstance(a, TensorVariable)]
     for a in operands:
         if isinstance(a, TensorVariable):
             proxy = sub.placeholder(a.as_proxy().node.name, a.example_value)
@@ -124,8 +126,31 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
         raise UncapturedHigherOrderOpError(
             op, "HOP: Unsafe side effect\n  Explanation: Mutating a variable from outside the scope of this HOP "
                 "is not supported.")
+    if pure:  # torch's check_aliasing_and_input_mutation (cond: neither is supported)
+        _check_pure(op, [a for a in operands if isinstance(a, TensorVariable)], versions, outputs, sub)
     sub.graph.output(out_nodes)
     return Subgraph(sub, operand_nodes, outputs, spec)
+
+
+def _check_pure(op: str, operands: list, versions: list, outputs: list, sub) -> None:
+    """A branch may not mutate its inputs or return (a view of) one, nor two views of one value."""
+    from minidynamo._torch_private import StorageWeakRef
+
+    for a, v in zip(operands, versions):
+        if a.example_value._version != v:
+            raise UncapturedHigherOrderOpError(op, "Encountered input mutation during higher order op tracing\n"
+                                                   f"  Explanation: Higher order ops do not support input mutation. "
+                                                   f"Found in {op}")
+    inputs = [a.example_value for a in operands] + [n.meta.get("example_value") for n in sub.lifted]
+    seen = {StorageWeakRef(t.untyped_storage()) for t in inputs if isinstance(t, torch.Tensor)}
+    for o in outputs:
+        ref = StorageWeakRef(o.example_value.untyped_storage())
+        if ref in seen:
+            raise UncapturedHigherOrderOpError(op, "Encountered aliasing during higher order op tracing\n"
+                                                   f"  Explanation: Higher order ops do not support aliasing. Found "
+                                                   f"in {op}\n  Hint: Replace `return input` with `return "
+                                                   "input.clone()` to avoid aliasing.")
+        seen.add(ref)
 
 
 def _fresh(tx, example: torch.Tensor) -> torch.Tensor:
@@ -180,8 +205,8 @@ def call_cond(tx, args: list, kwargs: dict) -> VariableTracker:
         return (true_fn if pred.as_python_constant() else false_fn).call_function(tx, operands, {})
     if not isinstance(pred, (TensorVariable, SymNodeVariable)):
         unimplemented(f"torch.cond's pred must be a boolean tensor or a bool, not {pred}")
-    true_br = speculate_subgraph(tx, true_fn, operands, "torch.cond")
-    false_br = speculate_subgraph(tx, false_fn, operands, "torch.cond")
+    true_br = speculate_subgraph(tx, true_fn, operands, "torch.cond", pure=True)
+    false_br = speculate_subgraph(tx, false_fn, operands, "torch.cond", pure=True)
     if len(true_br.outputs) != len(false_br.outputs) or true_br.spec != false_br.spec:
         raise TorchRuntimeError(_fake_call_failed(
             "true_fn and false_fn must return the same pytree structure, got "
