@@ -196,7 +196,7 @@ def warn_internal(explanation: GraphBreak) -> None:
 # frame it was raised in is a module of this package; it is the user's when it was raised
 # in the user's code, in torch (a kernel's error inside the graph: the graph's code is
 # torch.fx's ``<eval_with_key>``), in the concrete interpreter running the user's code
-# (``interpreter.py`` and its ``ceval_*`` handlers execute the user's own raise), or by
+# (``interpreter/ceval.py`` and its ``ceval_*`` handlers execute the user's own raise), or by
 # a line of the transformed function itself (it calls, sets and deletes what the user's
 # code did), except a NameError there, which only a bug in our codegen can cause. The
 # user's exception propagates unchanged. Ours: the entry is dropped and the frame runs
@@ -233,7 +233,7 @@ def raised_by_us(exc: BaseException) -> Optional[str]:
 
 def _runs_user_code(module: str) -> bool:
     """The concrete interpreter's modules: what they raise, they raise for the user's code."""
-    return module in ("minidynamo.interpreter", "minidynamo.frameobject", "minidynamo.genobject") or \
+    return module in ("minidynamo.interpreter", "minidynamo.interpreter.frameobject", "minidynamo.interpreter.genobject") or \
         module.startswith("minidynamo.ceval_")
 
 
