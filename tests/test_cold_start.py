@@ -5,7 +5,7 @@ compile must not import the real Dynamo, and once a real ``torch.compile`` runs 
 same process torch must behave as if we had never touched its meta kernels. Note [The
 device question has a torch_dispatch rule] (minidynamo/fake/fake_tensor.py): nor
 torch.distributed.tensor. sympy does come in, and only from inside a torch kernel we ran
-(Note [Import time of a first compile], minidynamo/bench_imports.py). Each check runs
+(Note [Import time of a first compile], minidynamo/bench/imports.py). Each check runs
 in a fresh interpreter, since the imports of this one are long done.
 """
 
