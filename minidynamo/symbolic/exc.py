@@ -101,6 +101,10 @@ class EagerFallback(Exception):
         self.explanation = explanation
 
 
+class TracedUserError(RuntimeError):
+    """The user's code would fail here in eager too (e.g. a shape mismatch); raised by ``fake_values.py``."""
+
+
 # --- Note [The user's exception reaches the user unchanged] ---------------------------
 # A user's `raise` (or a torch op failing at run time) must look as it does without
 # compile: the same exception object, its own __cause__/__context__, and a traceback
@@ -116,8 +120,6 @@ _USER_CODE_DIRS = (_PACKAGE_DIR + "corpus/", _PACKAGE_DIR + "exercises/")  # the
 
 
 def _is_ours(exc: BaseException) -> bool:
-    from .fake_values import TracedUserError
-
     return isinstance(exc, (Unsupported, RestartAnalysis, EagerFallback, TracedUserError))
 
 
