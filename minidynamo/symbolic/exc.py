@@ -235,8 +235,7 @@ def raised_by_us(exc: BaseException) -> Optional[str]:
 
 def _runs_user_code(module: str) -> bool:
     """The concrete interpreter's modules: what they raise, they raise for the user's code."""
-    return module in ("minidynamo.interpreter", "minidynamo.interpreter.frameobject", "minidynamo.interpreter.genobject") or \
-        module.startswith("minidynamo.ceval_")
+    return module == "minidynamo.interpreter" or module.startswith("minidynamo.interpreter.")
 
 
 def runtime_error_explanation(code, exc: BaseException, where: str) -> GraphBreak:
