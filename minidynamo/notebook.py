@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import warnings
 
 import torch
 
-__all__ = ["setup", "normalize_graph", "print_graph"]
+from minidynamo.graph_text import normalize_graph, print_graph  # noqa: F401 - the chapters' name for them
+
+__all__ = ["setup", "normalize_graph", "print_graph", "saved_for_backward"]
 
 
 def setup(seed: int = 0) -> None:
@@ -35,27 +36,26 @@ def setup(seed: int = 0) -> None:
     reset()
 
 
-_COMMENT = re.compile(r"^\s*#\s*(File:|No stacktrace|Source Nodes|Module stack)")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+def saved_for_backward(fn, *args) -> list:
+    """What our ``aot_eager`` saves for the backward, ``[(name, bytes), ...]`` per graph: ``fn`` compiled
+    by ``md.compile`` and called once, its output's sum back-propagated (as the torch oracle does)."""
+    import minidynamo as md
+    from minidynamo.backends import aot_eager
+
+    saved = []
+
+    def backend(gm, example_inputs):
+        compiled = aot_eager(gm, example_inputs)
+        part = getattr(getattr(compiled, "artifacts", None), "partition", None)
+        if part is not None:
+            saved.append([(n.name, _nbytes(n.meta.get("val"))) for n in part.saved_values])
+        return compiled
+
+    md.reset()
+    out = md.compile(fn, backend=backend)(*args)
+    out.sum().backward()
+    return saved
 
 
-def normalize_graph(graph_like) -> str:
-    """The Python code of an fx graph (or GraphModule), stable across runs.
-
-    Drops the comments that carry file paths and line numbers, blank lines and
-    trailing spaces, and masks addresses. Node names are kept: they are part of
-    what a reader compares between our graph and torch's.
-    """
-    graph = getattr(graph_like, "graph", graph_like)
-    src = graph.python_code(root_module="self").src
-    lines = []
-    for line in src.splitlines():
-        if not line.strip() or _COMMENT.match(line):
-            continue
-        lines.append(_ADDRESS.sub("0x?", line.rstrip()))
-    return "\n".join(lines)
-
-
-def print_graph(graph_like) -> None:
-    """Print :func:`normalize_graph` of a graph."""
-    print(normalize_graph(graph_like))
+def _nbytes(val) -> int:
+    return val.numel() * val.element_size() if isinstance(val, torch.Tensor) else 0

@@ -18,7 +18,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain, dynamo_recorded_graphs, dynamo_reset, torch_aot_eager_saved
-from minidynamo.aot.activation_checkpoint import saved_for_backward
+from minidynamo.notebook import saved_for_backward
 
 pytestmark = pytest.mark.ch16
 

@@ -17,7 +17,7 @@ import torch
 
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain, dynamo_recorded_graphs
-from minidynamo.fake.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv
+from minidynamo.shapes.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv
 
 pytestmark = pytest.mark.ch16
 

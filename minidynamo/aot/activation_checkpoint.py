@@ -121,27 +121,3 @@ def is_tag_activation_checkpoint(target: Any) -> bool:
 def is_cond(target: Any) -> bool:
     return target is getattr(torch.ops.higher_order, "cond", None)
 
-
-def saved_for_backward(fn, *args) -> list:
-    """What our ``aot_eager`` saves for the backward, ``[(name, bytes), ...]`` per graph: ``fn`` compiled
-    by ``md.compile`` and called once, its output's sum back-propagated (as the torch oracle does)."""
-    import minidynamo as md
-    from minidynamo.backends import aot_eager
-
-    saved = []
-
-    def backend(gm, example_inputs):
-        compiled = aot_eager(gm, example_inputs)
-        part = getattr(getattr(compiled, "artifacts", None), "partition", None)
-        if part is not None:
-            saved.append([(n.name, _nbytes(n.meta.get("val"))) for n in part.saved_values])
-        return compiled
-
-    md.reset()
-    out = md.compile(fn, backend=backend)(*args)
-    out.sum().backward()
-    return saved
-
-
-def _nbytes(val: Any) -> int:
-    return val.numel() * val.element_size() if isinstance(val, torch.Tensor) else 0

@@ -21,7 +21,7 @@ import torch
 
 from minidynamo._torch_private import tree_map
 
-from .exc import unimplemented
+from .exc import TracedUserError, unimplemented  # noqa: F401 - TracedUserError: importable from here
 
 
 def make_fake_mode():
@@ -55,7 +55,7 @@ def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str, dyn
     A data-dependent op (``.item()``, ``nonzero``) cannot be faked: that is a graph break.
     Any other failure is the user's own error (a shape mismatch), surfaced with the op.
     """
-    from minidynamo.fake.symbolic_shapes import GuardOnDataDependentSymNode
+    from minidynamo.shapes.symbolic_shapes import GuardOnDataDependentSymNode
 
     try:
         with mode:
@@ -72,10 +72,6 @@ def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str, dyn
         unimplemented(f"{what} is not supported on fake tensors: {e}")
     except Exception as e:
         raise TracedUserError(f"{what} raised {type(e).__name__} while tracing on fake tensors: {e}") from e
-
-
-class TracedUserError(RuntimeError):
-    """The user's code would fail here in eager too (e.g. a shape mismatch)."""
 
 
 def map_fake(fn: Callable, tree: Any) -> Any:

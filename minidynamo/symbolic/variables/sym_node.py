@@ -30,8 +30,8 @@ from .base import VariableTracker
 @contextlib.contextmanager
 def _data_dependent_is_a_break():
     """A decision on an unbacked symbol (``if u0 > 3``) is a graph break, as torch's ``generic_jump``:
-    ``GuardOnDataDependentSymNode``'s message is the reason (fake/symbolic_shapes.py)."""
-    from minidynamo.fake.symbolic_shapes import GuardOnDataDependentSymNode
+    ``GuardOnDataDependentSymNode``'s message is the reason (shapes/symbolic_shapes.py)."""
+    from minidynamo.shapes.symbolic_shapes import GuardOnDataDependentSymNode
 
     from ..exc import unimplemented
 
@@ -108,7 +108,7 @@ class SymNodeVariable(VariableTracker):
         recomputed from the inputs in Python; it need not be a graph output (torch
         returns it from the graph instead).
         """
-        from minidynamo.fake.symbolic_shapes import python_expr
+        from minidynamo.shapes.symbolic_shapes import python_expr
 
         node = self.sym_num.node
         names = node.shape_env.source_names()

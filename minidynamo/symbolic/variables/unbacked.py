@@ -5,7 +5,7 @@ Place in the pipeline: ``TensorVariable.call_method("item")`` and the fake pass 
 ``minidynamo.config.capture_scalar_outputs`` / ``capture_dynamic_output_shape_ops`` are
 on; ``torch._check`` and ``torch._check_is_size`` come here from ``torch.py``. Each value
 gets an unbacked symbol of the trace's ShapeEnv (``u0``, ``zuf0``: Note [An unbacked symbol
-has no value], fake/symbolic_shapes.py) and stays in the graph instead of breaking it.
+has no value], shapes/symbolic_shapes.py) and stays in the graph instead of breaking it.
 Mirrors ``torch/_dynamo/variables/tensor.py`` (``method_item`` under
 ``capture_scalar_outputs``), ``torch/_subclasses/fake_impls.py`` (``nonzero``,
 ``masked_select``: ``create_unbacked_symint`` with a range) and ``torch/_dynamo/variables/torch.py``
