@@ -4,7 +4,8 @@ Place in the pipeline: AOT runs Dynamo's graph (``aot_autograd._SourceLineInterp
 at a ``cond`` node it calls :func:`run_cond` instead of the operator. The three modes
 AOT stacks (``FunctionalTensorMode`` above ``ProxyTorchDispatchMode`` above
 ``FakeTensorMode``) each let the ``cond`` operator through their ``__torch_dispatch__``
-(``supports_higher_order_operators``) and hand it to the rule for that mode here.
+(``supports_higher_order_operators``) to a rule of their own, beside the mode:
+``FunctionalTensorMode._cond``, ``ProxyTorchDispatchMode._cond``, ``FakeTensorMode._cond``.
 Mirrors ``torch/_higher_order_ops/cond.py``: ``CondAutogradOp`` (autograd),
 ``cond_func`` (functionalization), ``trace_cond`` (the proxy mode),
 ``cond_fake_tensor_mode`` (fake tensors).
@@ -36,7 +37,7 @@ import torch.fx as fx
 
 from minidynamo._torch_private import AutoDispatchBelowAutograd, disable_current_modes
 
-__all__ = ["run_cond", "cond_rule"]
+__all__ = ["run_cond", "CondAutogradOp"]
 
 
 def _cond():
@@ -133,53 +134,3 @@ def run_cond(pred, true_gm: fx.GraphModule, false_gm: fx.GraphModule, operands: 
 
     _Op.backward = staticmethod(backward)
     return tuple(_Op.apply(pred, fw_true, fw_false, bw_true, bw_false, *operands))
-
-
-# -- the rules of each mode (torch: cond.py's py_impl for each mode) ------------------------------
-
-
-def functional_rule(mode, pred, true_fn, false_fn, operands):
-    """``cond_func``: the op on the values under the functional wrappers; the outputs wrapped fresh."""
-    branches_mutate = any(_mutates(g) for g in (true_fn, false_fn))
-    if branches_mutate:
-        raise NotImplementedError("a torch.cond branch that mutates its operands is not functionalized here")
-    out = _cond()(mode._unwrap(pred), true_fn, false_fn, tuple(mode._unwrap(o) for o in operands))
-    return tuple(mode._wrap_fresh(o) for o in out)
-
-
-def _mutates(gm: fx.GraphModule) -> bool:
-    return any(n.op == "call_function" and getattr(n.target, "_schema", None) is not None
-               and n.target._schema.is_mutable for n in gm.graph.nodes)
-
-
-def proxy_rule(mode, pred, true_fn, false_fn, operands):
-    """``trace_cond``: the branches become attributes of the traced module, the call one node."""
-    import operator
-
-    tracer = mode.tracer
-    names = []
-    for gm, prefix in ((true_fn, "true_graph"), (false_fn, "false_graph")):
-        i = 0
-        while hasattr(tracer.root, f"{prefix}_{i}"):
-            i += 1
-        setattr(tracer.root, f"{prefix}_{i}", gm)
-        names.append(f"{prefix}_{i}")
-    t, f = (tracer.graph.get_attr(n) for n in names)
-    node = tracer.graph.call_function(
-        _cond(), (tracer.to_arg(pred), t, f, tuple(tracer.to_arg(o) for o in operands)))
-    out = _cond()(pred, true_fn, false_fn, tuple(operands))  # the fake mode below computes the outputs
-    node.meta["val"] = tuple(out)
-    from minidynamo.aot.activation_checkpoint import current_tags
-
-    tags = current_tags()
-    if tags is not None:
-        node.meta.update(tags)
-    for i, o in enumerate(out):
-        tracer.track(o, tracer.graph.call_function(operator.getitem, (node, i)))
-    mode.num_ops += 1
-    return tuple(out)
-
-
-def cond_rule(kind: str) -> Callable:
-    """The rule of a mode of ours; the fake mode's is ``FakeTensorMode._cond`` (fake/ does not import aot/)."""
-    return {"functional": functional_rule, "proxy": proxy_rule}[kind]

@@ -150,13 +150,35 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     supports_higher_order_operators = True  # torch.cond reaches __torch_dispatch__ (aot/higher_order.py)
 
+    def _cond(self, pred, true_fn, false_fn, operands):
+        """torch's ``trace_cond`` (torch/_higher_order_ops/cond.py): the branches become attributes of the
+        traced module (``true_graph_0``), the call one node; the fake mode below computes the outputs."""
+        tracer = self.tracer
+        names = []
+        for gm, prefix in ((true_fn, "true_graph"), (false_fn, "false_graph")):
+            i = 0
+            while hasattr(tracer.root, f"{prefix}_{i}"):
+                i += 1
+            setattr(tracer.root, f"{prefix}_{i}", gm)
+            names.append(f"{prefix}_{i}")
+        t, f = (tracer.graph.get_attr(n) for n in names)
+        node = tracer.graph.call_function(
+            torch.ops.higher_order.cond, (tracer.to_arg(pred), t, f, tuple(tracer.to_arg(o) for o in operands)))
+        out = tuple(torch.ops.higher_order.cond(pred, true_fn, false_fn, tuple(operands)))
+        node.meta["val"] = out
+        tags = current_tags()
+        if tags is not None:
+            node.meta.update(tags)
+        for i, o in enumerate(out):
+            tracer.track(o, tracer.graph.call_function(operator.getitem, (node, i)))
+        self.num_ops += 1
+        return out
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
-                from minidynamo.aot.higher_order import cond_rule
-
-                return cond_rule("proxy")(self, *args, **kwargs)
+                return self._cond(*args, **kwargs)
             return NotImplemented
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
