@@ -168,14 +168,23 @@ def _asserts(gm) -> list[str]:
     return [n.args[1] for n in gm.graph.nodes if n.target is torch.ops.aten._assert_scalar.default]
 
 
-@pytest.mark.parametrize("fn", [nonzero_rows, mask_index, masked_select], ids=lambda f: f.__name__)
+def item_one_check(x, n):
+    k = (n * 2).sum().item()
+    torch._check(k >= 2)
+    return x + k
+
+
+@pytest.mark.parametrize("fn", [nonzero_rows, mask_index, masked_select, item_one_check, item_int_sized],
+                         ids=lambda f: f.__name__)
 def test_runtime_asserts_match_torch(fn, real_dynamo):
-    """The ranges of data-dependent sizes are asserted in the graph, as torch's runtime_assert.py does."""
+    """The ranges of data-dependent sizes and the facts of torch._check are asserted in the graph, as
+    torch's runtime_assert.py does."""
     import torch._dynamo
 
-    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+    flags = dict(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True)
+    with torch._dynamo.config.patch(**flags):
         theirs = dynamo_recorded_graphs(fn, *_args())
-    with md.config.patch(capture_dynamic_output_shape_ops=True):
+    with md.config.patch(**flags):
         ours = md.explain(fn, *_args()).graphs
     assert [_asserts(g) for g in ours] == [_asserts(g) for g in theirs]
     assert any(_asserts(g) for g in ours)

@@ -2,7 +2,7 @@
 
 Place in the pipeline: the end of a Dynamo trace (``OutputGraph.compile_graph``), before the
 graph goes to the backend. An unbacked symbol (``u0``: the rows of ``x.nonzero()``, the size
-``md.mark_unbacked`` marked) was given a range the trace relied on; nothing checked it before
+``md.mark_unbacked`` marked) was given a range the trace relied on, and the user may state more (``torch._check``); nothing checked it before
 the call, so the graph checks it itself, right where the symbol first has a value. Mirrors
 ``torch/fx/passes/runtime_assert.py`` (``insert_deferred_runtime_asserts``), which torch's
 Dynamo runs on every graph with unbacked symbols.
@@ -14,7 +14,10 @@ Note [A range the trace relied on is asserted in the graph]
     >= 0``, ``aten._assert_scalar(ge, "Runtime assertion failed for expression u0 >= 0 on
     node 'ge'")``, and the same for the upper end. Ours asserts the range a symbol was made
     with (``[0, numel]`` for ``nonzero``, ``>= 0`` for a marked size); a fact stated with
-    ``torch._check`` stays the ``torch._check`` node the user wrote, which checks it too.
+    ``torch._check(u0 >= 2)`` becomes an ``_assert_scalar`` of the user's comparison where the
+    call was (``torch._check_is_size(u0)``: of ``u0 >= 0``), made by ``variables/unbacked.py``.
+    torch also asserts a range narrowed by several facts (``u0 <= 99`` after ``u0 < 100``);
+    ours asserts each fact as written.
 """
 
 from __future__ import annotations

@@ -113,5 +113,15 @@ def call_check(tx, fn, args: list, kwargs: dict) -> VariableTracker:
     expr = node.expr >= 0 if fn is torch_check_is_size else node.expr
     what = f"torch.{fn.__name__}({node.expr})"
     node.shape_env.defer_runtime_assert(expr, what)
-    tx.output.create_proxy("call_function", fn, (arg.as_proxy(),), {})
+    # torch._check(u0 >= 2) and torch._check_is_size(u0) (as u0 >= 0) become the runtime asserts torch's
+    # graph has (Note [A range the trace relied on is asserted in the graph], runtime_assert.py)
+    proxy = arg.as_proxy()
+    if fn is torch_check_is_size:
+        import operator
+
+        proxy = tx.output.create_proxy("call_function", operator.ge, (proxy, 0), {})
+        proxy.node.meta["example_value"] = arg.sym_num >= 0
+    tx.output.create_proxy("call_function", torch.ops.aten._assert_scalar.default, (
+        proxy, f"Runtime assertion failed for expression {expr} on node '{proxy.node.name}'"), {})
     return ConstantVariable(None)
+
