@@ -279,7 +279,47 @@ def sac_policy(x):
     return checkpoint(lambda t: MLP(t).relu().sin(), x, use_reentrant=False, context_fn=SAVE_ACTIVATIONS) * 2
 
 
-CKPT_PROGRAMS = [ckpt_lambda, ckpt_mlp, ckpt_two_regions, ckpt_closure, sac_list, sac_policy]
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2, self.ln = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16), torch.nn.LayerNorm(16)
+
+    def forward(self, x, scale=1.0):
+        return self.ln(x + self.l2(torch.relu(self.l1(x))) * scale)
+
+
+torch.manual_seed(1)
+LAYERS = torch.nn.ModuleList([_Block() for _ in range(3)])
+
+
+def ckpt_layers(x):
+    for block in LAYERS:  # one region per layer, as a transformer's blocks
+        x = checkpoint(block, x, use_reentrant=False)
+    return x
+
+
+def ckpt_module_with_args(x):
+    return checkpoint(LAYERS[0], x, 0.5, use_reentrant=False).sum(-1)
+
+
+def ckpt_tuple(x):
+    a, b = checkpoint(lambda t: (t.sin(), t.cos() * 2), x, use_reentrant=False)
+    return a * b
+
+
+def ckpt_kwargs(x):
+    return checkpoint(lambda t, s=1.0: t.exp() * s, x, s=3.0, use_reentrant=False)
+
+
+def ckpt_attention(x):
+    def attend(q):
+        return torch.softmax(q @ q.transpose(-1, -2) / 4.0, -1) @ q
+
+    return checkpoint(attend, x, use_reentrant=False) + x
+
+
+CKPT_PROGRAMS = [ckpt_lambda, ckpt_mlp, ckpt_two_regions, ckpt_closure, sac_list, sac_policy, ckpt_layers,
+                 ckpt_module_with_args, ckpt_tuple, ckpt_kwargs, ckpt_attention]
 
 
 def _x():

@@ -91,7 +91,7 @@ class Subgraph:
 
 
 def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTracker], op: str,
-                       pure: bool = False) -> Subgraph:
+                       pure: bool = False, fn_kwargs: dict | None = None) -> Subgraph:
     """Trace ``fn_var(*operands)`` into a graph of its own (torch: ``speculate_subgraph``).
 
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
@@ -115,7 +115,7 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
     before = _side_effect_state(parent.side_effects)
     tx.output = sub
     try:
-        result = fn_var.call_function(tx, args, {})
+        result = fn_var.call_function(tx, args, dict(fn_kwargs or {}))  # a tensor among them is lifted
         outputs, spec = _flatten(result, op)
         out_nodes = tuple(sub.lift(v.as_proxy()).node for v in outputs)
     except Unsupported as e:
@@ -230,6 +230,11 @@ def call_cond(tx, args: list, kwargs: dict) -> VariableTracker:
     return _rebuild(tx, proxy, examples, true_br.spec)
 
 
+# checkpoint()'s own keyword arguments (torch/_higher_order_ops/wrap.py: TagActivationCheckpoint.divide_kwargs)
+_CHECKPOINT_OPTIONS = ("use_reentrant", "context_fn", "determinism_check", "debug", "preserve_rng_state",
+                       "early_stop")
+
+
 def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
     """``checkpoint(fn, *args, use_reentrant=False)``: one ``tag_activation_checkpoint`` node, its body a subgraph.
 
@@ -241,8 +246,11 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
     if not args:
         unimplemented("checkpoint() needs a function")
     fn, operands = args[0], list(args[1:])
-    options = {}
+    options, fn_kwargs = {}, {}
     for k, v in kwargs.items():
+        if k not in _CHECKPOINT_OPTIONS:  # the function's own keyword arguments (torch: divide_kwargs)
+            fn_kwargs[k] = v
+            continue
         if k == "context_fn" and _constant_partial(v) is not None:
             options[k] = _constant_partial(v)
             continue
@@ -257,7 +265,7 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
     context_fn = options.pop("context_fn", None)
     if context_fn is noop_context_fn:
         context_fn = None
-    body = speculate_subgraph(tx, fn, operands, "torch.utils.checkpoint.checkpoint")
+    body = speculate_subgraph(tx, fn, operands, "torch.utils.checkpoint.checkpoint", fn_kwargs=fn_kwargs)
     name = tx.output.install_subgraph("wrap_body", None)
     tx.output.subgraphs[name] = body.graph_module(body.freevars, name)
     if context_fn is not None:  # selective checkpointing: AOT asks its policy per op (activation_checkpoint.py)
