@@ -198,3 +198,68 @@ def test_runtime_assert_of_a_marked_size_matches_torch(real_dynamo):
     md.mark_unbacked(y, 0)
     assert [_asserts(g) for g in md.explain(_times_two, y).graphs] == \
         [_asserts(g) for g in dynamo_recorded_graphs(_times_two, x)]
+
+
+# --- more programs of one tensor: sizes from data, scalars used as sizes, int() and bool items ----------
+
+
+def rows_as_int(x):
+    n = x.nonzero().size(0)
+    return x[:n] * 2
+
+
+def unique_plus(x):
+    return torch.unique(x) + 1
+
+
+def arange_of_item(x):
+    return torch.arange((x > 0).sum().item()) * 2
+
+
+def range_of_item(x):
+    return sum(i for i in range((x > 0).sum().item()))
+
+
+def bool_item_branch(x):
+    return x + 1 if (x > 0).all().item() else x - 1
+
+
+def int_of_tensor(x):
+    return x * int((x > 0).sum())
+
+
+def full_of_max(x):
+    return torch.full((3,), x.max().item())
+
+
+def zeros_checked(x):
+    k = (x > 0).sum().item()
+    torch._check_is_size(k)
+    torch._check(k <= x.numel())
+    return x.new_zeros(k).sum() + x.narrow(0, 0, 2).sum()
+
+
+ONE_ARG = [rows_as_int, unique_plus, arange_of_item, range_of_item, bool_item_branch, int_of_tensor, full_of_max,
+           zeros_checked]
+X = torch.tensor([1., -2., 3., 4., -5., 6.])
+
+
+@pytest.mark.parametrize("capture", [False, True], ids=["default", "capture"])
+@pytest.mark.parametrize("fn", ONE_ARG, ids=lambda f: f.__name__)
+def test_one_arg_programs_match_torch(fn, capture, real_dynamo):
+    import torch._dynamo
+
+    flags = dict(capture_scalar_outputs=capture, capture_dynamic_output_shape_ops=capture)
+    with torch._dynamo.config.patch(**flags), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = dynamo_explain(fn, X)
+        their_syms = [unbacked_symbols(g) for g in dynamo_recorded_graphs(fn, X)]
+    with md.config.patch(**flags), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = md.explain(fn, X)
+        assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
+        assert [unbacked_symbols(g) for g in ours.graphs] == their_syms
+        for backend in ("eager", "aot_eager"):
+            md.reset()
+            out, ref = md.compile(fn, backend=backend)(X), fn(X)
+            assert torch.equal(out, ref) if isinstance(ref, torch.Tensor) else out == ref

@@ -207,6 +207,12 @@ class SymNode:
         return bool(self.shape_env.evaluate_expr(self.expr, self.hint, "guard_bool"))
 
     def expect_true(self, file="", line=0) -> bool:
+        """A kernel's ``TORCH_CHECK``-like expectation: on an unbacked symbol that nothing settles, not a
+        question but a fact to check when the graph runs (torch's ``expect_true`` -> ``defer_runtime_assert``)."""
+        env = self.shape_env
+        if env.is_unbacked(self.expr) and env.statically_known(self.expr) is None and env._implied(self.expr) is None:
+            env.defer_runtime_assert(self.expr, "expect_true (a kernel's check)")
+            return True
         return self.guard_bool(file, line)
 
     def guard_size_oblivious(self, file="", line=0) -> bool:

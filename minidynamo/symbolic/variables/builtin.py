@@ -387,6 +387,11 @@ class BuiltinVariable(VariableTracker):
 
     def _scalar(self, tx, x, kind):
         if isinstance(x, TensorVariable):
+            if kind in (int, float) and x.example_value.dtype.is_floating_point is (kind is float):
+                from minidynamo import config
+
+                if config.capture_scalar_outputs:  # int(t) / float(t): torch's item, an unbacked symbol
+                    return x.call_method(tx, "item", [], {})
             unimplemented(f"{kind.__name__}(tensor) needs the tensor's data", "keep it a tensor")
         return None
 

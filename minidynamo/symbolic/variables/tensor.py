@@ -18,6 +18,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from minidynamo import config
+
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -98,6 +100,9 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from .builder import wrap_constant_result, wrap_fx_proxy
 
+        if name in ("__int__", "__float__") and not args and config.capture_scalar_outputs and (
+                self.example_value.dtype.is_floating_point is (name == "__float__")) and self.example_value.numel() == 1:
+            name = "item"  # int(t) of an int tensor, float(t) of a float one: torch's item (unbacked.py)
         if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
             from .unbacked import call_item, call_tolist
 

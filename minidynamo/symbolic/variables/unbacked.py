@@ -41,11 +41,18 @@ def call_item(tx, tensor) -> VariableTracker:
                       "set minidynamo.config.capture_scalar_outputs = True to keep it in the graph as a symbol "
                       "(torch._dynamo.config.capture_scalar_outputs)")
     fake = tensor.example_value
-    if fake.dtype is torch.bool:
-        unimplemented("Tensor.item() of a bool tensor is a decision on data")
     env = _env(tx)
-    value = (env.create_unbacked_symfloat("Tensor.item()") if fake.dtype.is_floating_point
-             else env.create_unbacked_symint("Tensor.item()"))
+    if fake.dtype is torch.bool:  # torch: an unbacked int in [0, 1], the bool is Eq(u0, 1)
+        import sympy
+
+        from minidynamo.shapes.sym_node import SymNode
+
+        u = env.create_unbacked_symint("Tensor.item() of a bool tensor", 0, 1)
+        env.creation_range.pop(u.node.expr, None)  # no assert node of its own: the bool is what the graph has
+        value = torch.SymBool(SymNode(sympy.Eq(u.node.expr, 1), env, bool, None))
+    else:
+        value = (env.create_unbacked_symfloat("Tensor.item()") if fake.dtype.is_floating_point
+                 else env.create_unbacked_symint("Tensor.item()"))
     proxy = tx.output.create_proxy("call_method", "item", (tensor.as_proxy(),), {})
     proxy.node.meta["example_value"] = value
     return SymNodeVariable(proxy, value)
@@ -89,6 +96,9 @@ def dynamic_output_shape(tx, func, fargs: tuple, fkwargs: dict):
             mask = fargs[1]
             n = torch.broadcast_shapes(x.shape, mask.shape).numel()
             u = env.create_unbacked_symint("torch.masked_select()", 0, n)
+            return torch.empty((u,), dtype=x.dtype, device=x.device)
+        if name in ("unique", "_unique2", "_unique") and not fkwargs and len(fargs) == 1:
+            u = env.create_unbacked_symint("torch.unique()", 0, x.numel())
             return torch.empty((u,), dtype=x.dtype, device=x.device)
         if name == "getitem" and len(fargs) == 2 and isinstance(fargs[1], torch.Tensor) \
                 and fargs[1].dtype is torch.bool and fargs[1].shape == x.shape:
