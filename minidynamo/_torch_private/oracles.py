@@ -296,6 +296,18 @@ def torch_compute_overlapping_tensors(tensors):
 # --- the three FakeTensor passes and the backward, chapters 12-13 (real_passes.py, bench.py) ---
 
 
+def philox_state_tracker():
+    """Oracle: torch's ``PhiloxStateTracker`` (``torch/_decomp/decompositions_for_rng.py``), chapter 12.
+
+    ``create_aot_state`` (``torch/_functorch/aot_autograd.py``) enters it around every
+    AOT compile; its ``reset`` builds ``PhiloxState``\ s whose seed and offset are
+    ``torch.tensor(())``, which under the fake mode are ``aten.lift_fresh`` dispatches.
+    """
+    from torch._decomp.decompositions_for_rng import PhiloxStateTracker
+
+    return PhiloxStateTracker
+
+
 def real_pass_hook_points():
     """Where the real torch makes its FakeTensor passes, for ``minidynamo.real_passes``.
 
