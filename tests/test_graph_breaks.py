@@ -225,3 +225,33 @@ def test_unsupported_instruction_cuts_at_last_clean_point():
         obj = Holder()
         torch.testing.assert_close(compiled(x, obj), x * 2 + 1)
         assert not hasattr(obj, "tmp")
+
+
+_logged: list = []
+
+
+def _logs_the_item(x):
+    loss = (x * 2).sum()
+    _logged.append(loss.item())  # breaks at .item(); the resume function gets _logged.append on its stack
+    return loss * 1.0
+
+
+def test_a_containers_bound_method_on_the_resume_stack_is_traced_as_torch_traces_it():
+    """``lst.append`` left on the stack by a break is called on the list (a side effect), no second break.
+
+    torch: ``bound_builtin_method_descriptor`` / ``BoundBuiltinMethodVariable`` (variables/builder.py).
+    """
+    from minidynamo._torch_private import dynamo_reset
+
+    x = torch.randn(3)
+    dynamo_reset()
+    theirs = dynamo_explain(_logs_the_item, x)
+    md.reset()
+    ours = md.explain(_logs_the_item, x)
+    assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
+    assert len(ours.break_reasons) == len(theirs.break_reasons) == 1, [str(r) for r in ours.break_reasons]
+    _logged.clear()
+    md.reset()
+    compiled = md.compile(_logs_the_item, backend="eager")
+    compiled(x), compiled(x)
+    assert _logged == [(x * 2).sum().item()] * 2, "each call appends once, as eager does"
