@@ -37,7 +37,9 @@ HEADER = """\
 
 Each `minidynamo` module opens with a docstring that says what it is, where it sits in
 the pipeline and which PyTorch file it mirrors. This page collects those docstrings, so
-you can open our file and the real one side by side. Torch paths are relative to the
+you can open our file and the real one side by side. The packages follow the pipeline,
+listed here in the order of `pyproject.toml`'s layers contract, and its import contracts
+(`lint-imports`) keep every import pointing down it. Torch paths are relative to the
 installed `torch/` package (`python -c "import torch, os; print(os.path.dirname(torch.__file__))"`);
 `c10/...` and `aten/...` are C++ files of the PyTorch source tree. The last column lists
 the chapters whose code imports the module.
@@ -81,10 +83,29 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def pipeline_rank() -> dict[str, int]:
+    """Top-level module or package name -> its layer in ``pyproject.toml``'s "pipeline" contract."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config.get("tool", {}).get("importlinter", {}).get("contracts", [])
+    layers = next((c["layers"] for c in contracts if c.get("id") == "pipeline"), [])
+    return {name.strip(): i for i, layer in enumerate(layers) for name in re.split(r"[:|]", layer)}
+
+
 def modules() -> list[Path]:
-    """Every module of the package, ``__init__`` first in each folder."""
+    """Every module of the package: the top-level folder first, then the packages in pipeline order."""
+    rank = pipeline_rank()
     found = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
-    return sorted(found, key=lambda p: (p.parent.relative_to(PACKAGE).parts, p.name != "__init__.py", p.name))
+
+    def key(p: Path):
+        parts = p.relative_to(PACKAGE).parts
+        top = parts[0].removesuffix(".py")
+        in_root = len(parts) == 1
+        return (not in_root, rank.get(top, len(rank)), p.parent.relative_to(PACKAGE).parts,
+                p.name != "__init__.py", p.name)
+
+    return sorted(found, key=key)
 
 
 def chapter_uses() -> dict[str, list[str]]:
