@@ -11,8 +11,9 @@ inputs' sizes (``L['x'].size()[0] >= 2``) and join the entry's check function.
 
 Mirrors ``torch/fx/experimental/symbolic_shapes.py`` (``ShapeEnv``: ``create_symbol``,
 ``evaluate_expr``, ``produce_guards``; 8000 lines) and ``torch/fx/experimental/sym_node.py``
-(``SymNode``). Ours drops value ranges beyond ``>= 2`` for sizes and a lower bound
-for int inputs (from their guards), unbacked symbols, symbolic strides and storage
+(``SymNode``). Unbacked symbols (``u0``: Note [An unbacked symbol has no value]) have a range
+``[lo, hi]`` and the facts ``torch._check`` states. Ours drops value ranges of backed symbols
+beyond ``>= 2`` for sizes and a lower bound for int inputs (from their guards), symbolic strides and storage
 offsets (a dynamic input is contiguous), symbolic floats beyond ``sqrt``/``floor``,
 and the guard-simplification machinery beyond substitution (``replacements``) and
 questions the recorded guards already decide. The sympy functions and the printer
