@@ -455,3 +455,38 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------- the chapters read a recorded run
+
+RECORDED = "recorded/cuda_check.json"  # relative to notebooks/, where the chapters run
+
+
+def show_recorded(prefix: str | tuple[str, ...], path: str = RECORDED, *, compile_cases: bool = False) -> None:
+    """Print the claims whose id starts with ``prefix`` from a run recorded with ``--json`` (chapters 06-08).
+
+    ``compile_cases``: also one line per md.compile case (equal to eager, warnings, graphs).
+
+    The file is what ``python -m minidynamo.check_device --json notebooks/recorded/cuda_check.json``
+    saved on a CUDA machine; without it, say so.
+    """
+    import pathlib
+
+    file = pathlib.Path(path)
+    if not file.exists():
+        print(f"not recorded yet: no {path}. On a CUDA machine run\n"
+              f"  python -m minidynamo.check_device --json notebooks/{RECORDED}")
+        return
+    result = json.loads(file.read_text())
+    print(f"recorded run: torch {result['torch']} (CUDA {result['cuda_build']}), device {result['device']} "
+          f"({result['device_name']}), Python {result['python']}")
+    if compile_cases:
+        for row in result["compile_cases"]:
+            print(f"md.compile {row['case']:<18} {row['mode']:<10} {row['shapes']:<12} "
+                  f"max |ours - eager| {row['max_diff_ours_vs_eager']:.1e}, graphs {row['graphs_ours']} "
+                  f"(torch.compile {row['graphs_torch']}), warnings {len(row['warnings_ours'])}: "
+                  f"{'ok' if row['ok'] else 'NOT OK'}")
+    for row in result["claims"]:
+        if row["id"].startswith(prefix):
+            print(f"\n[{row['id']}] {row['where']}\n  claim:   {row['claim']}\n  shows:   {row['shows']}\n"
+                  f"  verdict: {row['verdict']}")
