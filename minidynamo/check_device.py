@@ -16,7 +16,12 @@ machine has (cuda when there is one, else cpu), checks both in one command:
 
 It needs only torch and this package on ``PYTHONPATH`` (no network, no jupyter, widgets or
 transformers), and avoids APIs newer than torch 2.11. ``--json PATH`` saves everything;
-chapter 08 shows such a file, recorded on a real GPU, from ``notebooks/recorded/``.
+chapters 06 and 08 show such a file, recorded on a real GPU, from ``notebooks/recorded/``.
+``--tests`` first runs ``pytest -m cuda tests/test_devices.py`` (the device-parametrized
+tests, their cuda cases) in a child and puts its summary in the report. On a GPU machine,
+from the root of a checkout::
+
+    PYTHONPATH=$PWD python -m minidynamo.check_device --tests --json notebooks/recorded/cuda_check.json
 """
 
 from __future__ import annotations
@@ -277,10 +282,9 @@ def cuda_claims(cuda: bool) -> list[dict[str, str]]:
                        "grad on cuda:0", fake_backward, cuda))
 
     def backward_kernel():
-        table = str(dispatch.kernels_for(aten._fused_rms_norm_backward.default))
-        ok = "CUDA " in table or "CUDA\t" in table or "\n  CUDA" in table
-        cpu = "\n  CPU " in table
-        return (f"CUDA kernel registered: {ok}; CPU kernel: {cpu}",
+        table = dispatch.kernels_for(aten._fused_rms_norm_backward.default)  # key -> where registered
+        ok, cpu = "CUDA" in table, "CPU" in table
+        return (f"registered at: {', '.join(table)}; CUDA kernel: {ok}; CPU kernel: {cpu}",
                 "holds" if ok and not cpu else "wrong")
 
     rows.append(_claim("07-fused-backward-kernels", "ch07 cell after 'kernels_for(rms_norm)'",
@@ -361,7 +365,7 @@ def cuda_claims(cuda: bool) -> list[dict[str, str]]:
         from minidynamo.fake.cuda_demo import fake_cuda_rms_norm_report
 
         report = fake_cuda_rms_norm_report()
-        line = next((ln for ln in report.splitlines() if ln.startswith("requires_grad")), report[-200:])
+        line = next((ln for ln in report.splitlines() if ln.startswith("requires_grad, this build")), report[-200:])
         ok = "_fused_rms_norm.default" in line and "_fused_rms_norm_backward.default" in line
         return line, "holds" if ok else "wrong"
 
@@ -405,11 +409,31 @@ def _table(rows: list[dict], cols: list[str], widths: list[int]) -> str:
     return "\n".join(lines)
 
 
-def run_check(device: str | None = None, *, claims: bool = True, only: tuple[str, ...] = ()) -> dict[str, Any]:
+def run_cuda_tests() -> dict[str, Any]:
+    """``pytest -m cuda tests/test_devices.py`` in a child, from the checkout this package sits in."""
+    import pathlib
+    import subprocess
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    tests = root / "tests" / "test_devices.py"
+    if not tests.exists():
+        return {"returncode": None, "summary": f"not run: no {tests} (not a checkout)"}
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=",
+           "-m", "cuda", "-q", "-rs", str(tests.relative_to(root))]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    failed = [ln for ln in lines if ln.startswith(("FAILED", "ERROR"))]
+    return {"returncode": proc.returncode, "command": " ".join(cmd[1:]), "summary": lines[-1] if lines else "",
+            "failed": failed, "stderr_tail": proc.stderr[-1000:] if proc.returncode not in (0, 5) else ""}
+
+
+def run_check(device: str | None = None, *, claims: bool = True, only: tuple[str, ...] = (),
+              tests: bool = False) -> dict[str, Any]:
     """Everything the command prints, as one dict (what ``--json`` saves)."""
     cuda = torch.cuda.is_available()
     device = device or ("cuda" if cuda else "cpu")
     return {
+        "cuda_tests": run_cuda_tests() if tests else None,
         "torch": torch.__version__,
         "cuda_build": torch.version.cuda,
         "device": device,
@@ -430,6 +454,12 @@ def format_report(result: dict[str, Any]) -> str:
     claims = _table(result["claims"], ["id", "where", "claim", "shows", "verdict"], [24, 34, 60, 70, 30])
     bad = [c for c in result["compile_cases"] if not c["ok"]] + [
         c for c in result["claims"] if c["verdict"] not in ("holds", NO_CUDA) and not c["verdict"].startswith("version")]
+    tests = result.get("cuda_tests")
+    if tests:
+        head += f"\n\npytest -m cuda tests/test_devices.py: {tests['summary']}" + "".join(
+            f"\n  {line}" for line in tests.get("failed", []))
+        if tests["returncode"] not in (0, None):
+            bad.append(tests)
     return "\n\n".join([head, "md.compile vs eager vs torch.compile(backend='aot_eager')", cases,
                         "chapters 06-08: CUDA claims on this build", claims,
                         f"{len(bad)} problem(s)" if bad else "all compile cases ok; no claim wrong"])
@@ -440,17 +470,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also save the result as JSON")
     parser.add_argument("--device", help="device for the compile cases (default: cuda if available, else cpu)")
     parser.add_argument("--no-claims", action="store_true", help="only the compile cases")
+    parser.add_argument("--tests", action="store_true",
+                        help="first run pytest -m cuda tests/test_devices.py (from a checkout) and report it")
     parser.add_argument("--only", action="append", default=[], metavar="CASE",
                         help="run only this program (repeatable): " + ", ".join(repr(n) for n in _cases("cpu")))
     args = parser.parse_args(argv)
-    result = run_check(args.device, claims=not args.no_claims, only=tuple(args.only))
+    result = run_check(args.device, claims=not args.no_claims, only=tuple(args.only), tests=args.tests)
     print(format_report(result))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
     bad = [c for c in result["compile_cases"] if not c["ok"]] + [
         c for c in result["claims"] if c["verdict"] == "wrong"]
-    return 1 if bad else 0
+    tests = result["cuda_tests"]
+    return 1 if bad or (tests and tests["returncode"] not in (0, None)) else 0
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ HEAVY = ("ipywidgets", "IPython", "jupyter_client", "ipykernel", "transformers",
 def test_check_device_runs_on_this_machine(tmp_path):
     out = tmp_path / "check.json"
     code = (
-        "import sys; from minidynamo.check_device import main; rc = main(['--only', 'F.rms_norm', '--json', "
+        "import sys; from minidynamo.check_device import main; rc = main(['--only', 'F.rms_norm', '--tests', '--json', "
         f"{str(out)!r}]); print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})); "
         "sys.exit(rc)"
     )
@@ -33,6 +33,10 @@ def test_check_device_runs_on_this_machine(tmp_path):
     assert "HEAVY []" in proc.stdout, proc.stdout.splitlines()[-1]
     result = json.loads(out.read_text())
     assert result["torch"] == torch.__version__
+    tests = result["cuda_tests"]  # --tests: pytest -m cuda tests/test_devices.py, in a child
+    assert tests["returncode"] == 0 and ("skipped" in tests["summary"] or "passed" in tests["summary"]), tests
+    if not torch.cuda.is_available():
+        assert "passed" not in tests["summary"], tests  # every cuda case skipped here
     cases = result["compile_cases"]
     assert [(c["mode"], c["shapes"]) for c in cases] == [
         ("training", "static"), ("training", "dynamic=True"), ("inference", "static"), ("inference", "dynamic=True")]
