@@ -265,19 +265,19 @@ def cuda_claims(cuda: bool) -> list[dict[str, str]]:
                 seen.append(f"{label}: {type(t).__name__} {t.device}")
             except AssertionError as e:
                 seen.append(f"{label}: AssertionError {e}")
-        ok = all("cuda:0" in s for s in seen)
+        ok = all("cuda" in s and "AssertionError" not in s for s in seen)
         return "; ".join(seen), "holds" if ok else "wrong"
 
     rows.append(_claim("06-factory", "ch06 cell 'torch.empty(3, device=\"cuda\")'",
                        "AssertionError under our mode only on a CPU-only wheel; on a CUDA build ours and torch's "
-                       "both give a fake cuda:0 tensor", factory_under_mode, cuda))
+                       "both give a fake cuda tensor", factory_under_mode, cuda))
 
     def fake_backward():
         from minidynamo.fake.cuda_demo import fake_cuda_backward_both
 
         ours, theirs = fake_cuda_backward_both()
         shows = f"ours: {ours.stdout.splitlines()[-1:] or ours.error}; torch's: {theirs.stdout.splitlines()[-1:] or theirs.error}"
-        ok = all(r.returncode == 0 and "survived, grad on cuda:0" in r.stdout for r in (ours, theirs))
+        ok = all(r.returncode == 0 and "survived, grad on cuda" in r.stdout for r in (ours, theirs))
         return shows, "holds" if ok else "wrong"
 
     rows.append(_claim("06-fake-backward", "ch06 cell 'fake_cuda_backward_both'",
