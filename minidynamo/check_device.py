@@ -1,6 +1,8 @@
 """``python -m minidynamo.check_device [--json PATH]``: md.compile and chapters 06-08's CUDA claims, on this build.
 
 Place in the pipeline: none; it sits outside the core, as the benchmark does, and reads it.
+Mirrors no torch file: it runs ``torch.compile(backend="aot_eager")`` and torch's own
+``aot_function`` beside ours, and reads the build's dispatcher tables (``torch._C``).
 Issue 29: every training graph on a CUDA machine fell back to eager (tangents made on cpu,
 ``aot/graph_capture.py``'s Note [A tangent lives where its output lives]), and the chapters'
 CUDA sentences were written on a CPU-only wheel. This module, run on whatever device the
