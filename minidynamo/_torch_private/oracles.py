@@ -270,6 +270,14 @@ def torch_aot_module_simplified(gm, example_inputs, fw_compiler, bw_compiler=Non
     return aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler, bw_compiler=bw_compiler, **kwargs)
 
 
+def torch_autograd_would_have_decomposed(func, flat_args) -> bool:
+    """Oracle: torch.utils._python_dispatch.autograd_would_have_decomposed, the test functionalization and
+    make_fx's proxy mode apply before decomposing a CompositeImplicitAutograd op (chapter 08's forward graph)."""
+    from torch.utils._python_dispatch import autograd_would_have_decomposed
+
+    return autograd_would_have_decomposed(func, flat_args)
+
+
 def torch_lookup_backend(name: str):
     """Oracle: torch._dynamo.backends.registry.lookup_backend (chapter 10 reads what aot_eager passes)."""
     from torch._dynamo.backends.registry import lookup_backend
