@@ -1,0 +1,266 @@
+"""The guard tree: an entry's guards as guard managers, one per source path, with leaf guards at each node.
+
+Place in the pipeline: after guard codegen. ``guard_codegen.CheckFunction`` holds an
+entry's guards; ``build_tree`` groups them into a ``RootGuardManager`` whose children are
+``GuardManager`` nodes reached from their parent through an accessor (a frame local, an
+attribute, a dict or tuple item), each with its leaf guards. The tree is what
+``entry.check.tree`` prints (in the shape of torch's ``TORCH_LOGS=guards``), what
+``check`` walks root first, stopping at the first failure, and what the recompile
+reasons read (``fail_reason``: torch's phrasing). Mirrors ``GuardManagerWrapper`` /
+``RootGuardManager`` / ``GuardManager`` in ``torch/_dynamo/guards.py`` and their C++ in
+``torch/csrc/dynamo/guards.cpp`` (``TensorCheck::check_verbose``, ``GlobalStateGuard``),
+and ``get_guard_fail_reason`` in ``torch/_dynamo/guards.py``.
+
+Note [The tree is walked by one generated function]
+    Torch walks its tree in C++: the root's leaves first (GLOBAL_STATE, ...), then
+    each child manager, which reads its value once through its accessor and runs its
+    leaves, then its own children; the first leaf that fails stops the walk. Ours
+    generates one Python function that does exactly this walk, flattened: the
+    root's leaves, then for each source (in the order the trace first guarded it)
+    one read into a local and its leaves, a child read from its parent's local
+    (Note [Each source is read once], guard_codegen.py). ``RootGuardManager.check``
+    walks the tree itself in Python, node by node, and agrees with the generated
+    function (tests/test_cache_like_torch.py); it is for reading, not for the hot path.
+    Two places differ from torch on purpose: a tensor's TENSOR_MATCH is five
+    readable guards that run as one C++ call, printed here as one leaf; and the
+    size guards of dynamic shapes and NO_TENSOR_ALIASING run after the children
+    (torch puts the latter on each tensor's node).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+from .guards import Guard
+from .source import AttrSource, GetItemSource, GlobalSource, LocalSource, Source
+
+_AFTER_CHILDREN = ("SHAPE_ENV", "NO_TENSOR_ALIASING")  # root leaves our walk runs last
+
+
+@dataclass
+class GuardManager:
+    """One node: the value at ``source``, reached from the parent ``accessed_by``, with its leaf guards."""
+
+    source: Optional[Source]
+    accessed_by: str = ""
+    leaves: list = field(default_factory=list)
+    children: dict = field(default_factory=dict)  # source name -> GuardManager, in the order first guarded
+    tensor_spec: Optional[tuple] = None  # (dtype, device, sizes, strides, requires_grad) of a TENSOR_MATCH
+
+    def lines(self, depth: int) -> list[str]:
+        bar = "| " * depth
+        out = []
+        done_tensor = False
+        for g in self.leaves:
+            if g.kind == "TENSOR_MATCH":  # five readable guards, one C++ leaf (Note [TENSOR_MATCH runs in C++])
+                if not done_tensor:
+                    out.append(f"{bar}| +- TENSOR_MATCH: {_check_tensor_text(self)}")
+                    done_tensor = True
+                continue
+            out.append(f"{bar}| +- {g.kind}: {g.expr}")
+        for child in self.children.values():
+            out.append(f"{bar}| +- GuardManager: source={child.source.name()}, accessed_by={child.accessed_by}")
+            out += child.lines(depth + 1)
+        return out
+
+    def first_failure(self, value: Any, scope: dict) -> Optional[list[Guard]]:
+        """The leaves that fail on ``value`` (a TENSOR_MATCH leaf is all of a node's tensor guards), or None."""
+        tensor = [g for g in self.leaves if g.kind == "TENSOR_MATCH"]
+        for g in self.leaves:
+            if g.kind == "TENSOR_MATCH":
+                if g is tensor[0] and not all(_holds(t, scope) for t in tensor):
+                    return tensor
+                continue
+            if not _holds(g, scope):
+                return [g]
+        for child in self.children.values():
+            failed = child.first_failure(None, scope)
+            if failed is not None:
+                return failed
+        return None
+
+
+@dataclass
+class RootGuardManager(GuardManager):
+    """The root: global guards, then one child per local or global read, then the guards over many sources."""
+
+    after_children: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = ["TREE_GUARD_MANAGER:", "+- RootGuardManager"]
+        lines += [f"| +- {g.kind}: {g.expr}" for g in self.leaves]
+        for child in self.children.values():
+            lines.append(f"| +- GuardManager: source={child.source.name()}, accessed_by={child.accessed_by}")
+            lines += child.lines(1)
+        lines += [f"| +- {g.kind}: {g.expr}" for g in self.after_children]
+        return "\n".join(lines)
+
+    def first_failure(self, L: dict, G: dict, scope: Optional[dict] = None) -> Optional[list[Guard]]:  # type: ignore[override]
+        """Walk root first, fail fast: the first failing leaf (all of a TENSOR_MATCH leaf's guards), or None."""
+        scope = dict(scope or {}, L=L, G=G)
+        for g in self.leaves:
+            if not _holds(g, scope):
+                return [g]
+        for child in self.children.values():
+            failed = child.first_failure(None, scope)
+            if failed is not None:
+                return failed
+        for g in self.after_children:
+            if not _holds(g, scope):
+                return [g]
+        return None
+
+    def check(self, L: dict, G: dict, scope: Optional[dict] = None) -> bool:
+        return self.first_failure(L, G, scope) is None
+
+
+def _holds(guard: Guard, scope: dict) -> bool:
+    try:
+        return bool(eval(guard.expr, scope))  # noqa: S307 - our own guard expression
+    except Exception:  # noqa: BLE001 - a guard that cannot be evaluated has failed
+        return False
+
+
+def accessor(source: Source) -> str:
+    """How a node's value is read from its parent's, named as torch's guard accessors."""
+    if isinstance(source, LocalSource):
+        return f"FrameLocalsGuardAccessor(key={source.local_name!r})"
+    if isinstance(source, GlobalSource):
+        return f"GlobalsGuardAccessor(key={source.global_name!r})"
+    if isinstance(source, AttrSource):
+        return f"GetAttrGuardAccessor({source.member})"
+    if isinstance(source, GetItemSource):
+        kind = "TupleGetItem" if type(source.index) is int else "DictGetItem"
+        return f"{kind}GuardAccessor({source.index!r})"
+    return f"{type(source).__name__}Accessor"
+
+
+def build_tree(guards: list[Guard], tensor_specs: Optional[dict] = None) -> RootGuardManager:
+    """Group ``guards`` by source path into a tree of managers (``GuardBuilder.get_guard_manager``)."""
+    root = RootGuardManager(None)
+    for g in guards:
+        if g.source is None:
+            (root.after_children if g.kind in _AFTER_CHILDREN else root.leaves).append(g)
+            continue
+        node: GuardManager = root
+        for s in [*reversed(list(g.source.bases())), g.source]:
+            name = s.name()
+            if name not in node.children:
+                node.children[name] = GuardManager(s, accessor(s))
+            node = node.children[name]
+        node.leaves.append(g)
+        if g.kind == "TENSOR_MATCH" and tensor_specs and node.tensor_spec is None:
+            node.tensor_spec = tensor_specs.get(g.source.name())
+    root.leaves.sort(key=lambda g: g.kind != "GLOBAL_STATE")  # GLOBAL_STATE is checked first
+    return root
+
+
+def _check_tensor_text(node: GuardManager) -> str:
+    """``check_tensor(L['x'], torch.float32, device=None, requires_grad=False, size=[2, 3], stride=[3, 1])``."""
+    name = node.source.name()
+    if node.tensor_spec is None:
+        return " and ".join(g.expr for g in node.leaves if g.kind == "TENSOR_MATCH")
+    dtype, device, sizes, strides, requires_grad = node.tensor_spec
+    size = "[" + ", ".join("None" if s == -1 else str(s) for s in sizes) + "]"  # torch prints None for a symbol
+    if strides is None:
+        strides = _contiguous_strides(sizes)
+    stride = "[" + ", ".join("None" if s is None else str(s) for s in strides) + "]"
+    return (f"check_tensor({name}, {dtype}, device={None if device is None else device.index}, "
+            f"requires_grad={requires_grad}, size={size}, stride={stride})")
+
+
+def _contiguous_strides(sizes: tuple) -> list:
+    out, acc = [], 1
+    for s in reversed(sizes):
+        out.append(None if acc is None else acc)
+        acc = None if s == -1 or acc is None else acc * max(s, 1)
+    return list(reversed(out))
+
+
+# --- recompile reasons, phrased as torch phrases them ---------------------------------------------
+
+_GLOBAL_STATE_FIELDS = {  # our GLOBAL_STATE guard's value -> the field of torch's GlobalStateGuard it is
+    "torch.is_grad_enabled()": "grad_mode",
+    "torch.is_inference_mode_enabled()": "grad_mode",  # inference mode turns grad mode off
+    "___autocast_state()": "autocast_state",
+    "torch.get_default_dtype()": "default_dtype",
+    "___deterministic_algorithms()": "deterministic_algorithms",
+}
+
+
+def strip_local_scope(text: str) -> str:
+    """``L['x']`` -> ``x``, as torch's recompile messages read (``guards.py``: ``strip_local_scope``)."""
+    return re.sub(r"L\[\s*['\"](.*?)['\"]\s*\]", r"\1", text)
+
+
+def _scalar_type_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``Float``, the C++ ScalarType name torch's TENSOR_MATCH message uses."""
+    return torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix("Tensor")
+
+
+def tensor_mismatch(name: str, spec: tuple, value: Any) -> Optional[str]:
+    """``TensorCheck::check_verbose`` (guards.cpp): the first field of ``value`` that differs from ``spec``."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    dtype, device, sizes, strides, requires_grad = spec
+    t = f"tensor {name!r}"
+    if value.dtype != dtype:
+        return f"{t} dtype mismatch. expected {_scalar_type_name(dtype)}, actual {_scalar_type_name(value.dtype)}"
+    if (device is None) != (value.device.type == "cpu") or (device is not None and value.device != device):
+        return f"{t} device mismatch. expected {device or 'cpu'}, actual {value.device}"
+    if value.requires_grad != requires_grad:
+        return f"{t} requires_grad mismatch. expected requires_grad={int(requires_grad)}"
+    if value.dim() != len(sizes):
+        return f"{t} rank mismatch. expected {len(sizes)}, actual {value.dim()}"
+    for i, (want, got) in enumerate(zip(sizes, value.shape)):
+        if want != -1 and want != got:
+            return f"{t} size mismatch at index {i}. expected {want}, actual {got}"
+    want_strides = strides if strides is not None else _contiguous_strides(sizes)
+    if strides is not None or not value.is_contiguous():
+        for i, (want, got) in enumerate(zip(want_strides, value.stride())):
+            if want is not None and want != got and value.shape[i] > 1:
+                return f"{t} stride mismatch at index {i}. expected {want}, actual {got}"
+    return None
+
+
+def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> str:
+    """One failed leaf in torch's words: TENSOR_MATCH's field message, GLOBAL_STATE's fields, else the code."""
+    g = failed[0]
+    if g.kind == "TENSOR_MATCH" and g.source is not None and g.source.name() in tensor_specs:
+        name = g.source.name()
+        try:
+            value = eval(name, scope)  # noqa: S307 - our own source expression
+        except Exception:  # noqa: BLE001
+            value = None
+        text = tensor_mismatch(strip_local_scope(name), tensor_specs[name], value)
+        if text is not None:
+            return text
+    if g.kind == "GLOBAL_STATE":
+        changed = [_GLOBAL_STATE_FIELDS.get(x.value_expr, x.value_expr) for x in failed]
+        return "GLOBAL_STATE changed: " + "".join(f"{c} " for c in dict.fromkeys(changed))
+    return strip_local_scope(g.expr)
+
+
+def fail_reason(entry, L: dict, G: dict, backend_key: Any = None) -> str:
+    """``get_guard_fail_reason``: ``"0/1: tensor 'x' size mismatch at index 0. expected 2, actual 3"``."""
+    check = entry.check
+    scope = dict(check.scope, L=L, G=G)
+    root = check.tree
+    global_state = [g for g in root.leaves if g.kind == "GLOBAL_STATE" and not _holds(g, scope)]
+    failed = global_state or root.first_failure(L, G, check.scope)
+    if failed is None:
+        if backend_key is not None and entry.backend_key != backend_key:
+            return (f"{entry.compile_id}: BACKEND_MATCH failure: the entry was compiled for another backend "
+                    f"({_describe_backend(entry.backend_key)}, this call: {_describe_backend(backend_key)})")
+        return f"{entry.compile_id}: Unable to find recompilation reasons"
+    return f"{entry.compile_id}: {failed_leaf_text(failed, scope, check.tensor_specs)}"
+
+
+def _describe_backend(key: Any) -> str:
+    backend, dynamic = key if isinstance(key, tuple) else (key, None)
+    name = getattr(backend, "__name__", type(backend).__name__)
+    return name if dynamic is None else f"{name}, dynamic={dynamic}"
