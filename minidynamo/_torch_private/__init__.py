@@ -92,6 +92,8 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     dynamo_parse_exception_table,
     dynamo_reset,
     dynamo_serving_entry,
+    dynamo_cache_order,
+    dynamo_guard_failures,
     dynamo_unique_graphs,
     op_db,
     real_fake_errors,

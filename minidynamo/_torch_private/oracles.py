@@ -77,7 +77,7 @@ def dynamo_cache_entries(code) -> list:
     """Oracle: the cache entries torch's frame hook keeps for a code object (chapters 05, 15).
 
     ``torch._dynamo.eval_frame._debug_get_cache_entry_list(code)`` (``code`` may be a
-    function): one per compiled version of the frame, newest first; none for a frame
+    function): one per compiled version of the frame, most recently used first; none for a frame
     torch skips.
     """
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
@@ -342,16 +342,33 @@ def dynamo_unique_graphs() -> int:
 
 
 def dynamo_serving_entry(code, f_locals: dict):
-    """Oracle: which of torch's cache entries for ``code`` would serve these locals, counted in compile order.
+    """Oracle: which of torch's cache entries for ``code`` would serve these locals, numbered in compile order.
 
-    Torch keeps the newest entry first and runs the first whose guards pass
-    (``CacheEntry.guard_manager.check``); returns 1 for the first graph compiled, or None.
+    Torch's list is most-recently-used first (``extra_state.cpp``: ``lookup`` tries the
+    entries in list order and moves the one that holds to the front); the first whose
+    guards pass (``CacheEntry.guard_manager.check``) serves. Returns its
+    ``compile_id.frame_compile_id + 1`` (1 for the first graph compiled), or None.
     """
-    entries = dynamo_cache_entries(code)
-    for i, e in enumerate(entries):
+    for e in dynamo_cache_entries(code):
         if e.guard_manager.check(f_locals):
-            return len(entries) - i
+            return e.compile_id.frame_compile_id + 1
     return None
+
+
+def dynamo_cache_order(code) -> list:
+    """Oracle: torch's cache entries of ``code`` in list order (most recently used first), as frame_compile_ids."""
+    return [e.compile_id.frame_compile_id for e in dynamo_cache_entries(code)]
+
+
+def dynamo_guard_failures(code) -> list:
+    """Oracle: every recompile reason torch gave for ``code`` since reset, one per entry checked, in order.
+
+    ``torch._dynamo.utils.guard_failures``, filled by ``guards.py``: ``get_guard_fail_reason``
+    (``"0/1: tensor 'x' size mismatch at index 0. expected 2, actual 3"``).
+    """
+    from torch._dynamo.utils import guard_failures
+
+    return list(guard_failures.get(code, []))
 
 
 def dynamo_counters():

@@ -139,6 +139,7 @@ class CompileConfig:
                         entries.insert(0, entries.pop(i))
                     counters["cache_hits"] += 1
                     return _run_entry(frame, cache, self, entry, L, G, self._in_cpython, self._in_cpython)
+                entry.check.record_failure(L, G)  # Note [A manager that fails is tried first]
             if any_backend:  # run-only after the limit: a miss runs in CPython, untraced
                 return self.hook.DEFAULT
         out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here

@@ -155,6 +155,7 @@ def lookup(cache: FrameCache, L: dict, G: dict, backend_key: Any) -> Any:
             if i:
                 entries.insert(0, entries.pop(i))  # move_to_front (Note [The entry that hit last is tried first])
             return entry
+        entry.check.record_failure(L, G)  # guard_tree.py: Note [A manager that fails is tried first]
     return None
 
 

@@ -461,6 +461,10 @@ class CheckFunction:
             self._tree = build_tree(self.guards, self.tensor_specs)
         return self._tree
 
+    def record_failure(self, L: dict, G: dict) -> None:
+        """These guards failed in a lookup: count it in the tree, as torch's managers do (guard_tree.py)."""
+        self.tree.first_failure(L, G, self.scope, update=True)
+
     def __str__(self) -> str:
         return "\n".join(str(g) for g in self.guards)
 

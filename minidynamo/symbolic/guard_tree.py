@@ -50,6 +50,7 @@ class GuardManager:
     leaves: list = field(default_factory=list)
     children: dict = field(default_factory=dict)  # source name -> GuardManager, in the order first guarded
     tensor_spec: Optional[tuple] = None  # (dtype, device, sizes, strides, requires_grad) of a TENSOR_MATCH
+    fail_count: int = 0  # how often a leaf here or below failed (Note [A manager that fails is tried first])
 
     def lines(self, depth: int) -> list[str]:
         bar = "| " * depth
@@ -67,21 +68,55 @@ class GuardManager:
             out += child.lines(depth + 1)
         return out
 
-    def first_failure(self, value: Any, scope: dict) -> Optional[list[Guard]]:
-        """The leaves that fail on ``value`` (a TENSOR_MATCH leaf is all of a node's tensor guards), or None."""
-        tensor = [g for g in self.leaves if g.kind == "TENSOR_MATCH"]
+    def first_failure(self, scope: dict, update: bool = False) -> Optional[list[Guard]]:
+        """The leaves that fail (a TENSOR_MATCH leaf is all of a node's tensor guards), or None.
+
+        With ``update``, count the failure on this node and reorder its children as
+        torch's ``GuardManager::check_accessors_nopybind`` does (Note [A manager that fails is tried first]).
+        """
+        failed = self._failed_leaf(scope)
+        if failed is None:
+            failed = _walk_children(self, scope, update)
+        if failed is not None and update:
+            self.fail_count += 1
+        return failed
+
+    def _failed_leaf(self, scope: dict) -> Optional[list[Guard]]:
+        tensor = None
         for g in self.leaves:
             if g.kind == "TENSOR_MATCH":
-                if g is tensor[0] and not all(_holds(t, scope) for t in tensor):
-                    return tensor
+                if tensor is None:
+                    tensor = [t for t in self.leaves if t.kind == "TENSOR_MATCH"]
+                    if not all(_holds(t, scope) for t in tensor):
+                        return tensor
                 continue
             if not _holds(g, scope):
                 return [g]
-        for child in self.children.values():
-            failed = child.first_failure(None, scope)
-            if failed is not None:
-                return failed
         return None
+
+
+def _walk_children(node: GuardManager, scope: dict, update: bool) -> Optional[list[Guard]]:
+    """Note [A manager that fails is tried first]
+
+    Torch's guard managers learn: a child manager whose guards failed counts it
+    (``_fail_count``), and when a child other than the first failed, the parent sorts
+    its children by that count, most failures first (``GuardManager::
+    check_accessors_nopybind``, guards.cpp), so the next call that will fail fails at
+    once. This also decides which guard a recompile names: after ``n`` has failed
+    once, ``L['x']`` is checked second. Ours counts and sorts the same way on every
+    entry whose guards failed during a lookup (``CheckFunction.record_failure``,
+    only on a miss of that entry, never on a hit), and names the failure by walking
+    the tree in that order.
+    """
+    children = list(node.children.values())
+    for i, child in enumerate(children):
+        failed = child.first_failure(scope, update)
+        if failed is not None:
+            if update and i:
+                order = sorted(children, key=lambda c: -c.fail_count)  # stable, as std::sort on a few
+                node.children = {c.source.name(): c for c in order}
+            return failed
+    return None
 
 
 @dataclass
@@ -99,28 +134,34 @@ class RootGuardManager(GuardManager):
         lines += [f"| +- {g.kind}: {g.expr}" for g in self.after_children]
         return "\n".join(lines)
 
-    def first_failure(self, L: dict, G: dict, scope: Optional[dict] = None) -> Optional[list[Guard]]:  # type: ignore[override]
+    def first_failure(self, L: dict, G: dict, scope: Optional[dict] = None,  # type: ignore[override]
+                      update: bool = False) -> Optional[list[Guard]]:
         """Walk root first, fail fast: the first failing leaf (all of a TENSOR_MATCH leaf's guards), or None."""
         scope = dict(scope or {}, L=L, G=G)
-        for g in self.leaves:
-            if not _holds(g, scope):
-                return [g]
-        for child in self.children.values():
-            failed = child.first_failure(None, scope)
-            if failed is not None:
-                return failed
-        for g in self.after_children:
-            if not _holds(g, scope):
-                return [g]
-        return None
+        failed = self._failed_leaf(scope)
+        if failed is None:
+            failed = _walk_children(self, scope, update)
+        if failed is None:
+            failed = next(([g] for g in self.after_children if not _holds(g, scope)), None)
+        if failed is not None and update:
+            self.fail_count += 1
+        return failed
 
     def check(self, L: dict, G: dict, scope: Optional[dict] = None) -> bool:
         return self.first_failure(L, G, scope) is None
 
 
+_compiled: dict[str, Any] = {}  # a guard's expression -> its code object, compiled once
+
+
 def _holds(guard: Guard, scope: dict) -> bool:
+    code = _compiled.get(guard.expr)
+    if code is None:
+        if len(_compiled) > 20_000:
+            _compiled.clear()
+        code = _compiled[guard.expr] = compile(guard.expr, "<guard>", "eval")
     try:
-        return bool(eval(guard.expr, scope))  # noqa: S307 - our own guard expression
+        return bool(eval(code, scope))  # noqa: S307 - our own guard expression
     except Exception:  # noqa: BLE001 - a guard that cannot be evaluated has failed
         return False
 
@@ -251,7 +292,7 @@ def fail_reason(entry, L: dict, G: dict, backend_key: Any = None) -> str:
     scope = dict(check.scope, L=L, G=G)
     root = check.tree
     global_state = [g for g in root.leaves if g.kind == "GLOBAL_STATE" and not _holds(g, scope)]
-    failed = global_state or root.first_failure(L, G, check.scope)
+    failed = global_state or root.first_failure(L, G, check.scope)  # the order the lookup left (record_failure)
     if failed is None:
         if backend_key is not None and entry.backend_key != backend_key:
             return (f"{entry.compile_id}: BACKEND_MATCH failure: the entry was compiled for another backend "
