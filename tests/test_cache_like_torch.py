@@ -216,6 +216,7 @@ REASON_CALLS = {
                       (torch.ones(2, 3, requires_grad=True), 2), (torch.ones(3, 2).t(), 2),
                       (torch.ones(2, 3, 1), 2), (torch.ones(2, 3), 3)],
     "sizes": [(torch.ones(2), 2), (torch.ones(3), 2), (torch.ones(3, 4), 2)],
+    "bool_and_int": [(torch.ones(2), True), (torch.ones(2), False), (torch.ones(2), 3), (torch.ones(2), True)],
 }
 
 

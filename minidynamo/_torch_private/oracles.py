@@ -10,6 +10,8 @@ chapter order. Mirrors no single torch file: each name says which torch function
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 
@@ -358,6 +360,45 @@ def dynamo_serving_entry(code, f_locals: dict):
 def dynamo_cache_order(code) -> list:
     """Oracle: torch's cache entries of ``code`` in list order (most recently used first), as frame_compile_ids."""
     return [e.compile_id.frame_compile_id for e in dynamo_cache_entries(code)]
+
+
+def dynamo_guard_tree(code, index: int = 0) -> str:
+    """Oracle: torch's guard tree of one cache entry of ``code``, as ``TORCH_LOGS=guards`` prints it.
+
+    ``str(CacheEntry.guard_manager)``: ``GuardManagerWrapper.__str__`` (``torch/_dynamo/guards.py``).
+    """
+    return str(dynamo_cache_entries(code)[index].guard_manager)
+
+
+def dynamo_config_patch(**changes):
+    """``torch._dynamo.config.patch(...)``: torch's flags (``recompile_limit``, ...) for a ``with`` block."""
+    import torch._dynamo
+
+    return torch._dynamo.config.patch(**changes)
+
+
+@contextlib.contextmanager
+def dynamo_warnings():
+    """Collect the warnings torch's ``convert_frame.py`` logs (``torch._dynamo hit config.recompile_limit``)."""
+    import logging
+
+    records: list = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("torch._dynamo.convert_frame")
+    handler, level, propagate = Collect(logging.WARNING), logger.level, logger.propagate
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def dynamo_guard_failures(code) -> list:

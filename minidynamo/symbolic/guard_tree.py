@@ -56,7 +56,10 @@ class GuardManager:
         bar = "| " * depth
         out = []
         done_tensor = False
+        constant = any(g.kind == "CONSTANT_MATCH" for g in self.leaves)
         for g in self.leaves:
+            if g.kind == "TYPE_MATCH" and constant:  # one leaf in torch: EQUALS_MATCH checks the type too
+                continue
             if g.kind == "TENSOR_MATCH":  # five readable guards, one C++ leaf (Note [TENSOR_MATCH runs in C++])
                 if not done_tensor:
                     out.append(f"{bar}| +- TENSOR_MATCH: {_check_tensor_text(self)}")
@@ -83,7 +86,12 @@ class GuardManager:
 
     def _failed_leaf(self, scope: dict) -> Optional[list[Guard]]:
         tensor = None
+        constant = next((g for g in self.leaves if g.kind == "CONSTANT_MATCH"), None)
         for g in self.leaves:
+            if g.kind == "TYPE_MATCH" and constant is not None:  # torch's EQUALS_MATCH checks the type itself
+                if not _holds(g, scope):
+                    return [constant]
+                continue
             if g.kind == "TENSOR_MATCH":
                 if tensor is None:
                     tensor = [t for t in self.leaves if t.kind == "TENSOR_MATCH"]
@@ -283,7 +291,10 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
     if g.kind == "GLOBAL_STATE":
         changed = [_GLOBAL_STATE_FIELDS.get(x.value_expr, x.value_expr) for x in failed]
         return "GLOBAL_STATE changed: " + "".join(f"{c} " for c in dict.fromkeys(changed))
-    return strip_local_scope(g.expr)
+    expr = g.expr
+    if g.kind == "CONSTANT_MATCH" and expr.endswith((" is True", " is False")):  # torch's TRUE_MATCH / FALSE_MATCH
+        expr = expr.rsplit(" is ", 1)[0] + " == " + expr.rsplit(" is ", 1)[1]
+    return strip_local_scope(expr)
 
 
 def fail_reason(entry, L: dict, G: dict, backend_key: Any = None) -> str:
