@@ -157,6 +157,19 @@ def calls_module_instances(make):
         yield compiled[i], (torch.ones(2, 4),)
 
 
+def apply_module(m, x):
+    return m(x) + 1
+
+
+def calls_module_argument(make):
+    """Modules passed as an argument: instances of one class and layout share an entry; another shape recompiles."""
+    torch.manual_seed(0)
+    f = _with_eager(make(apply_module), apply_module)
+    small, big = [Block() for _ in range(2)], torch.nn.Linear(4, 8)
+    for m in (small[0], small[1], big, small[0], big):
+        yield f, (m, torch.ones(2, 4))
+
+
 SEQUENCES = {
     "sizes": (calls_sizes, None),
     "dtypes": (calls_dtypes, None),
@@ -167,6 +180,7 @@ SEQUENCES = {
     "limit_then_old_entries": (calls_limit_then_old_entries, {"recompile_limit": 2}),
     "accumulated_limit": (calls_dtypes, {"accumulated_recompile_limit": 2}),
     "module_instances": (calls_module_instances, None),
+    "module_argument": (calls_module_argument, None),
 }
 
 
