@@ -15,10 +15,9 @@ import warnings
 
 import pytest
 import torch
-import torch._dynamo
 
 import minidynamo as md
-from minidynamo._torch_private import dynamo_cache_order, dynamo_reset
+from minidynamo._torch_private import dynamo_cache_order, dynamo_config_patch, dynamo_reset
 
 pytestmark = pytest.mark.ch04
 
@@ -72,7 +71,7 @@ def both(calls, *, limit: dict | None = None) -> tuple[list, list]:
         else:
             def make(fn, rec=rec, **kw):
                 return torch.compile(fn, backend=rec, **kw)
-            patch = torch._dynamo.config.patch(**(limit or {}))
+            patch = dynamo_config_patch(**(limit or {}))
         with patch, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             results.append(_trace(make, calls, rec))

@@ -51,6 +51,7 @@ class GuardManager:
     children: dict = field(default_factory=dict)  # source name -> GuardManager, in the order first guarded
     tensor_spec: Optional[tuple] = None  # (dtype, device, sizes, strides, requires_grad) of a TENSOR_MATCH
     fail_count: int = 0  # how often a leaf here or below failed (Note [A manager that fails is tried first])
+    tensor_check: Any = None  # the C++ TensorMatch of this node's TENSOR_MATCH leaf, where the extension is built
 
     def lines(self, depth: int) -> list[str]:
         bar = "| " * depth
@@ -95,12 +96,23 @@ class GuardManager:
             if g.kind == "TENSOR_MATCH":
                 if tensor is None:
                     tensor = [t for t in self.leaves if t.kind == "TENSOR_MATCH"]
-                    if not all(_holds(t, scope) for t in tensor):
+                    if not self._tensor_holds(tensor, scope):
                         return tensor
                 continue
             if not _holds(g, scope):
                 return [g]
         return None
+
+
+    def _tensor_holds(self, tensor: list, scope: Any) -> bool:
+        """The TENSOR_MATCH leaf: one C++ call on the node's value where built, else its five Python guards."""
+        if self.tensor_check is not None and type(scope) is tuple:
+            try:
+                value = eval(_code(self.source.name()), scope[0], scope[1])  # noqa: S307 - our own source
+            except Exception:  # noqa: BLE001 - the value cannot be read: the leaf fails
+                return False
+            return bool(self.tensor_check(value))
+        return all(_holds(t, scope) for t in tensor)
 
 
 def _walk_children(node: GuardManager, scope: dict, update: bool) -> Optional[list[Guard]]:
@@ -145,8 +157,12 @@ class RootGuardManager(GuardManager):
     def first_failure(self, L: dict, G: dict, scope: Optional[dict] = None,  # type: ignore[override]
                       update: bool = False) -> Optional[list[Guard]]:
         """Walk root first, fail fast: the first failing leaf (all of a TENSOR_MATCH leaf's guards), or None."""
-        scope = dict(scope or {}, L=L, G=G)
-        failed = self._failed_leaf(scope)
+        scope = (scope or {}, {"L": L, "G": G})  # globals, locals: no copy of the check's scope per walk
+        global_state = scope[0].get("___global_state")  # the five GLOBAL_STATE leaves in one C++ call
+        if global_state is not None and global_state():
+            failed = _failed_leaf_of(self, scope, skip="GLOBAL_STATE")
+        else:
+            failed = self._failed_leaf(scope)
         if failed is None:
             failed = _walk_children(self, scope, update)
         if failed is None:
@@ -162,13 +178,34 @@ class RootGuardManager(GuardManager):
 _compiled: dict[str, Any] = {}  # a guard's expression -> its code object, compiled once
 
 
-def _holds(guard: Guard, scope: dict) -> bool:
-    code = _compiled.get(guard.expr)
+def _failed_leaf_of(node: GuardManager, scope: Any, skip: str) -> Optional[list[Guard]]:
+    """The root's leaves but those of kind ``skip`` (checked already)."""
+    leaves = node.leaves
+    node.leaves = [g for g in leaves if g.kind != skip]
+    try:
+        return node._failed_leaf(scope)
+    finally:
+        node.leaves = leaves
+
+
+def _code(expr: str) -> Any:
+    code = _compiled.get(expr)
     if code is None:
         if len(_compiled) > 20_000:
             _compiled.clear()
-        code = _compiled[guard.expr] = compile(guard.expr, "<guard>", "eval")
+        code = _compiled[expr] = compile(expr, "<guard>", "eval")
+    return code
+
+
+def _holds(guard: Guard, scope: Any) -> bool:
+    """Evaluate one leaf; ``scope`` is a dict, or (the check's scope, {"L": L, "G": G}) to spare a copy."""
+    code = _code(guard.expr)
     try:
+        if type(scope) is tuple:
+            try:
+                return bool(eval(code, scope[0], scope[1]))  # noqa: S307 - our own guard expression
+            except NameError:  # L read inside a comprehension (3.11): it needs one namespace
+                return bool(eval(code, dict(scope[0], **scope[1])))  # noqa: S307
         return bool(eval(code, scope))  # noqa: S307 - our own guard expression
     except Exception:  # noqa: BLE001 - a guard that cannot be evaluated has failed
         return False
@@ -190,6 +227,9 @@ def accessor(source: Source) -> str:
 
 def build_tree(guards: list[Guard], tensor_specs: Optional[dict] = None) -> RootGuardManager:
     """Group ``guards`` by source path into a tree of managers (``GuardBuilder.get_guard_manager``)."""
+    from . import tensor_match
+
+    make_matcher = tensor_match.get()
     root = RootGuardManager(None)
     for g in guards:
         if g.source is None:
@@ -204,6 +244,8 @@ def build_tree(guards: list[Guard], tensor_specs: Optional[dict] = None) -> Root
         node.leaves.append(g)
         if g.kind == "TENSOR_MATCH" and tensor_specs and node.tensor_spec is None:
             node.tensor_spec = tensor_specs.get(g.source.name())
+            if node.tensor_spec is not None and make_matcher is not None:
+                node.tensor_check = make_matcher(*node.tensor_spec)
     root.leaves.sort(key=lambda g: g.kind != "GLOBAL_STATE")  # GLOBAL_STATE is checked first
     return root
 
