@@ -288,3 +288,27 @@ def test_the_guard_tree_walk_agrees_with_the_generated_check():
     for x, xs, n in variants:
         L = {"x": x, "xs": xs, "n": n}
         assert tree.check(L, g.__globals__, check.scope) == check(L, g.__globals__)
+
+
+def _random_calls(seed, dynamic=False):
+    """A seeded sequence of calls whose sizes, dtypes, requires_grad and grad mode change."""
+    import random
+
+    rng = random.Random(seed)
+    steps = [(rng.choice((2, 3, 5)), rng.choice((torch.float32, torch.float64)), rng.random() < 0.3,
+              rng.random() < 0.8) for _ in range(8)]
+
+    def calls(make):
+        f = _with_eager(make(scale, dynamic=dynamic), scale)
+        for n, dtype, requires_grad, grad in steps:
+            with torch.set_grad_enabled(grad):
+                yield f, (torch.ones(n, dtype=dtype, requires_grad=requires_grad),)
+
+    return calls
+
+
+@pytest.mark.parametrize("dynamic", [False, None])
+@pytest.mark.parametrize("seed", range(6))
+def test_random_sequences_are_served_as_torch_serves_them(seed, dynamic):
+    ours, theirs = both(_random_calls(seed, dynamic), limit={"recompile_limit": 4})
+    assert ours == theirs, f"per call (graphs that ran, compiles so far): ours {ours}, torch {theirs}"
