@@ -143,9 +143,10 @@ class CompileConfig:
                 entry.check.record_failure(L, G)  # Note [A manager that fails is tried first]
             if any_backend:  # run-only after the limit: a miss runs in CPython, untraced
                 return self.hook.DEFAULT
-        out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here
+        looked_up = cache is not None and cache.fallback is None  # its guards ran above: not twice per call
+        out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython, looked_up)  # the hook is off here
         if out is self.hook.DEFAULT and self.frames[code].fallback is not None:
-            # eager for good (a break in a loop, no ops, the cache size limit): never asked
+            # eager for good (a break in a loop, no ops): never asked
             # again, as torch marks the code SKIP; a new config or md.reset() asks again
             _decided_skips.add(code)
             return self.hook.SKIP

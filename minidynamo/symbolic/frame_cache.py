@@ -200,7 +200,8 @@ def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
     return config.hook.call_with(None, _call_frame, frame, L, config, eager, run_skipped or frame.run_eagerly)
 
 
-def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any], run_skipped: Callable) -> Any:
+def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any], run_skipped: Callable,
+                looked_up: bool = False) -> Any:
     from .guard_tree import fail_reason
 
     cache = config.frames.get(_frame_key(frame))
@@ -209,7 +210,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
     G = frame.f_globals
     if cache.fallback is not None:
         return run_skipped(L) if cache.skipped else eager()
-    entry = lookup(cache, L, G, config.backend_key)
+    entry = None if looked_up else lookup(cache, L, G, config.backend_key)  # the hook's callback looked up
     if entry is not None:
         counters["cache_hits"] += 1
         return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
