@@ -33,9 +33,20 @@ Note [Graph modules compile their code lazily]
     (``torch.fx._lazy_graph_module``): the code is written the first time the
     module is called or its ``.code`` is read; the graph is the same.
 
-Ours is simpler: symbolic sizes only through Dynamo's ShapeEnv (sym_tracing.py), no pre-dispatch mode, no
-decomposition table argument (decomposition is whatever the dispatcher does below
-autograd), tensor constants are stored as ``_tensor_constantN`` attributes.
+Note [Decomposing with the backend's table]
+    ``make_fx(fn, decomposition_table=table)`` as torch's: an op the table names is
+    not recorded; its decomposition runs with the tracer pushed again, so the ops
+    it calls are recorded instead (torch: ``proxy_call``, ``with proxy_mode:
+    r = CURRENT_DECOMPOSITION_TABLE[func](...)``; ``NotImplemented`` from a
+    decomposition records the op as it is). Without a table, decomposition is
+    whatever the dispatcher does below autograd (CompositeImplicitAutograd).
+    A CompositeImplicitAutograd op that reaches the tracer anyway (called from a
+    decomposition, which runs below autograd: ``x.to(dtype)``) is decomposed
+    there, as torch's ``proxy_call`` does with ``func.decompose``.
+    The inductor backend traces with Inductor's table (``select_decomp_table()``).
+
+Ours is simpler: symbolic sizes only through Dynamo's ShapeEnv (sym_tracing.py), no pre-dispatch mode,
+tensor constants are stored as ``_tensor_constantN`` attributes.
 """
 
 from __future__ import annotations
@@ -132,6 +143,11 @@ class PythonKeyTracer:
         return value
 
 
+# torch's proxy_call never decomposes these (metadata queries)
+_NOT_DECOMPOSED = frozenset({torch.ops.aten.size.default, torch.ops.aten.stride.default,
+                             torch.ops.aten.storage_offset.default})
+
+
 class ProxyTorchDispatchMode(TorchDispatchMode):
     """The tracer on the Python dispatch key: record the op, then let it run below."""
 
@@ -141,15 +157,27 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         return False
 
 
-    def __init__(self, tracer: PythonKeyTracer) -> None:
+    def __init__(self, tracer: PythonKeyTracer, decomposition_table: dict | None = None) -> None:
         super().__init__()
         self.tracer = tracer
         self.num_ops = 0
+        self.decomposition_table = decomposition_table or {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
+        decomposition = self.decomposition_table.get(func)
+        if decomposition is not None:  # Note [Decomposing with the backend's table]
+            with self:
+                out = decomposition(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        if func not in _NOT_DECOMPOSED:  # torch's proxy_call: a CompositeImplicitAutograd op reached us
+            with self:
+                out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
         tracer = self.tracer
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = tree_unflatten([tracer.to_arg(a, func) for a in flat], spec)
@@ -198,6 +226,7 @@ def make_fx(
     pass_name: str | None = events.AOT_JOINT,
     on_start: Callable[[PythonKeyTracer], None] | None = None,
     dead_code_elimination: bool = False,
+    decomposition_table: dict | None = None,
 ) -> Callable[..., fx.GraphModule]:
     """Return ``wrapped(*args) -> fx.GraphModule`` recording the ATen ops ``fn`` runs.
 
@@ -221,7 +250,7 @@ def make_fx(
             args = tuple(fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args)
         for name, a in zip(names, args):
             tracer.placeholder(name, a)
-        mode = ProxyTorchDispatchMode(tracer)
+        mode = ProxyTorchDispatchMode(tracer, decomposition_table)
         if on_start is not None:
             on_start(tracer)
         scope = events.pass_scope(pass_name) if pass_name else contextlib.nullcontext()
