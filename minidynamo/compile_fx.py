@@ -231,14 +231,16 @@ Note [Inductor's compilers, as _compile_fx_main configures them])."""
         which = "inference" if is_inference else "forward"
         try:
             fakes = _torch_fake_inputs(ti, fw_gm, mode, symbols)
-            with inductor_context(fw_gm):
+            with inductor_context(fw_gm), ti.TracingContext.report_output_strides() as strides:
                 out = ti.compile_fx_forward(
                     fw_gm, fakes, num_orig_model_outputs=num_orig_model_outputs,
                     num_example_inputs=num_example_inputs, compiler_config_extra=config_extra,
                     inner_compile=ti.compile_fx_inner, is_inference=is_inference)
         except Exception as exc:  # Note [When Inductor refuses a graph]
             raise refused(which, exc) from exc
-        return _boxed(out, positional=True)
+        call = _boxed(out, positional=True)
+        call.output_strides = strides  # graph_compile's Note [Saved activations in the forward's layout]
+        return call
 
     def bw_compiler(bw_gm: fx.GraphModule, _our_inputs: list) -> Callable:
         try:

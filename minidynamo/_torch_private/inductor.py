@@ -45,3 +45,39 @@ def inductor_compile_fx():
         select_decomp_table=select_decomp_table, config=config, detect_fake_mode=detect_fake_mode,
         ConstantSource=ConstantSource, DimDynamic=DimDynamic,
     )
+
+
+class inductor_graphs_recorder:
+    """Observe torch's ``compile_fx_inner`` (through ``_compile_fx_inner``, oracle/observer): every graph Inductor compiles, in order.
+
+    ``with inductor_graphs_recorder() as seen:`` ... ; ``seen`` is a list of ``(kind, gm, output_code)``,
+    kind ``"forward"``, ``"backward"`` or ``"inference"``; ``output_code.source_code`` is the Python
+    wrapper Inductor wrote (what ``TORCH_LOGS=output_code`` prints). Works for our backend and for
+    ``torch.compile(backend="inductor")`` alike: both call that function. torch's AOTAutograd cache
+    is off inside (``torch._functorch.config.enable_autograd_cache``): a hit there would skip Inductor.
+    """
+
+    def __enter__(self) -> list:
+        from torch._inductor import compile_fx as cfx
+
+        # the module global compile_fx_inner calls at run time (torch's compile_fx binds compile_fx_inner
+        # itself as a default argument, so only this one is seen by both paths)
+        self._cfx, self._real, seen = cfx, cfx._compile_fx_inner, []
+        real = self._real
+
+        def recording(gm, example_inputs, *args, **kwargs):
+            out = real(gm, example_inputs, *args, **kwargs)
+            kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"
+            seen.append((kind, gm, out))
+            return out
+
+        cfx._compile_fx_inner = recording
+        from torch._functorch import config as functorch_config
+
+        self._patch = functorch_config.patch(enable_autograd_cache=False)
+        self._patch.__enter__()
+        return seen
+
+    def __exit__(self, *exc) -> None:
+        self._cfx._compile_fx_inner = self._real
+        self._patch.__exit__(*exc)

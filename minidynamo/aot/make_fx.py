@@ -42,7 +42,8 @@ Note [Decomposing with the backend's table]
     whatever the dispatcher does below autograd (CompositeImplicitAutograd).
     A CompositeImplicitAutograd op that reaches the tracer anyway (called from a
     decomposition, which runs below autograd: ``x.to(dtype)``) is decomposed
-    there, as torch's ``proxy_call`` does with ``func.decompose``.
+    there, as torch's ``proxy_call`` does with ``func.decompose``, when autograd
+    would have (no kernel of the device's own: ``autograd_would_have_decomposed``).
     The inductor backend traces with Inductor's table (``select_decomp_table()``).
 
 Ours is simpler: symbolic sizes only through Dynamo's ShapeEnv (sym_tracing.py), no pre-dispatch mode,
@@ -60,7 +61,9 @@ import torch.fx as fx
 
 from minidynamo import events
 from minidynamo._torch_private import (
+    DispatchKey,
     TorchDispatchMode,
+    autograd_would_have_decomposed,
     graph_target_to_str,
     lazy_graph_module,
     tree_flatten,
@@ -143,9 +146,26 @@ class PythonKeyTracer:
         return value
 
 
-# torch's proxy_call never decomposes these (metadata queries)
-_NOT_DECOMPOSED = frozenset({torch.ops.aten.size.default, torch.ops.aten.stride.default,
-                             torch.ops.aten.storage_offset.default})
+class _ImplicitOps:
+    """``func in _IMPLICIT``: the op has a CompositeImplicitAutograd kernel (asked once per op).
+
+    torch's proxy_call never decomposes size, stride and storage_offset (metadata queries).
+    """
+
+    def __init__(self) -> None:
+        self._known: dict = {}
+        self._never = {torch.ops.aten.size.default, torch.ops.aten.stride.default,
+                       torch.ops.aten.storage_offset.default}
+
+    def __contains__(self, func: Any) -> bool:
+        known = self._known.get(func)
+        if known is None:
+            known = self._known[func] = func not in self._never and func.has_kernel_for_dispatch_key(
+                DispatchKey.CompositeImplicitAutograd)
+        return known
+
+
+_IMPLICIT = _ImplicitOps()
 
 
 class ProxyTorchDispatchMode(TorchDispatchMode):
@@ -173,13 +193,14 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 out = decomposition(*args, **kwargs)
             if out is not NotImplemented:
                 return out
-        if func not in _NOT_DECOMPOSED:  # torch's proxy_call: a CompositeImplicitAutograd op reached us
+        flat, spec = tree_flatten((args, kwargs))
+        if func in _IMPLICIT and autograd_would_have_decomposed(func, flat):
+            # torch's proxy_call: a CompositeImplicitAutograd op reached us, with no kernel for the device
             with self:
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
         tracer = self.tracer
-        flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = tree_unflatten([tracer.to_arg(a, func) for a in flat], spec)
         # Run the op below us (the fake mode, or real kernels when tracing on real tensors).
         if tracer._constant_fakes:
