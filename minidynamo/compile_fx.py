@@ -275,3 +275,25 @@ Note [Inductor's compilers, as _compile_fx_main configures them])."""
         decompositions=inductor_decompositions(),
         keep_inference_input_mutations=True,
     )
+
+
+def output_code_summary(source_code: str) -> str:
+    """What ``TORCH_LOGS=output_code`` prints, cut to what a reader compares: the kernels and ``call``.
+
+    The names of the C++ kernels Inductor generated, then the Python ``call`` function
+    that runs them (the wrapper), as Inductor wrote it; cache paths and hashes are dropped.
+    """
+    lines = source_code.splitlines()
+    kernels = [ln.split(" = ")[0] for ln in lines if "= async_compile.cpp_pybinding(" in ln]
+    out = ["kernels: " + ", ".join(kernels)]
+    inside = False
+    for ln in lines:
+        if ln.strip().startswith("def call(self, args)") or ln.startswith("def call(args)"):
+            inside = True
+        if inside:
+            if "torchinductor" in ln or ln.strip().startswith("# Topologically Sorted"):
+                continue
+            out.append(ln.rstrip())
+            if ln.strip().startswith("return "):
+                break
+    return "\n".join(out)

@@ -182,24 +182,36 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.tracer = tracer
         self.num_ops = 0
         self.decomposition_table = decomposition_table or {}
+        self.original_aten: Any = None  # the op being traced at the top (torch: node.meta["original_aten"])
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
-        decomposition = self.decomposition_table.get(func)
-        if decomposition is not None:  # Note [Decomposing with the backend's table]
-            with self:
-                out = decomposition(*args, **kwargs)
-            if out is not NotImplemented:
-                return out
-        flat, spec = tree_flatten((args, kwargs))
-        if func in _IMPLICIT and autograd_would_have_decomposed(func, flat):
-            # torch's proxy_call: a CompositeImplicitAutograd op reached us, with no kernel for the device
-            with self:
-                out = func.decompose(*args, **kwargs)
-            if out is not NotImplemented:
-                return out
+        outermost = self.original_aten is None
+        if outermost:  # torch's set_original_aten_op: ops of a decomposition remember the op decomposed
+            self.original_aten = func
+        try:
+            decomposition = self.decomposition_table.get(func)
+            if decomposition is not None:  # Note [Decomposing with the backend's table]
+                with self:
+                    out = decomposition(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            flat, spec = tree_flatten((args, kwargs))
+            if func in _IMPLICIT and autograd_would_have_decomposed(func, flat):
+                # torch's proxy_call: a CompositeImplicitAutograd op reached us, with no kernel for the device
+                with self:
+                    out = func.decompose(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            return self._record(func, args, kwargs, flat, spec)
+        finally:
+            if outermost:
+                self.original_aten = None
+
+    def _record(self, func, args, kwargs, flat, spec):
+        """Record ``func`` as a node, run it below us, track its outputs."""
         tracer = self.tracer
         node_args, node_kwargs = tree_unflatten([tracer.to_arg(a, func) for a in flat], spec)
         # Run the op below us (the fake mode, or real kernels when tracing on real tensors).
@@ -209,6 +221,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         # torch names nodes after the overload packet ("mm", "add_1"), so do we.
         name = graph_target_to_str(tracer.graph, func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None
         node = tracer.graph.create_node("call_function", func, tuple(node_args), dict(node_kwargs), name=name)
+        node.meta["original_aten"] = self.original_aten  # Inductor names its kernels after these
         self.num_ops += 1
         if isinstance(out, torch.Tensor):
             tracer.track(out, node)
