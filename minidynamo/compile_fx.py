@@ -181,19 +181,7 @@ def _op_of(exc: BaseException) -> str:
 
 
 def compile_fx(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
-    """The ``inductor`` backend (Note [Our symbols in Inductor's ShapeEnv]
-    A graph over our symbols (``s0`` for a dynamic batch) reaches Inductor once, for
-    every size, as torch's does. At the same boundary (:class:`_Symbols`), each
-    symbol of our ShapeEnv becomes one of a torch ``ShapeEnv`` (``create_symbol``
-    with the same example value; ``duck_shape=False``, since ours already
-    duck-sized), our expressions are rewritten over those symbols, and our
-    guards so far are given to torch's ShapeEnv, so Inductor knows what Dynamo
-    assumed. What Inductor decides while compiling becomes guards in torch's
-    ShapeEnv; each is rewritten over our symbols and recorded in ours
-    (``evaluate_expr``), so it joins the frame's guards, which Dynamo produces
-    after the backend returns. Symbols cross at this one place only.
-
-Note [Inductor's compilers, as _compile_fx_main configures them])."""
+    """The ``inductor`` backend (Note [Inductor's compilers, as _compile_fx_main configures them])."""
     from minidynamo.aot import aot_module_simplified
     from minidynamo.aot.min_cut_partition import min_cut_rematerialization_partition
 

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import minidynamo as md
-from minidynamo._torch_private import torch_aot_keeping_graphs
+from minidynamo._torch_private import inductor_graphs_recorder, torch_aot_keeping_graphs
 from minidynamo.aot import aot_function
 from minidynamo.aot.aot_autograd import AOTFallbackWarning
 from minidynamo.compile_fx import inductor_decompositions
@@ -202,18 +202,24 @@ def test_graph_break_two_graphs(inductor_calls):
     assert inductor_calls == ["inference", "inference"]
 
 
-def test_dynamic_batch_sizes(inductor_calls):
-    """Three batch sizes: outputs equal eager; Inductor compiles as many graphs as the report says."""
-    torch.manual_seed(0)
-    m = MLP()
-    ours = md.compile(m, backend="inductor")
-    with torch.no_grad():
-        for n in (2, 3, 5):
-            x = torch.randn(n, 8)
-            torch.testing.assert_close(ours(x), m(x), **TOL)
-    # Dynamo marks the batch dimension dynamic at the second size, as torch's does; a symbolic
-    # graph reaches Inductor once for every later size (see compile_fx's Note [Sizes reaching Inductor]).
-    assert len(inductor_calls) == 2
+def test_dynamic_batch_sizes():
+    """Four batch sizes: outputs equal eager; Inductor compiles as many graphs for ours as for torch's.
+
+    Dynamo marks the batch dimension dynamic at the second size, as torch's does; the symbolic
+    graph then reaches Inductor once for every later size (Note [Our symbols in Inductor's ShapeEnv]).
+    """
+    counts = {}
+    for system, compile_fn in (("ours", lambda m: md.compile(m, backend="inductor")),
+                               ("torch", lambda m: torch.compile(m, backend="inductor"))):
+        torch.manual_seed(0)
+        m = MLP()
+        compiled = compile_fn(m)
+        with inductor_graphs_recorder() as seen, torch.no_grad():
+            for n in (2, 3, 5, 7):
+                x = torch.randn(n, 8)
+                torch.testing.assert_close(compiled(x), m(x), **TOL)
+        counts[system] = [kind for kind, _, _ in seen]
+    assert counts["ours"] == counts["torch"] == ["inference", "inference"]
 
 
 def test_refused_graph_runs_eagerly_with_a_warning(monkeypatch):
