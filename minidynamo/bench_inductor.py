@@ -87,7 +87,7 @@ def worker(name: str, system: str, out_path: str, rounds: int) -> None:
     ratios.sort()
     torch.save({"out": out.detach(), "grads": grads}, out_path + ".pt")
     with open(out_path, "w") as f:
-        json.dump({"compile_s": compile_s, "per_call_ratio": ratios[len(ratios) // 2]}, f)
+        json.dump({"compile_s": compile_s, "per_call_ratio": ratios[len(ratios) // 2] if ratios else None}, f)
 
 
 def _run_worker(name: str, system: str, cache_dir: str, tmp: str, rounds: int) -> dict:
