@@ -71,7 +71,7 @@ from minidynamo._torch_private import (
 )
 from minidynamo.aot.sym_tracing import SymTracker, check_no_symbolic_constants
 
-__all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
+__all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "DecomposingProxyMode", "TraceError"]
 
 
 class TraceError(RuntimeError):
@@ -177,42 +177,17 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         return False
 
 
-    def __init__(self, tracer: PythonKeyTracer, decomposition_table: dict | None = None) -> None:
+    def __init__(self, tracer: PythonKeyTracer) -> None:
         super().__init__()
         self.tracer = tracer
         self.num_ops = 0
-        self.decomposition_table = decomposition_table or {}
-        self.original_aten: Any = None  # the op being traced at the top (torch: node.meta["original_aten"])
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
-        outermost = self.original_aten is None
-        if outermost:  # torch's set_original_aten_op: ops of a decomposition remember the op decomposed
-            self.original_aten = func
-        try:
-            decomposition = self.decomposition_table.get(func)
-            if decomposition is not None:  # Note [Decomposing with the backend's table]
-                with self:
-                    out = decomposition(*args, **kwargs)
-                if out is not NotImplemented:
-                    return out
-            flat, spec = tree_flatten((args, kwargs))
-            if func in _IMPLICIT and autograd_would_have_decomposed(func, flat):
-                # torch's proxy_call: a CompositeImplicitAutograd op reached us, with no kernel for the device
-                with self:
-                    out = func.decompose(*args, **kwargs)
-                if out is not NotImplemented:
-                    return out
-            return self._record(func, args, kwargs, flat, spec)
-        finally:
-            if outermost:
-                self.original_aten = None
-
-    def _record(self, func, args, kwargs, flat, spec):
-        """Record ``func`` as a node, run it below us, track its outputs."""
         tracer = self.tracer
+        flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = tree_unflatten([tracer.to_arg(a, func) for a in flat], spec)
         # Run the op below us (the fake mode, or real kernels when tracing on real tensors).
         if tracer._constant_fakes:
@@ -221,7 +196,6 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         # torch names nodes after the overload packet ("mm", "add_1"), so do we.
         name = graph_target_to_str(tracer.graph, func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None
         node = tracer.graph.create_node("call_function", func, tuple(node_args), dict(node_kwargs), name=name)
-        node.meta["original_aten"] = self.original_aten  # Inductor names its kernels after these
         self.num_ops += 1
         if isinstance(out, torch.Tensor):
             tracer.track(out, node)
@@ -234,6 +208,55 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
             node.meta["val"] = out
             tracer.sym.track(node, out)
         return out
+
+
+class DecomposingProxyMode(ProxyTorchDispatchMode):
+    """The tracer, decomposing first (Note [Decomposing with the backend's table]); what ``make_fx`` pushes.
+
+    Before an op is recorded by ``ProxyTorchDispatchMode.__torch_dispatch__``: an op the table names
+    runs its decomposition instead, and a CompositeImplicitAutograd op with no kernel of the device's
+    own runs ``func.decompose``, both with this mode pushed again, as torch's ``proxy_call``. Every
+    node recorded gets ``meta["original_aten"]``: the op being traced at the top, the one a
+    decomposition came from (torch's ``set_original_aten_op``; Inductor names its kernels after it).
+    """
+
+    def __init__(self, tracer: PythonKeyTracer, decomposition_table: dict | None = None) -> None:
+        super().__init__(tracer)
+        self.decomposition_table = decomposition_table or {}
+        self.original_aten: Any = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.ops.prim.device.default:
+            return super().__torch_dispatch__(func, types, args, kwargs)
+        outermost = self.original_aten is None
+        if outermost:
+            self.original_aten = func
+        graph = self.tracer.graph
+        before = len(graph.nodes)
+        try:
+            decomposition = self.decomposition_table.get(func)
+            if decomposition is not None:
+                with self:
+                    out = decomposition(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            if func in _IMPLICIT and autograd_would_have_decomposed(func, tree_flatten((args, kwargs))[0]):
+                with self:
+                    out = func.decompose(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            return super().__torch_dispatch__(func, types, args, kwargs)
+        finally:
+            if outermost:
+                self.original_aten = None
+                added = len(graph.nodes) - before
+                for node in reversed(graph.nodes):
+                    if added <= 0:
+                        break
+                    added -= 1
+                    if node.op == "call_function":
+                        node.meta.setdefault("original_aten", func)
 
 
 def _output_arg(tracer: PythonKeyTracer, value: Any) -> Any:
@@ -284,7 +307,7 @@ def make_fx(
             args = tuple(fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args)
         for name, a in zip(names, args):
             tracer.placeholder(name, a)
-        mode = ProxyTorchDispatchMode(tracer, decomposition_table)
+        mode = DecomposingProxyMode(tracer, decomposition_table)
         if on_start is not None:
             on_start(tracer)
         scope = events.pass_scope(pass_name) if pass_name else contextlib.nullcontext()
