@@ -93,7 +93,7 @@ def worker(name: str, system: str, out_path: str, rounds: int) -> None:
 def _run_worker(name: str, system: str, cache_dir: str, tmp: str, rounds: int) -> dict:
     out_path = os.path.join(tmp, f"{name}-{system}-{len(os.listdir(tmp))}.json")
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
-    subprocess.run([sys.executable, "-m", "minidynamo.bench_inductor", "--worker", name, system, out_path,
+    subprocess.run([sys.executable, "-m", "minidynamo.bench.inductor", "--worker", name, system, out_path,
                     str(rounds)], check=True, env=env)
     with open(out_path) as f:
         figures = json.load(f)
