@@ -61,6 +61,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     enable_functionalization,
     enable_python_dispatcher,
     from_functional_tensor,
+    graph_break_registry,
     graph_target_to_str,
     is_functional_tensor,
     is_in_torch_dispatch_mode,

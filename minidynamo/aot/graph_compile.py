@@ -27,6 +27,7 @@ import torch
 import torch.fx as fx
 
 import minidynamo.aot.config as aot_config
+from minidynamo import events
 from minidynamo._torch_private import set_grad_enabled_c
 from minidynamo.aot.compilers import _boxed_graph, _run_graph
 from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
@@ -258,6 +259,8 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
     if training:
         _check_metadata_mutations_fit(meta, part.fw_module, flat_args)
         art.joint, art.partition, art.fw_module = joint, part, part.fw_module
+        events.emit("aot_graph", which="Forward graph", gm=part.fw_module)
+        events.emit("aot_graph", which="Backward graph", gm=part.bw_module)
         compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
         bw_compiler = config.bw_compiler or config.fw_compiler
         boxed_bw = bw_compiler is _run_graph
@@ -280,6 +283,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
         gm = aot_dispatch_base_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
         _check_metadata_mutations_fit(meta, gm, flat_args)
         art.fw_module = gm
+        events.emit("aot_graph", which="Forward graph", gm=gm)
         compiled_fn = _under_grad_mode(config.fw_compiler(gm, _example_inputs(gm)), False)
         art.wrappers.append("inference")
     art.wrappers.append("RuntimeWrapper")

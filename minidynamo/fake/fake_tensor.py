@@ -99,8 +99,9 @@ class DataDependentOutputError(FakeTensorError):
     Dynamo turns either into a graph break, and so does our symbolic interpreter.
     """
 
-    def __init__(self, op: str):
+    def __init__(self, op: str, dynamic_shape: bool = False):
         self.op = op
+        self.dynamic_shape = dynamic_shape  # torch's DynamicOutputShapeException (its shape, not only its value)
         super().__init__(
             f"{op}: its output depends on the data of its inputs, and a FakeTensor has no data "
             "(a tracer turns this into a graph break)"
@@ -347,7 +348,7 @@ class FakeTensorMode(TorchDispatchMode):
                 "always" if torch.Tag.data_dependent_output in tags else
                 "unless integer indices" if torch.Tag.dynamic_output_shape in tags else "")
         if dependent and (dependent == "always" or not _index_with_integer_indices(func, args)):
-            raise DataDependentOutputError(str(func))
+            raise DataDependentOutputError(str(func), dynamic_shape=dependent != "always")
 
         # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.
         out_device = self._output_device(func, flat_in, kwargs)

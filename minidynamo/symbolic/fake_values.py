@@ -22,6 +22,7 @@ import torch
 from minidynamo._torch_private import tree_map
 
 from .exc import unimplemented
+from . import graph_break_registry as gb
 
 
 def make_fake_mode():
@@ -59,9 +60,11 @@ def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str) -> 
         with mode:
             return fn(*args, **kwargs)
     except _data_dependent_errors() as e:
-        unimplemented(f"data-dependent operator {what}: {e}", "the output depends on tensor values")
+        kind = gb.DYNAMIC_SHAPE_OPERATOR if getattr(e, "dynamic_shape", False) else gb.DATA_DEPENDENT_OPERATOR
+        unimplemented(f"data-dependent operator {what}: its output depends on tensor values", "the output depends on "
+                      "tensor values", gb_id=kind, context=f"{type(e).__name__}: {e}")
     except _unsupported_errors() as e:
-        unimplemented(f"{what} is not supported on fake tensors: {e}")
+        unimplemented(f"{what} is not supported on fake tensors", gb_id=gb.NO_FAKE_KERNEL, context=str(e))
     except Exception as e:
         raise TracedUserError(f"{what} raised {type(e).__name__} while tracing on fake tensors: {e}") from e
 

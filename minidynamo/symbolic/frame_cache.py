@@ -117,7 +117,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         cache.recompiles.append(record)
         counters["recompiles"] += 1
         events.emit("recompile", function=frame.__name__, guard=guard.expr if guard else None, change=change,
-                    record=record, dynamic=dynamic)
+                    record=record, dynamic=dynamic, code=frame.code)
         if len(cache.entries) >= CACHE_SIZE_LIMIT:
             cache.fallback = (
                 f"minidynamo: {frame.__name__} hit the cache size limit ({CACHE_SIZE_LIMIT} entries); it runs "
@@ -151,6 +151,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return run_skipped(L)
     if entry is not None:
         cache.entries.append(entry)
+        events.emit("cache_entry", function=frame.__name__, entry=entry)
         return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
     if fallback == "user error?":
         out = eager()
@@ -222,9 +223,7 @@ def _eager_for_good(frame, cache: FrameCache, config: CompileConfig, explanation
     warn_internal(explanation)
     events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
                 lineno=explanation.lineno, function=explanation.function, explanation=explanation,
-                whole_frame=True)
-    if config.on_break is not None:
-        config.on_break(explanation)
+                whole_frame=True)  # no graph, so no break reason for md.explain (Note [A break reason comes with a graph])
     cache.skipped = vm_can_run(frame.code, frame.offset)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from ..fake_values import get_fake_value
 from ..resume_execution import ResumeIterator
 from ..source import AttrSource, GetItemSource, Source
@@ -237,7 +238,7 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return ConstantVariable(value)
     if isinstance(value, type):
         return BuiltinVariable(value) if is_builtin(value) else UserDefinedClassVariable(value)
-    unimplemented(f"a {type(value).__name__} value produced while tracing")
+    unimplemented(f"a {type(value).__name__} value produced while tracing", gb_id=gb.SOURCELESS)
 
 
 def wrap_sourceless(tx, value: Any) -> VariableTracker:

@@ -19,6 +19,7 @@ import torch
 import torch.fx
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -30,6 +31,10 @@ CONSTANT_METHODS = {
 CONSTANT_ATTRS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "layout", "is_cuda",
                   "is_sparse", "is_quantized", "is_meta", "itemsize"}
 # Methods that need data (or change autograd state) the tracer cannot fake: graph breaks.
+BREAK_METHOD_TYPES = {  # torch's registry id for each (graph_break_registry.py)
+    "item": gb.ITEM, "__bool__": gb.ITEM, "__int__": gb.ITEM, "__float__": gb.ITEM, "tolist": gb.TOLIST,
+    "numpy": gb.NUMPY, "backward": gb.BACKWARD, "requires_grad_": "GB0125",
+}
 BREAK_METHODS = {
     "item": "Tensor.item() needs the tensor's data (a Python number)",
     "tolist": "Tensor.tolist() needs the tensor's data",
@@ -62,12 +67,13 @@ class TensorVariable(VariableTracker):
         return self.class_type
 
     def as_python_constant(self) -> Any:
-        unimplemented("a tensor is not a Python constant")
+        unimplemented("a tensor is not a Python constant", gb_id=gb.NOT_A_CONSTANT)
 
     def truth(self, tx) -> bool:
         unimplemented(
             "data-dependent control flow: the branch depends on a tensor's value",
             "compute both sides with torch.where, or move the test out of the compiled function",
+            gb_id=gb.DATA_DEPENDENT_BRANCH, context=f"attempted to jump with {self}",
         )
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -93,7 +99,7 @@ class TensorVariable(VariableTracker):
             from .misc import GetAttrVariable
 
             return GetAttrVariable(self, name)
-        unimplemented(f"Tensor attribute {name!r}")
+        unimplemented(f"Tensor attribute {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from .builder import wrap_constant_result, wrap_fx_proxy
@@ -101,7 +107,8 @@ class TensorVariable(VariableTracker):
         if name == "requires_grad_" and self.source is None:
             pass  # on an intermediate tensor it is an ordinary op in the graph
         elif name in BREAK_METHODS:
-            unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region")
+            unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region",
+                          gb_id=BREAK_METHOD_TYPES.get(name, gb.UNSUPPORTED_METHOD), context=f"{self}.{name}()")
         if name in CONSTANT_METHODS:
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -123,7 +130,7 @@ class TensorVariable(VariableTracker):
 
             return wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, args[0].as_proxy()), {})
         if not hasattr(torch.Tensor, name):
-            unimplemented(f"Tensor has no method {name!r}")
+            unimplemented(f"Tensor has no method {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
         if name == "new" and len(args) == 1 and isinstance(args[0], ConstantVariable) \
                 and isinstance(args[0].value, torch.Size):
             # Note [Tensor.new with a Size]: ``x.new(torch.Size([5, 8]))`` means a shape, but
