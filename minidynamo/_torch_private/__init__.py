@@ -87,6 +87,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     dynamo_cleaned_instructions,
     dynamo_counters,
     dynamo_explain,
+    dynamo_explain_with_gb_types,
     dynamo_instruction_translator_base,
     dynamo_mark_dynamic,
     dynamo_mark_static,

@@ -127,7 +127,12 @@ class BuiltinVariable(VariableTracker):
             unimplemented("repr() of a tensor needs its data", gb_id=gb.REPR_TENSOR, context=context)
         if getattr(builtins, str(name), None) is fn:  # a Python builtin (str, format...): torch's BuiltinVariable
             unimplemented(f"{name}() on these arguments cannot be traced", gb_id=gb.BUILTIN_OPERATOR, context=context)
-        module = getattr(fn, "__module__", None) or getattr(getattr(fn, "__self__", None), "__name__", "?")
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, type):  # a C classmethod (datetime.now): torch's call_method on the class
+            unimplemented(f"{owner.__name__}.{name}() is a C method minidynamo does not trace (it runs eagerly)",
+                          "move it out of the compiled function, or accept the graph break",
+                          gb_id=gb.UNSUPPORTED_METHOD, context=context)
+        module = getattr(fn, "__module__", None) or getattr(owner, "__name__", "?")
         unimplemented(f"{module}.{name} is a C function minidynamo does not trace (it runs eagerly)",
                       "move it out of the compiled function, or accept the graph break",
                       gb_id=gb.SKIPPED_FUNCTION, context=context)

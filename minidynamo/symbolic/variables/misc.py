@@ -395,7 +395,7 @@ class UserDefinedClassVariable(VariableTracker):
         attr = inspect.getattr_static(self.value, name, None)
         metaclass_slot = isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)) and isinstance(
             self.value, attr.__objclass__)  # cls.__name__: type's own descriptor, not the class's value
-        if isinstance(attr, (staticmethod, classmethod)) or metaclass_slot:
+        if isinstance(attr, (staticmethod, classmethod, types.ClassMethodDescriptorType)) or metaclass_slot:
             attr = getattr(self.value, name)
         elif attr is None:
             unimplemented(f"class {self.value.__name__} has no attribute {name!r}")

@@ -93,8 +93,8 @@ class TensorVariable(VariableTracker):
             return wrap_fx_proxy(tx, "call_function", getattr, (self.proxy, name), {})
         if name == "grad":
             unimplemented("reading Tensor.grad is not traced")
-        if name == "data":
-            return self.call_method(tx, "detach", [], {})
+        if name == "data":  # torch: a call_function node (``torch._C._autograd._get_data_attr``), an op of the graph
+            return wrap_fx_proxy(tx, "call_function", torch.detach, (self.proxy,), {})
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
             from .misc import GetAttrVariable
 
