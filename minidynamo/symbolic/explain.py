@@ -56,7 +56,8 @@ class ExplainOutput:
                  f"Op Count: {self.op_count}"]
         if self.graph_count == 0:
             lines.append("No graph was compiled: every frame ran eagerly (Graph Break Count is graph_count - 1 = "
-                         "-1, as torch computes it). Why, frame by frame: .entries[i].break_reason.")
+                         "-1, as torch computes it). A break before any op compiles no graph, so it has no break reason "
+                         "here (as in torch); md.set_logs(graph_breaks=True) logs every break.")
         lines.append("Break Reasons:")
         for i, reason in enumerate(self.break_reasons, 1):
             lines.append(f"  Break Reason {i}:")
