@@ -65,7 +65,7 @@ class CallOpcodes:
         kwargs = {}
         if kwargs_var is not None:
             if not isinstance(kwargs_var, ConstDictVariable):
-                unimplemented(f"**kwargs from {kwargs_var}")
+                unimplemented(f"**kwargs from {kwargs_var}", gb_id="GB0167")
             kwargs = dict(kwargs_var.items)
         self.push(fn.call_function(self, args, kwargs))
 

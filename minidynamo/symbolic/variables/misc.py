@@ -45,7 +45,7 @@ class CellVariable(VariableTracker):
         self.value = value
 
     def reconstruct(self, codegen) -> str:
-        unimplemented("a closure cell cannot be rebuilt after a graph break")
+        unimplemented("a closure cell cannot be rebuilt after a graph break", gb_id=gb.RECONSTRUCTION)
 
 
 class GetAttrVariable(VariableTracker):
@@ -276,7 +276,7 @@ class WarningOnceVariable(VariableTracker):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            unimplemented("logger.warning_once with arguments that are not constants")
+            unimplemented("logger.warning_once with arguments that are not constants", gb_id=gb.LOGGER_METHOD)
         logger = self.logger.value
         cached = inspect.getattr_static(type(logger), "warning_once")
         logger.warning_once(*[a.as_python_constant() for a in args],
@@ -307,7 +307,7 @@ class SuperVariable(VariableTracker):
         mro = obj_type.__mro__
         if self.cls not in mro:  # super() in a classmethod: the second argument is a class
             unimplemented(f"super().{name} whose second argument is a {obj_type.__name__}, not a "
-                          f"{self.cls.__name__} (super() in a classmethod)")
+                          f"{self.cls.__name__} (super() in a classmethod)", gb_id=gb.SUPER)
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in klass.__dict__:
                 if klass is torch.nn.Module and name == "__init__" and getattr(self.obj, "is_new_module", False):
