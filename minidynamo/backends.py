@@ -8,9 +8,12 @@ Mirrors ``torch/_dynamo/backends/`` (``debugging.py``: ``eager``, ``aot_eager``)
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import torch
+
+from minidynamo import events
 
 
 def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
@@ -38,6 +41,61 @@ def aot_eager_default_partition(gm: torch.fx.GraphModule, example_inputs: list) 
     from minidynamo.aot import aot_module_simplified
 
     return aot_module_simplified(gm, example_inputs, keep_inference_input_mutations=True)
+
+
+# --- dynamic graphs: one symbolic compile, else one per size ------------------------------
+#
+# Note [AOT backends specialize per size]
+#     A graph with SymInt placeholders handed to ``aot_eager`` is traced by our
+#     AOTAutograd once, over the same symbols (``minidynamo/aot/sym_tracing.py``,
+#     Note [AOT traces Dynamo's symbols]): its forward and backward graphs take
+#     SymInt inputs and serve every size, as torch's do, and the decisions AOT
+#     makes on sizes join this ShapeEnv's guards (installed after the backend
+#     returns). Only when that symbolic trace fails (an op or a construct it does
+#     not handle: a metadata mutation of an input, a size expression it cannot
+#     write as graph nodes) does the backend fall back to being called lazily,
+#     once per distinct set of input sizes (``specialize_per_size``), reported as
+#     an ``"aot_symbolic_failed"`` event and then an ``"aot_specialized"`` event
+#     per size: never a graph traced for one size run on another. The ``eager``
+#     backend and user callables get the symbolic graph itself, as torch's do.
+
+
+def graph_is_dynamic(gm: torch.fx.GraphModule) -> bool:
+    return any(isinstance(n.meta.get("example_value"), torch.SymInt) for n in gm.graph.nodes if n.op == "placeholder")
+
+
+def compile_symbolic_or_per_size(backend: Callable, gm: torch.fx.GraphModule, example_inputs: list, name: str) -> Callable:
+    """Note [AOT backends specialize per size]: the symbolic AOT compile, else one compile per size."""
+    from minidynamo.aot.sym_tracing import SymbolicAOTFailed
+
+    try:
+        return backend(gm, example_inputs)
+    except SymbolicAOTFailed as exc:
+        events.emit("aot_symbolic_failed", graph=name, reason=str(exc))
+        return specialize_per_size(backend, gm, name)
+
+
+def specialize_per_size(backend: Callable, gm: torch.fx.GraphModule, name: str) -> Callable:
+    """Note [AOT backends specialize per size]: ``backend`` called once per distinct input sizes."""
+    compiled: dict = {}
+
+    def key(args):
+        return tuple((tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else
+                     (type(a), a) for a in args)
+
+    def run(*args):
+        k = key(args)
+        fn = compiled.get(k)
+        if fn is None:
+            events.emit("aot_specialized", graph=name, sizes=[a for a in k])
+            from minidynamo.aot.sym_tracing import static_copy
+
+            with warnings.catch_warnings():
+                fn = compiled[k] = backend(static_copy(gm), list(args))
+        return fn(*args)
+
+    run.specializations = compiled
+    return run
 
 
 BACKENDS: dict[str, Callable] = {

@@ -41,7 +41,7 @@ ARTIFACTS = {
     "guards": "minidynamo.symbolic.guards",               # torch/_dynamo/guards.py
     "graph_code": "minidynamo.symbolic.output_graph",     # torch/_dynamo/output_graph.py
     "aot_graphs": "minidynamo.aot.graph_compile",         # torch/_functorch/_aot_autograd/graph_capture.py
-    "dynamic": "minidynamo.fake.symbolic_shapes",         # torch/fx/experimental/symbolic_shapes.py (a log)
+    "dynamic": "minidynamo.shapes.symbolic_shapes",       # torch/fx/experimental/symbolic_shapes.py (a log)
 }
 _LEVEL = {"dynamic": logging.INFO}  # torch's "dynamic" is a log at INFO; the artifacts log at DEBUG ("V")
 

@@ -322,7 +322,7 @@ def torch_compute_overlapping_tensors(tensors):
     return set(compute_overlapping_tensors(list(tensors), symbolic=False))
 
 
-# --- the three FakeTensor passes and the backward, chapters 12-13 (real_passes.py, bench.py) ---
+# --- the three FakeTensor passes and the backward, chapters 12-13 (real_passes.py, bench/__init__.py) ---
 
 
 def real_pass_hook_points():

@@ -20,8 +20,6 @@ Note [Graph-break types come from torch's registry]
 
 from __future__ import annotations
 
-import os
-import sysconfig
 from typing import Optional
 
 from minidynamo._torch_private import graph_break_registry
@@ -103,24 +101,3 @@ def documentation_link(gb_id: str) -> Optional[str]:
     if gb_entry(gb_id) is None:
         return None
     return f"https://meta-pytorch.github.io/compile-graph-break-site/gb/gb{gb_id.lstrip('GB')}.html"
-
-
-# --- Note [The user's line of a graph break] -----------------------------------------
-# A break may happen deep inside a library the user called (``logging.warning`` reaching
-# ``sys._getframe``); torch's ``user_stack`` then ends in the library. Ours keeps that
-# whole stack (``GraphBreak.user_stack``) and names, as the break's ``file:line``, the
-# innermost frame that is the user's: not the standard library, not an installed
-# package, not minidynamo itself (its teaching corpus and exercises are user code). When
-# every frame is library code (the frame hook compiling a transformers forward), it is
-# the innermost frame, as torch's.
-
-_LIBRARY_DIRS = tuple(sorted({os.path.realpath(p) + os.sep for p in (
-    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}))
-
-
-def is_library_file(filename: str) -> bool:
-    from .exc import internal_frame
-
-    if filename.startswith("<frozen") or internal_frame(filename):
-        return True
-    return os.path.realpath(filename).startswith(_LIBRARY_DIRS) if filename.startswith("/") else False

@@ -25,10 +25,9 @@ from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_
                                  find_exception_handler, get_instructions, offset_to_index)
 
 from . import counters
-from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
+from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, is_library_file, unimplemented
 from . import graph_break_registry as gb
 from .fake_values import TracedUserError
-from .graph_break_registry import is_library_file
 from .opcodes_312_313 import Py312Py313Opcodes
 from .opcodes_calls import CallOpcodes
 from .opcodes_control import ControlFlowOpcodes

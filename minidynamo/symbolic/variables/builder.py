@@ -43,6 +43,11 @@ from .nn_module import NNModuleVariable
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
 
+# md.compile'd functions (``eval_frame.OptimizedFunction``), which the trace inlines: eval_frame
+# registers its class here when imported, as the frame hook sits above the builder and the
+# builder never imports it (the import contracts of pyproject.toml, tests/test_import_contracts.py)
+COMPILED_FUNCTION_TYPES: tuple[type, ...] = ()
+
 
 class VariableBuilder:
     """Wrap a real value that came from ``source`` (installs guards; see the Note)."""
@@ -171,9 +176,7 @@ class VariableBuilder:
         if is_torch_callable(value):
             guards.ID_MATCH(source, value, "the trace recorded this torch function")
             return TorchInGraphFunctionVariable(value, source=source)
-        from ..eval_frame import OptimizedFunction
-
-        if isinstance(value, OptimizedFunction):  # calling another md.compile'd function: inline its body
+        if isinstance(value, COMPILED_FUNCTION_TYPES):  # calling another md.compile'd function: inline its body
             guards.ID_MATCH(source, value, "the trace inlined this compiled function's body")
             return UserFunctionVariable(value.fn, source=AttrSource(source, "fn"))
         if isinstance(value, types.FunctionType):
