@@ -101,7 +101,7 @@ def tour() -> int:
     cold = not (folder / f"{name}.so").exists()
     print("  building or loading the C++ TENSOR_MATCH guard (minidynamo/symbolic/tensor_match.cpp):")
     print(f"  cache folder: {folder.parent} (MINIDYNAMO_CACHE moves it)")
-    print("  the first run compiles it with g++ there (about 1-2 minutes cold), later runs load it ...")
+    print("  the first run compiles it with g++ there (about 30 s on two cores), later runs load it ...")
     sys.stdout.flush()
     start = time.perf_counter()
     with _progress("compiling the C++ guard with g++" if cold else ""):

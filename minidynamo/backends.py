@@ -28,6 +28,17 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     metadata (FakeTensor pass 2), joint graph (pass 3), then, as torch's backend
     does, the min-cut rematerialization partition, and input mutations of
     inference graphs kept inside the graph (``keep_inference_input_mutations``).
+
+    Note [Why aot_eager partitions by min-cut]: torch's ``aot_eager``
+    (``torch/_dynamo/backends/debugging.py``: "AOT Autograd backend with nop
+    compiler. It is helpful in debugging.") passes
+    ``partition_fn=min_cut_rematerialization_partition``, the partitioner Inductor
+    uses (``partition_fn`` in ``torch/_inductor/compile_fx.py``). So the forward and
+    backward it runs are split by the same algorithm as Inductor's (without
+    Inductor's decompositions; ``aot_eager_decomp_partition`` adds them, and the
+    partitioner's ``compiler="inductor"`` setting): when a model fails under
+    Inductor but not under ``aot_eager``, the partition is not the suspect. The default partition stays one name away,
+    ``aot_eager_default_partitioner``.
     """
     from minidynamo.aot import aot_module_simplified
     from minidynamo.aot.min_cut_partition import min_cut_rematerialization_partition
@@ -36,11 +47,14 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
                                  keep_inference_input_mutations=True)
 
 
-def aot_eager_default_partition(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def aot_eager_default_partitioner(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """``aot_eager`` with the default partition (torch: the backend of the same name)."""
     from minidynamo.aot import aot_module_simplified
 
     return aot_module_simplified(gm, example_inputs, keep_inference_input_mutations=True)
+
+
+aot_eager_default_partition = aot_eager_default_partitioner  # our earlier name, kept for old callers
 
 
 # --- dynamic graphs: one symbolic compile, else one per size ------------------------------
@@ -100,13 +114,13 @@ def specialize_per_size(backend: Callable, gm: torch.fx.GraphModule, name: str) 
 
 BACKENDS: dict[str, Callable] = {
     "eager": eager, "aot_eager": aot_eager,
-    "aot_eager_default_partitioner": aot_eager_default_partition,  # torch's name
-    "aot_eager_default_partition": aot_eager_default_partition,
+    "aot_eager_default_partitioner": aot_eager_default_partitioner,  # torch's name
+    "aot_eager_default_partition": aot_eager_default_partitioner,  # our earlier name
 }
 
 
 def lookup_backend(backend: Any) -> Callable:
-    """A backend name ("eager", "aot_eager", "aot_eager_default_partition") or any ``callable(gm, example_inputs)``."""
+    """A backend name ("eager", "aot_eager", "aot_eager_default_partitioner") or any ``callable(gm, example_inputs)``."""
     if isinstance(backend, str):
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; known: {sorted(BACKENDS)} or a callable(gm, example_inputs)")

@@ -202,11 +202,23 @@ class VariableBuilder:
         if isinstance(value, type):
             guards.ID_MATCH(source, value, "the trace used this class")
             return UserDefinedClassVariable(value, source=source)
+        if isinstance(value, types.BuiltinMethodType) and type(value.__self__) in _CONTAINER_TYPES:
+            # A container's bound method (``logged.append`` on a resume function's stack, after a
+            # break inside ``logged.append(loss.item())``): the call goes to the container, read
+            # through ``__self__``, so it is traced as a side effect. Dynamo:
+            # ``bound_builtin_method_descriptor`` and ``BoundBuiltinMethodVariable`` (variables/builder.py).
+            from .misc import GetAttrVariable
+
+            obj = VariableBuilder(tx, AttrSource(source, "__self__"))(value.__self__)
+            return GetAttrVariable(obj, value.__name__, source=source)
         if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
         guards.TYPE_MATCH(source, value, "the trace read attributes of this object")
         return UserDefinedObjectVariable(value, source=source)
+
+
+_CONTAINER_TYPES = (list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict)
 
 
 def _tracked_by_identity(value: Any) -> bool:
