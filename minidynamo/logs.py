@@ -139,9 +139,10 @@ def _recompile(e) -> None:
     code = e.details.get("code")
     where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "?"
     global _current
+    reasons = e.details.get("reasons") or [f"{_compile_id(e.function)}: {record or e.details.get('guard')}"]
     text = (f"Recompiling function {e.function} in {where}\n"
             f"    triggered by the following guard failure(s):\n"
-            f"    - {_compile_id(e.function)}: {record if record is not None else e.details.get('guard')}")
+            + "\n".join(f"    - {reason}" for reason in reasons))  # the cache's own texts (guard_tree.fail_reason)
     _current = e.function
     _compile_id(e.function, new_compile=True)
     _emit("recompiles", text, _emitter())

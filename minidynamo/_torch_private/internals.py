@@ -237,6 +237,7 @@ DispatchKeySet = torch._C.DispatchKeySet
 dispatch_keys = torch._C._dispatch_keys  # oracle: a tensor's own key set
 dispatch_tls_local_include_set = torch._C._dispatch_tls_local_include_set  # oracle: TLS
 dispatch_tls_local_exclude_set = torch._C._dispatch_tls_local_exclude_set  # oracle: TLS
+torch_dispatch_stack_len = torch._C._len_torch_dispatch_stack  # oracle: TorchDispatchModeTLS's stack length
 dispatch_tls_is_dispatch_key_included = torch._C._dispatch_tls_is_dispatch_key_included  # one TLS bit
 dispatch_keyset_full_after = torch._C._dispatch_keyset_full_after
 after_autograd_keyset = torch._C._after_autograd_keyset
