@@ -6,13 +6,14 @@ releases, so a torch upgrade should touch this package and no other.
 
 Rule for contributors: a module of minidynamo that needs ``torch._something``
 imports it from here (``from minidynamo._torch_private import ...``). Tests that
-use the real torch as the oracle import it from here too. Two modules, one concept
+use the real torch as the oracle import it from here too. Three modules, one concept
 each, their sections following the pipeline in chapter order (bytecode, interpreter,
 Dynamo, fake tensors, dispatcher, decompositions, functionalization, joint graph and
 partitioning, the three passes):
 
     internals.py   what minidynamo builds on (pytrees, dispatcher switches, op entry points)
     oracles.py     the real torch, run to compare against (its Dynamo, FakeTensor, AOTAutograd)
+    inductor.py    torch's Inductor, which the "inductor" backend uses behind our AOTAutograd
 
 Add a name to the section of the stage that needs it, in the module of its use, and
 list it below. Each name says what it is in torch. Every name is importable from here;
@@ -41,6 +42,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     _lazy_graph_module_class,
     _torch_tree_map,
     after_autograd_keyset,
+    autograd_would_have_decomposed,
     autograd_node_created_hook,
     clear_python_dispatch_cache,
     defer_dynamo_in_meta_kernels,
@@ -82,6 +84,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     tree_unflatten,
     unsafe_set_version_counter,
 )
+from minidynamo._torch_private.inductor import inductor_compile_fx, inductor_graphs_recorder  # noqa: F401
 from minidynamo._torch_private.oracles import (  # noqa: F401
     compiled_autograd_enabled,
     dynamo_cache_entries,

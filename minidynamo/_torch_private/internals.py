@@ -258,6 +258,14 @@ enable_functionalization = torch._enable_functionalization
 disable_functionalization = torch._disable_functionalization
 
 
+def autograd_would_have_decomposed(func, flat_args) -> bool:
+    """torch.utils._python_dispatch.autograd_would_have_decomposed (used): a CompositeImplicitAutograd
+    op that reached a mode is decomposed there only if the device has no kernel of its own (make_fx)."""
+    from torch.utils._python_dispatch import autograd_would_have_decomposed as would
+
+    return would(func, flat_args)
+
+
 def is_in_torch_dispatch_mode() -> bool:
     """Whether any TorchDispatchMode (user or infra: fake, proxy, functional) is active."""
     from torch.utils._python_dispatch import is_in_torch_dispatch_mode as _is_in

@@ -304,7 +304,7 @@ def _stale_in_node(node: Any, info: dict) -> list[tuple[int, str]]:
 
 def aot_dispatch_autograd_graph(
     flat_fn: Callable, flat_args: list[Any], meta: ViewAndMutationMeta, *, fake_mode: Any = None,
-    functionalize: bool = True, saved_value_hooks: bool = False,
+    functionalize: bool = True, saved_value_hooks: bool = False, decompositions: dict | None = None,
 ) -> JointGraph:
     """Trace the joint graph of ``flat_fn`` on fake copies of ``flat_args``.
 
@@ -361,6 +361,7 @@ def aot_dispatch_autograd_graph(
         pass_name=events.AOT_JOINT,
         on_start=lambda tracer: info.__setitem__("tracer", tracer),
         dead_code_elimination=True,  # torch eliminates dead code right after tracing the joint
+        decomposition_table=decompositions,
     )
     gm = tracer(*primals, *tangents)
     for node in gm.graph.nodes:
@@ -383,7 +384,7 @@ def aot_dispatch_autograd_graph(
 
 def aot_dispatch_base_graph(
     flat_fn: Callable, flat_args: list[Any], meta: ViewAndMutationMeta, *, fake_mode: Any = None,
-    functionalize: bool = True,
+    functionalize: bool = True, decompositions: dict | None = None,
 ) -> fx.GraphModule:
     """The inference path: trace only the functionalized forward (no backward).
 
@@ -419,6 +420,6 @@ def aot_dispatch_base_graph(
     gm = make_fx(
         fw, fake_mode=fake_mode, placeholder_names=names,
         outer_modes=[func_mode] if func_mode is not None else [], pass_name=events.AOT_JOINT,
-        dead_code_elimination=True,
+        dead_code_elimination=True, decomposition_table=decompositions,
     )(*flat_args)
     return gm
