@@ -12,11 +12,13 @@ Public API::
     md.explain(fn, *args, **kwargs)
     md.reset()
     md.config                      # torch._dynamo.config's names; md.config.patch(recompile_limit=2)
+    md.set_logs(graph_breaks=True, recompiles=True, guards=True, graph_code=True, aot_graphs=True, dynamic=True)
+                                   # as torch._logging.set_logs; env MINIDYNAMO_LOGS="graph_breaks,recompiles"
 """
 
 from __future__ import annotations
 
-__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "mark_static", "mark_unbacked"]
+__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "mark_static", "mark_unbacked", "set_logs"]
 __version__ = "0.1.0"
 
 from minidynamo import config  # noqa: E402  (torch._dynamo.config's names: md.config.patch(...))
@@ -80,3 +82,28 @@ def reset() -> None:
     from minidynamo.symbolic.eval_frame import reset as _reset
 
     _reset()
+
+
+def set_logs(**artifacts: bool) -> None:
+    """Log what the stages do, as ``torch._logging.set_logs`` (``TORCH_LOGS``) does: ``minidynamo/logs.py``.
+
+    ``md.set_logs(graph_breaks=True, recompiles=True, guards=True, graph_code=True,
+    aot_graphs=True, dynamic=True)``; the names are torch's artifacts, what is not named is
+    off. The environment variable ``MINIDYNAMO_LOGS="graph_breaks,recompiles"`` does the
+    same when minidynamo is imported.
+    """
+    from minidynamo.logs import set_logs as _set_logs
+
+    _set_logs(**artifacts)
+
+
+def _logs_from_env() -> None:
+    import os
+
+    if os.environ.get("MINIDYNAMO_LOGS", "").strip():
+        from minidynamo.logs import _from_env
+
+        _from_env()
+
+
+_logs_from_env()

@@ -93,6 +93,25 @@ def _lazy_graph_module_class():
 # --- the symbolic interpreter (our Dynamo), chapters 03-05 and 15 ----------------------
 
 
+@functools.lru_cache(maxsize=1)
+def graph_break_registry() -> dict:
+    """torch/_dynamo/graph_break_registry.json of the installed torch, as torch loads it.
+
+    ``{"GB0059": [{"Gb_type": ..., "Context": ..., "Explanation": ..., "Hints": [...]}, ...]}``,
+    the newest wording of each id first (torch/_dynamo/exc.py ``_load_gb_type_to_gb_id_map``
+    reads the same file). Found beside torch's ``_dynamo`` package without importing it;
+    ``{}`` when this torch ships no registry.
+    """
+    import json
+    from pathlib import Path
+
+    path = Path(torch.__file__).parent / "_dynamo" / "graph_break_registry.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def dynamo_graph_break_fn():
     """torch._dynamo.graph_break: user code may call it; our interpreter breaks there too."""
     import torch._dynamo

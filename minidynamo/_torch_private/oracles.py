@@ -75,6 +75,62 @@ def dynamo_explain(fn, *args, **kwargs):
     return torch._dynamo.explain(fn)(*args, **kwargs)
 
 
+def dynamo_explain_with_gb_types(fn, *args, **kwargs):
+    """Oracle: ``torch._dynamo.explain(fn)(*args)`` and each break reason's registry ``gb_type``.
+
+    Returns ``(explain_output, gb_types)``, one ``gb_type`` per break reason (None if
+    none is found). A reason's text starts with its ``gb_type`` (exc.py
+    ``format_graph_break_message``), except a data-dependent jump's (``generic_jump
+    TensorVariable()``, symbolic_convert.py ``jump_graph_break``): its ``gb_type`` is read
+    from the ``graph_breaks`` log record torch writes for the same user line.
+    """
+    import json
+    import logging
+    from pathlib import Path
+
+    import torch._dynamo
+    import torch._logging
+
+    registry = json.loads((Path(torch._dynamo.__file__).parent / "graph_break_registry.json").read_text())
+    known = {e["Gb_type"] for entries in registry.values() for e in entries}
+    logged: list[tuple[str, int, str]] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            lines = record.getMessage().splitlines()
+            if not lines or not lines[0].startswith("Graph break"):
+                return
+            where = lines[0].rsplit(" at ", 1)[-1]
+            file, _, line = where.rpartition(":")
+            texts = [ln.strip().removeprefix("Graph Break Reason: ") for ln in lines[1:]]
+            gb = next((t for t in texts if t in known), None)
+            if line.isdigit():
+                logged.append((file, int(line), gb))
+
+    logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+    handler, old = Collect(), (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        with torch._dynamo.config.patch(verbose=False):
+            out = torch._dynamo.explain(fn)(*args, **kwargs)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old[0])
+        logger.propagate = old[1]
+    gb_types = []
+    for reason in out.break_reasons:
+        first = reason.reason.splitlines()[0].strip() if reason.reason else ""
+        if first in known:
+            gb_types.append(first)
+            continue
+        last = reason.user_stack[-1] if reason.user_stack else None
+        match = [gb for file, line, gb in logged if last is not None and (file, line) == (last.filename, last.lineno)]
+        gb_types.append(match[0] if match else None)
+    return out, gb_types
+
+
 def dynamo_cache_entries(code) -> list:
     """Oracle: the cache entries torch's frame hook keeps for a code object (chapters 05, 15).
 

@@ -187,7 +187,7 @@ class FakeTensorMode(TorchDispatchMode):
                 "always" if torch.Tag.data_dependent_output in tags else
                 "unless integer indices" if torch.Tag.dynamic_output_shape in tags else "")
         if dependent and (dependent == "always" or not _index_with_integer_indices(func, args)):
-            raise DataDependentOutputError(str(func))
+            raise DataDependentOutputError(str(func), dynamic_shape=dependent != "always")
 
         # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.
         out_device = self._output_device(func, flat_in, kwargs)

@@ -64,6 +64,8 @@ from typing import Any, Optional
 import sympy
 import torch
 
+from minidynamo import events
+
 from .sym_functions import FloorDiv, python_expr  # FloorDiv, python_expr re-exported
 from .sym_node import SymNode, _sympify, is_symbolic  # SymNode, is_symbolic re-exported
 
@@ -231,6 +233,7 @@ class ShapeEnv:
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.val_to_var.setdefault(val, sym)
+        events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
         return sym
 
     def create_int_symbol(self, val: int, source: str) -> sympy.Symbol:
@@ -246,6 +249,7 @@ class ShapeEnv:
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.int_symbols.add(sym)
+        events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
         return sym
 
     def create_symint(self, expr, hint: int):

@@ -21,6 +21,7 @@ import torch
 
 from minidynamo._torch_private import tree_map
 
+from . import graph_break_registry as gb
 from .exc import TracedUserError, unimplemented  # noqa: F401 - TracedUserError: importable from here
 
 
@@ -65,11 +66,14 @@ def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str, dyn
             out = dynamic_output(fn, args, kwargs)
             if out is not None:
                 return out
-        unimplemented(f"data-dependent operator {what}: {e}", "the output depends on tensor values")
+        kind = gb.DYNAMIC_SHAPE_OPERATOR if getattr(e, "dynamic_shape", False) else gb.DATA_DEPENDENT_OPERATOR
+        unimplemented(f"data-dependent operator {what}: its output depends on tensor values", "the output depends on "
+                      "tensor values", gb_id=kind, context=f"{type(e).__name__}: {e}")
     except GuardOnDataDependentSymNode as e:
-        unimplemented(f"data-dependent decision in {what}: {e}", "torch._check the value first")
+        unimplemented(f"data-dependent decision in {what}", "torch._check the value first",
+                      gb_id=gb.DATA_DEPENDENT_BRANCH, context=f"{type(e).__name__}: {e}")
     except _unsupported_errors() as e:
-        unimplemented(f"{what} is not supported on fake tensors: {e}")
+        unimplemented(f"{what} is not supported on fake tensors", gb_id=gb.NO_FAKE_KERNEL, context=str(e))
     except Exception as e:
         raise TracedUserError(f"{what} raised {type(e).__name__} while tracing on fake tensors: {e}") from e
 

@@ -162,6 +162,7 @@ class OutputGraph:
         if code is not None:  # whose graph it is, for a backend's warnings
             gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         example_inputs = [value for _, _, value in used]
+        events.emit("dynamo_graph", gm=gm, name=name, function=code.co_name if code is not None else name)
         if self.symbol_proxies:  # Note [AOT backends specialize per size] (backends.py)
             from minidynamo.backends import compile_symbolic_or_per_size, eager
 

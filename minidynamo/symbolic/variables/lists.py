@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -56,7 +57,7 @@ class BaseListVariable(VariableTracker):
         if isinstance(idx, slice):
             return type(self)(self.items[idx])
         if not isinstance(idx, int):
-            unimplemented(f"{self.kind.__name__} index of type {type(idx).__name__}")
+            unimplemented(f"{self.kind.__name__} index of type {type(idx).__name__}", gb_id=gb.UNSUPPORTED_METHOD)
         return self.items[idx]
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -260,7 +261,7 @@ class LazyGeneratorVariable(ListIteratorVariable):
 
     def reconstruct(self, codegen) -> str:
         if not self.exhausted:
-            unimplemented("a generator suspended at a graph break cannot be rebuilt")
+            unimplemented("a generator suspended at a graph break cannot be rebuilt", gb_id=gb.RECONSTRUCTION)
         return super().reconstruct(codegen)
 
     def python_type(self) -> type:

@@ -25,6 +25,7 @@ from minidynamo._torch_private import TENSOR_BASE, TORCH_CHECK_FNS
 from minidynamo.trace_rules import is_library_module
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -137,14 +138,15 @@ class TorchInGraphFunctionVariable(VariableTracker):
             unimplemented(f"torch.Tensor.{fn.__name__} called without a tensor as its first argument "
                           f"({args[0] if args else 'no arguments'})")
         if fn in _graph_break_fns():
-            unimplemented("torch._dynamo.graph_break() asks for a graph break")
+            unimplemented("torch._dynamo.graph_break() asks for a graph break", gb_id=gb.GRAPH_BREAK_CALL)
         if fn in BREAK:
-            unimplemented(BREAK[fn])
+            unimplemented(BREAK[fn], gb_id=gb.SKIPPED_FUNCTION, context=f"torch.{fn.__name__}")
         if fn in COMPILING:
             return wrap_constant_result(COMPILING[fn])
         name = getattr(fn, "__name__", "") or ""
         if name.startswith(_STATE_SETTER_PREFIXES) and not _reads_tensor(args, kwargs):
-            unimplemented(f"torch.{name} changes global state", "call it outside the compiled function")
+            unimplemented(f"torch.{name} changes global state", "call it outside the compiled function",
+                          gb_id=gb.SKIPPED_FUNCTION)
         const_args = all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values())
         if fn in CONSTANT_FOLD or (const_args and fn in (torch.is_tensor,)):
             if not const_args and fn in (torch.is_tensor,):

@@ -19,6 +19,7 @@ import torch
 from minidynamo import config
 from minidynamo._torch_private import torch_check_is_size
 
+from .. import graph_break_registry as gb
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -39,7 +40,7 @@ def call_item(tx, tensor) -> VariableTracker:
     if not config.capture_scalar_outputs:
         unimplemented("Tensor.item() needs the tensor's data (a Python number)",
                       "set minidynamo.config.capture_scalar_outputs = True to keep it in the graph as a symbol "
-                      "(torch._dynamo.config.capture_scalar_outputs)")
+                      "(torch._dynamo.config.capture_scalar_outputs)", gb_id=gb.ITEM)
     fake = tensor.example_value
     env = _env(tx)
     if fake.dtype is torch.bool:  # torch: an unbacked int in [0, 1], the bool is Eq(u0, 1)
@@ -67,7 +68,8 @@ def call_tolist(tx, tensor) -> VariableTracker:
 
     if not config.capture_scalar_outputs:
         unimplemented("Tensor.tolist() needs the tensor's data",
-                      "set minidynamo.config.capture_scalar_outputs = True to keep it in the graph as symbols")
+                      "set minidynamo.config.capture_scalar_outputs = True to keep it in the graph as symbols",
+                      gb_id=gb.TOLIST)
     fake = tensor.example_value
     if fake.dim() == 0:
         return call_item(tx, tensor)
