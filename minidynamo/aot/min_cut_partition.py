@@ -260,7 +260,10 @@ def _flow_graph(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
         if _is_primal(node):
             ban(node, "primal input")
         reason = _ban_reason(node, info)
-        if node in info.required_fw and reason:
+        # an input or buffer mutation kept in the graph (copy_, keep_input_mutations) has no user but runs in the
+        # forward: torch's required_fw_nodes (the default partition's forward) holds it, and bans it
+        if (node in info.required_fw or (node.op == "call_function" and node.is_impure()
+                                         and node not in info.required_bw)) and reason:
             ban(node, reason)
         val = node.meta.get("val")
         if not isinstance(val, (torch.Tensor, int, float, torch.SymInt)):
