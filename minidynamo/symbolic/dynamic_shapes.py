@@ -248,8 +248,9 @@ def size_variable(tx, tensor_var, value: Any, how: tuple):
             proxy.node.meta["example_value"] = v
         return SymNodeVariable(proxy, v)
 
-    if isinstance(value, (tuple, list)):  # x.size() / x.shape / x.stride()
-        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)])
+    if isinstance(value, (tuple, list)):  # x.size() / x.shape (a torch.Size, as eager's) / x.stride() (a tuple)
+        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)],
+                             tuple_cls=torch.Size if isinstance(value, torch.Size) else tuple)
     return one(value, name, args)
 
 

@@ -99,7 +99,14 @@ class TensorVariable(VariableTracker):
         from .builder import wrap_constant_result, wrap_fx_proxy
 
         if name == "requires_grad_" and self.source is None:
-            pass  # on an intermediate tensor it is an ordinary op in the graph
+            # on an intermediate tensor it is an ordinary op in the graph, unless what it
+            # taints is returned (Note [A requires_grad_() intermediate returned breaks], instruction_translator.py)
+            root = getattr(tx.output, "root_tx", None)
+            if root is not None and getattr(root, "current_inst", None) is not None:
+                result = wrap_fx_proxy(tx, "call_method", name, (self.proxy,) + tuple(a.as_proxy() for a in args),
+                                       {k: v.as_proxy() for k, v in kwargs.items()})
+                root.note_requires_grad_(self.proxy.node, result.proxy.node)
+                return result
         elif name in BREAK_METHODS:
             unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region")
         if name in CONSTANT_METHODS:

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from minidynamo import _torch_private as _private
 from minidynamo._torch_private import TENSOR_BASE
 from minidynamo.trace_rules import is_library_module
 
@@ -86,6 +87,17 @@ BREAK = {
     torch.save: "torch.save does I/O",
     torch.load: "torch.load does I/O",
 }
+# Note [The RNG state is read and written eagerly]
+#     ``s = torch.get_rng_state(); a = torch.rand(3); torch.set_rng_state(s)`` reads and
+#     rewinds the generator between two draws. Torch 2.13 marks these functions skipped
+#     (``SkipFunctionVariable`` in ``manual_torch_name_rule_map``, torch/_dynamo/trace_rules.py):
+#     calling one is a graph break ("Attempted to call function marked as skipped"), so
+#     it runs eagerly between the graphs and the draws are eager's. Ours breaks the same.
+for _name in ("get_rng_state", "set_rng_state", "cuda.get_rng_state", "cuda.set_rng_state", "xpu.get_rng_state",
+              "xpu.set_rng_state", "random.get_rng_state", "random.set_rng_state"):
+    for _fn in _fns(_name):
+        BREAK[_fn] = (f"Attempted to call function marked as skipped: torch.{_name} reads or writes the global RNG "
+                      "state (torch/_dynamo/trace_rules.py marks it SkipFunctionVariable)")
 
 
 def _graph_break_fns() -> tuple:
@@ -150,6 +162,11 @@ class TorchInGraphFunctionVariable(VariableTracker):
             return wrap_constant_result(isinstance(args[0], TensorVariable))
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             unimplemented(f"constructing {fn.__name__} inside the compiled function")
+        device = _default_device()
+        if device is not None and fn in _private.default_device_constructors() and (
+                "device" not in kwargs or (kwargs["device"].is_python_constant()
+                                           and kwargs["device"].as_python_constant() is None)):
+            kwargs = {**kwargs, "device": ConstantVariable(device)}  # Note [The default device is a mode's work]
         pargs = tuple(a.as_proxy() for a in args)
         pkw = {k: v.as_proxy() for k, v in kwargs.items()}
         result = wrap_fx_proxy(tx, "call_function", fn, pargs, pkw)
@@ -157,6 +174,21 @@ class TorchInGraphFunctionVariable(VariableTracker):
             unimplemented(f"torch.{name or fn}() returned a non-tensor ({result!r:.60}) that depends on state no "
                           "guard covers", "call it outside the compiled function and pass the value in")
         return result
+
+
+# Note [The default device is a mode's work]
+#     ``torch.set_default_device('meta')`` pushes a ``DeviceContext``, a TorchFunctionMode
+#     whose ``__torch_function__`` adds ``device=meta`` to every factory call that names
+#     no device (torch/utils/_device.py). Our trace computes fake values below that mode,
+#     so it does the mode's work itself: the graph's ``torch.ones(2)`` becomes
+#     ``torch.ones(2, device=device(type='meta'))``, as torch's Dynamo traces the mode.
+#     The entry's TORCH_FUNCTION_STATE and DEFAULT_DEVICE guards (guards.py) keep it to
+#     calls under the same default device.
+def _default_device():
+    """``torch.utils._device.CURRENT_DEVICE`` (a torch.device) while a default device is set, else None."""
+    module = sys.modules.get("torch.utils._device")
+    current = getattr(module, "CURRENT_DEVICE", None)
+    return None if current is None else torch.device(current)
 
 
 def _has_tensor(var: VariableTracker) -> bool:
