@@ -162,6 +162,16 @@ class TorchInGraphFunctionVariable(VariableTracker):
             return wrap_constant_result(isinstance(args[0], TensorVariable))
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             unimplemented(f"constructing {fn.__name__} inside the compiled function")
+        if fn is torch.tensor and args and type(args[0]).__name__ == "SymNodeVariable" and len(args) == 1 \
+                and set(kwargs) <= {"dtype", "device"}:
+            # Note [torch.tensor of a symbolic size]: ``torch.tensor(x.size(0))`` keeps the size
+            # symbolic, as torch does by tracing ``torch._refs.tensor`` (handle_torch_tensor in
+            # torch/_dynamo/variables/torch.py); ours records the same 0-d tensor as
+            # ``torch.scalar_tensor(s0, dtype=torch.int64)`` (a SymFloat: the default dtype).
+            value = args[0].sym_num
+            dtype = torch.int64 if isinstance(value, torch.SymInt) else torch.get_default_dtype()
+            kwargs = {"dtype": ConstantVariable(dtype), **kwargs}
+            return TorchInGraphFunctionVariable(torch.scalar_tensor).call_function(tx, args, kwargs)
         device = _default_device()
         if device is not None and fn in _private.default_device_constructors() and (
                 "device" not in kwargs or (kwargs["device"].is_python_constant()
