@@ -137,6 +137,10 @@ def test_maybe_mark_dynamic_and_mark_static():
     ("torch.tensor of a symbolic size", lambda x: x + torch.tensor(x.size(0)),
      [lambda: (R(5),), lambda: (R(6),), lambda: (R(7),)]),
     ("an int argument that changes", lambda x, n: x * n, [lambda: (R(3), 2), lambda: (R(3), 3), lambda: (R(3), 4)]),
+    ("the last row, x[x.size(0) - 1]", lambda x: x[x.size(0) - 1],
+     [lambda: (R(5),), lambda: (R(6),), lambda: (R(7),), lambda: (R(8),)]),
+    ("F.interpolate(size=L * 2)", lambda x: torch.nn.functional.interpolate(x, size=x.size(2) * 2),
+     [lambda: (R(1, 2, 5),), lambda: (R(1, 2, 6),), lambda: (R(1, 2, 7),)]),
 ])
 def test_size_sequences_like_torch(name, fn, calls):
     assert_like_torch(fn, calls)

@@ -128,6 +128,8 @@ class TensorVariable(VariableTracker):
         if name == "__getitem__" and len(args) == 1 and not kwargs:  # x.__getitem__(i), torch.Tensor.__getitem__(x, i)
             import operator
 
+            if type(args[0]).__name__ == "SymNodeVariable":  # as BINARY_SUBSCR: torch.select keeps it symbolic
+                return wrap_fx_proxy(tx, "call_function", torch.select, (self.proxy, 0, args[0].as_proxy()), {})
             return wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, args[0].as_proxy()), {})
         if not hasattr(torch.Tensor, name):
             unimplemented(f"Tensor has no method {name!r}")
