@@ -74,7 +74,7 @@ def tour() -> int:
 
     _heading("0. one-time set-up (not part of any pass below)")
     print("  building or loading the C++ TENSOR_MATCH guard (minidynamo/symbolic/tensor_match.cpp):")
-    print("  the first run compiles it with g++ into ~/.cache/minidynamo/ (about 1-2 minutes cold), later runs load it ...")
+    print("  the first run compiles it with g++ into ~/.cache/minidynamo/ (about 30 s on two cores), later runs load it ...")
     sys.stdout.flush()
     start = time.perf_counter()
     tensor_match.get()

@@ -8,9 +8,12 @@ Mirrors ``torch/_dynamo/backends/`` (``debugging.py``: ``eager``, ``aot_eager``)
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import torch
+
+from minidynamo import events
 
 
 def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
@@ -25,6 +28,17 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     metadata (FakeTensor pass 2), joint graph (pass 3), then, as torch's backend
     does, the min-cut rematerialization partition, and input mutations of
     inference graphs kept inside the graph (``keep_inference_input_mutations``).
+
+    Note [Why aot_eager partitions by min-cut]: torch's ``aot_eager``
+    (``torch/_dynamo/backends/debugging.py``: "AOT Autograd backend with nop
+    compiler. It is helpful in debugging.") passes
+    ``partition_fn=min_cut_rematerialization_partition``, the partitioner Inductor
+    uses (``partition_fn`` in ``torch/_inductor/compile_fx.py``). So the forward and
+    backward it runs are split by the same algorithm as Inductor's (without
+    Inductor's decompositions; ``aot_eager_decomp_partition`` adds them, and the
+    partitioner's ``compiler="inductor"`` setting): when a model fails under
+    Inductor but not under ``aot_eager``, the partition is not the suspect. The default partition stays one name away,
+    ``aot_eager_default_partitioner``.
     """
     from minidynamo.aot import aot_module_simplified
     from minidynamo.aot.min_cut_partition import min_cut_rematerialization_partition
@@ -33,22 +47,80 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
                                  keep_inference_input_mutations=True)
 
 
-def aot_eager_default_partition(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def aot_eager_default_partitioner(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """``aot_eager`` with the default partition (torch: the backend of the same name)."""
     from minidynamo.aot import aot_module_simplified
 
     return aot_module_simplified(gm, example_inputs, keep_inference_input_mutations=True)
 
 
+aot_eager_default_partition = aot_eager_default_partitioner  # our earlier name, kept for old callers
+
+
+# --- dynamic graphs: one symbolic compile, else one per size ------------------------------
+#
+# Note [AOT backends specialize per size]
+#     A graph with SymInt placeholders handed to ``aot_eager`` is traced by our
+#     AOTAutograd once, over the same symbols (``minidynamo/aot/sym_tracing.py``,
+#     Note [AOT traces Dynamo's symbols]): its forward and backward graphs take
+#     SymInt inputs and serve every size, as torch's do, and the decisions AOT
+#     makes on sizes join this ShapeEnv's guards (installed after the backend
+#     returns). Only when that symbolic trace fails (an op or a construct it does
+#     not handle: a metadata mutation of an input, a size expression it cannot
+#     write as graph nodes) does the backend fall back to being called lazily,
+#     once per distinct set of input sizes (``specialize_per_size``), reported as
+#     an ``"aot_symbolic_failed"`` event and then an ``"aot_specialized"`` event
+#     per size: never a graph traced for one size run on another. The ``eager``
+#     backend and user callables get the symbolic graph itself, as torch's do.
+
+
+def graph_is_dynamic(gm: torch.fx.GraphModule) -> bool:
+    return any(isinstance(n.meta.get("example_value"), torch.SymInt) for n in gm.graph.nodes if n.op == "placeholder")
+
+
+def compile_symbolic_or_per_size(backend: Callable, gm: torch.fx.GraphModule, example_inputs: list, name: str) -> Callable:
+    """Note [AOT backends specialize per size]: the symbolic AOT compile, else one compile per size."""
+    from minidynamo.aot.sym_tracing import SymbolicAOTFailed
+
+    try:
+        return backend(gm, example_inputs)
+    except SymbolicAOTFailed as exc:
+        events.emit("aot_symbolic_failed", graph=name, reason=str(exc))
+        return specialize_per_size(backend, gm, name)
+
+
+def specialize_per_size(backend: Callable, gm: torch.fx.GraphModule, name: str) -> Callable:
+    """Note [AOT backends specialize per size]: ``backend`` called once per distinct input sizes."""
+    compiled: dict = {}
+
+    def key(args):
+        return tuple((tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else
+                     (type(a), a) for a in args)
+
+    def run(*args):
+        k = key(args)
+        fn = compiled.get(k)
+        if fn is None:
+            events.emit("aot_specialized", graph=name, sizes=[a for a in k])
+            from minidynamo.aot.sym_tracing import static_copy
+
+            with warnings.catch_warnings():
+                fn = compiled[k] = backend(static_copy(gm), list(args))
+        return fn(*args)
+
+    run.specializations = compiled
+    return run
+
+
 BACKENDS: dict[str, Callable] = {
     "eager": eager, "aot_eager": aot_eager,
-    "aot_eager_default_partitioner": aot_eager_default_partition,  # torch's name
-    "aot_eager_default_partition": aot_eager_default_partition,
+    "aot_eager_default_partitioner": aot_eager_default_partitioner,  # torch's name
+    "aot_eager_default_partition": aot_eager_default_partitioner,  # our earlier name
 }
 
 
 def lookup_backend(backend: Any) -> Callable:
-    """A backend name ("eager", "aot_eager", "aot_eager_default_partition") or any ``callable(gm, example_inputs)``."""
+    """A backend name ("eager", "aot_eager", "aot_eager_default_partitioner") or any ``callable(gm, example_inputs)``."""
     if isinstance(backend, str):
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; known: {sorted(BACKENDS)} or a callable(gm, example_inputs)")

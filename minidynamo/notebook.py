@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import warnings
 
 import torch
+
+from minidynamo.graph_text import normalize_graph, print_graph  # noqa: F401 - the chapters' name for them
 
 __all__ = ["setup", "normalize_graph", "print_graph"]
 
@@ -33,29 +34,3 @@ def setup(seed: int = 0) -> None:
     silence_dynamo_logs()
     dynamo_reset()
     reset()
-
-
-_COMMENT = re.compile(r"^\s*#\s*(File:|No stacktrace|Source Nodes|Module stack)")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-
-
-def normalize_graph(graph_like) -> str:
-    """The Python code of an fx graph (or GraphModule), stable across runs.
-
-    Drops the comments that carry file paths and line numbers, blank lines and
-    trailing spaces, and masks addresses. Node names are kept: they are part of
-    what a reader compares between our graph and torch's.
-    """
-    graph = getattr(graph_like, "graph", graph_like)
-    src = graph.python_code(root_module="self").src
-    lines = []
-    for line in src.splitlines():
-        if not line.strip() or _COMMENT.match(line):
-            continue
-        lines.append(_ADDRESS.sub("0x?", line.rstrip()))
-    return "\n".join(lines)
-
-
-def print_graph(graph_like) -> None:
-    """Print :func:`normalize_graph` of a graph."""
-    print(normalize_graph(graph_like))

@@ -20,8 +20,10 @@ Note [Why torch counts more]
     Measured, not assumed (``RealPassLog.explained``): most of the difference from
     our counts is ``prim.device`` (FakeTensorMode answering ``.device`` through
     ``__torch_dispatch__``: ``dispatch_device=True``), and ``aten.lift_fresh``
-    (every constant tensor and each input the backend fakeifies: all of
-    ``"aot_other"``). The first compile in a process counts more again: torch's
+    (a ``torch.tensor(...)`` made under the fake mode: all of ``"aot_other"``'s come
+    from ``PhiloxStateTracker.reset`` in ``torch/_decomp/decompositions_for_rng.py``,
+    which ``create_aot_state`` runs on entering and leaving the tracker; the joint
+    pass's one is ``handle_effect_tokens_fn``'s ``torch.tensor([])``). The first compile in a process counts more again: torch's
     FakeTensor dispatch cache is still empty, so meta implementations that run as
     decompositions (``addmm``: ``to``, ``mm``, ``mul``, ``add``) re-enter the mode;
     from the second compile on they are cache hits. What is left after both is a

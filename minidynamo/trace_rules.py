@@ -1,7 +1,7 @@
 """Which code is "library code": run natively, never traced into a frame of its own, its globals unguarded.
 
 Place in the pipeline: the one definition that the concrete interpreter (which calls
-to interpret, ``interpreter.py``), the cache (which frames a graph break routes
+to interpret, ``interpreter/ceval.py``), the cache (which frames a graph break routes
 through the compiler, ``symbolic/eval_frame.py``) and the symbolic interpreter (whose
 module attributes and globals get guards) all use. Mirrors
 ``torch/_dynamo/trace_rules.py`` (``check_file``, ``BUILTIN_SKIPLIST``,

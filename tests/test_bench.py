@@ -115,7 +115,7 @@ def test_cold_figure_is_the_median_of_alternating_fresh_workers(monkeypatch):
 def test_a_forked_worker_starts_its_timer_with_the_modules_of_a_new_interpreter():
     # Note [Fresh processes from a zygote]: the zygote must not have imported anything a new
     # worker process would only import inside the cold figure (torch._dynamo, our stages, sympy)
-    from minidynamo.bench_measure import Zygotes, spawn_worker
+    from minidynamo.bench.measure import Zygotes, spawn_worker
 
     spec = {"workload": "mutation_views", "system": "ours", "quick": True, "warm": False, "steady": False,
             "list_modules": True}

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.ch15
 
 def test_dynamic_shapes_row(tmp_path):
     path = tmp_path / "dyn.json"
-    proc = subprocess.run([sys.executable, "-m", "minidynamo.bench_dynamic", "--quick", "--json", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "minidynamo.bench.dynamic", "--quick", "--json", str(path)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(path.read_text())

@@ -42,7 +42,7 @@ def _corpus() -> list[types.CodeType]:
     import contextlib
 
     import minidynamo.interpreter as interp
-    from minidynamo import ceval_312_313, ceval_calls, ceval_control, ceval_data, ceval_names, frameobject, genobject
+    from minidynamo.interpreter import ceval_312_313, ceval_calls, ceval_control, ceval_data, ceval_names, frameobject, genobject
 
     modules = [json.decoder, json.encoder, textwrap, inspect, re._parser, contextlib, interp,
                frameobject, ceval_names, ceval_data, ceval_control, ceval_calls, genobject, ceval_312_313]
@@ -255,7 +255,7 @@ def test_version_facts_match_the_running_cpython():
 
 def test_stored_listing_of_this_python_is_what_its_dis_gives():
     """Chapter 01 shows three versions from stored data; the running version's entry must not drift."""
-    from minidynamo import bytecode_versions
+    from minidynamo.bytecode import versions as bytecode_versions
 
     assert bytecode_versions.listing() == bytecode_versions.LISTINGS[PYTHON_VERSION]
     text = bytecode_versions.side_by_side()

@@ -5,7 +5,7 @@ compile must not import the real Dynamo, and once a real ``torch.compile`` runs 
 same process torch must behave as if we had never touched its meta kernels. Note [The
 device question has a torch_dispatch rule] (minidynamo/fake/fake_tensor.py): nor
 torch.distributed.tensor. sympy does come in, and only from inside a torch kernel we ran
-(Note [Import time of a first compile], minidynamo/bench_imports.py). Each check runs
+(Note [Import time of a first compile], minidynamo/bench/imports.py). Each check runs
 in a fresh interpreter, since the imports of this one are long done.
 """
 
@@ -97,7 +97,7 @@ _HEAVY_PROBE = textwrap.dedent("""
     import minidynamo as md
 
     WATCH = ("sympy", "torch.fx.experimental.symbolic_shapes", "torch.distributed.tensor", "torch._dynamo",
-             "minidynamo.fake.symbolic_shapes")
+             "minidynamo.shapes.symbolic_shapes")
     stacks = {}
 
     class Watch:
@@ -139,13 +139,13 @@ def test_first_compile_imports_no_dtensor_and_sympy_only_inside_torch_kernels():
     assert imported["torch.distributed.tensor"] is False
     assert imported["torch._dynamo"] is False
     # our ShapeEnv (and its sympy) only for symbolic sizes: these graphs are static
-    assert imported["minidynamo.fake.symbolic_shapes"] is False
+    assert imported["minidynamo.shapes.symbolic_shapes"] is False
     # sympy and torch's ShapeEnv: torch's own Python meta kernels import them (torch._check,
     # elementwise_dtypes). Whatever first imported them, it was inside a kernel we called.
     for name in ("sympy", "torch.fx.experimental.symbolic_shapes"):
         if imported[name]:
             filename, function = out["ours_innermost"][name]
-            assert filename.endswith("minidynamo/fake/fake_tensor.py") and function == "_run_kernel", (name, filename)
+            assert filename.endswith("minidynamo/fake/fake_mode.py") and function == "_run_kernel", (name, filename)
 
 
 def test_stand_in_calls_through_until_dynamo_is_loaded():

@@ -24,7 +24,7 @@ from minidynamo.fake import FakeTensorMode
 from minidynamo.corpus.dynamic_cases import PORTED
 from minidynamo.corpus.dynamic_compare import Case, _dims_and_names, agreement as _agreement, run_ours, run_torch
 from minidynamo.corpus.dynamic_compare import compare, run_eager as _eager, same as _same
-from minidynamo.fake.symbolic_shapes import ShapeEnv, is_symbolic
+from minidynamo.shapes.symbolic_shapes import ShapeEnv, is_symbolic
 
 pytestmark = pytest.mark.ch15
 
@@ -502,7 +502,7 @@ def test_printed_guards_mean_what_sympy_means():
 
     import sympy
 
-    from minidynamo.fake.symbolic_shapes import python_expr
+    from minidynamo.shapes.symbolic_shapes import python_expr
 
     s0, s1 = sympy.symbols("s0 s1", integer=True)
     exprs = [sympy.Or(sympy.Eq(s0, 1), sympy.Eq(s0, 3)), sympy.Not(sympy.Or(sympy.Eq(s0, 1), sympy.Eq(s1, 3))),

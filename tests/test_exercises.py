@@ -86,3 +86,22 @@ def test_ch00_rejects_a_wrong_order_with_the_position():
         ch00.check_pipeline_order(wrong)
     with pytest.raises(NotYet, match="aot_metadata"):
         ch00.check_fake_passes({"dynamo": "output shapes", "aot_joint": "joint graph"})
+
+
+def test_feedback_counts_agree_in_number():
+    """Feedback says "1 graph" and "3 breaks", never "1 graphs" or "time(s)"."""
+    import pathlib
+    import re
+
+    from minidynamo.exercises import counted
+
+    assert counted(1, "graph") == "1 graph" and counted(3, "break") == "3 breaks" and counted(0, "time") == "0 times"
+    folder = pathlib.Path(__file__).resolve().parents[1] / "minidynamo" / "exercises"
+    # An f-string field followed by a plural count noun is a count that can be 1: use counted().
+    bare = re.compile(r"\{[^{}]*(count|len\()[^{}]*\} (graphs|breaks|times|recompiles|guards|ops|entries)\b")
+    offenders = []
+    for path in sorted(folder.glob("*.py")):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if "(s)" in line or bare.search(line):
+                offenders.append(f"{path.name}:{lineno}: {line.strip()}")
+    assert not offenders, "counts without their number agreement (use exercises.counted):\n" + "\n".join(offenders)

@@ -225,3 +225,79 @@ def test_unsupported_instruction_cuts_at_last_clean_point():
         obj = Holder()
         torch.testing.assert_close(compiled(x, obj), x * 2 + 1)
         assert not hasattr(obj, "tmp")
+
+
+_logged: list = []
+
+
+def _logs_the_item(x):
+    loss = (x * 2).sum()
+    _logged.append(loss.item())  # breaks at .item(); the resume function gets _logged.append on its stack
+    return loss * 1.0
+
+
+def test_a_containers_bound_method_on_the_resume_stack_is_traced_as_torch_traces_it():
+    """``lst.append`` left on the stack by a break is called on the list (a side effect), no second break.
+
+    torch: ``bound_builtin_method_descriptor`` / ``BoundBuiltinMethodVariable`` (variables/builder.py).
+    """
+    from minidynamo._torch_private import dynamo_reset
+
+    x = torch.randn(3)
+    dynamo_reset()
+    theirs = dynamo_explain(_logs_the_item, x)
+    md.reset()
+    ours = md.explain(_logs_the_item, x)
+    assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
+    assert len(ours.break_reasons) == len(theirs.break_reasons) == 1, [str(r) for r in ours.break_reasons]
+    _logged.clear()
+    md.reset()
+    compiled = md.compile(_logs_the_item, backend="eager")
+    compiled(x), compiled(x)
+    assert _logged == [(x * 2).sum().item()] * 2, "each call appends once, as eager does"
+
+
+def _t_of_input(x):
+    y = x * 2
+    x.t_()  # an in-place view of a graph input
+    return y.sum() + x
+
+
+def _resize_of_intermediate(x):
+    y = x + 1
+    y.resize_(2)
+    return y * 2
+
+
+def _set_of_input(x, y):
+    z = x * 2
+    x.set_(y)
+    return z.sum() + x
+
+
+def _t_of_intermediate(x):
+    y = x * 2
+    y.t_()  # an intermediate: traced, by torch too
+    return y + 1
+
+
+@pytest.mark.parametrize("fn,make", [(_t_of_input, lambda: (torch.randn(2, 3, generator=torch.Generator().manual_seed(0)),)),
+                                     (_resize_of_intermediate, lambda: (torch.arange(4.0),)),
+                                     (_set_of_input, lambda: (torch.zeros(3), torch.arange(3.0))),
+                                     (_t_of_intermediate, lambda: (torch.randn(2, 3, generator=torch.Generator().manual_seed(0)),))],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_resize_and_inplace_views_of_inputs_break_as_in_torch(fn, make):
+    """torch/_dynamo/variables/tensor.py: method_resize_, and var_getattr's DelayGraphBreakVariable
+    for an inplace_view method of a graph input (chapter 11, section 13)."""
+    from minidynamo._torch_private import dynamo_reset
+
+    dynamo_reset()
+    theirs = dynamo_explain(fn, *make())
+    md.reset()
+    ours = md.explain(fn, *make())
+    assert (ours.graph_count, ours.graph_break_count) == (theirs.graph_count, theirs.graph_break_count)
+    args_e, args_c = make(), make()
+    md.reset()
+    torch.testing.assert_close(md.compile(fn, backend="eager")(*args_c), fn(*args_e))
+    for a, b in zip(args_c, args_e):
+        assert a.shape == b.shape and torch.equal(a, b)

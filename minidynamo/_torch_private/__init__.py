@@ -119,6 +119,8 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     torch_make_boxed_func,
     torch_make_fx,
     torch_min_cut_partition,
+    torch_min_cut_ban_reasons,
+    philox_state_tracker,
     torch_symbolic_run,
     tracing_shape_env,
 )

@@ -169,7 +169,7 @@ unsafe_set_version_counter = torch._C._autograd._unsafe_set_version_counter
 #     ``_disable_dynamo`` wrapper reachable from the decomposition tables and torch._refs
 #     through closures and ``__wrapped__`` (the Meta kernels run nothing else).
 #     Not avoidable this way, and measured in the benchmark's import breakdown (Note
-#     [Import time of a first compile] in bench_imports.py): the first Python meta kernel
+#     [Import time of a first compile] in bench/imports.py): the first Python meta kernel
 #     imports sympy and torch's ShapeEnv (``torch._check`` imports
 #     torch.fx.experimental.symbolic_shapes on every call). torch.distributed.tensor, which
 #     torch's C++ subclass dispatch imports to check for DTensor, is kept out by a

@@ -236,6 +236,33 @@ def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_in
     )
 
 
+def torch_min_cut_ban_reasons(joint_module, *, num_fwd_outputs) -> dict[str, str]:
+    """Oracle: why torch's min-cut partition may not recompute each node, as torch words it.
+
+    ``solve_min_cut`` (``torch/_functorch/partitioners.py``) keeps each reason on the
+    network's ``source -> node_in`` edge (``reason="cannot recompute: ..."``) and hands the
+    network to ``networkx.minimum_cut``; we read the reasons there, then let the cut run.
+    Node name -> reason (``"not in recomputable allowlist"``, ``"materialized in backward"``, ...).
+    """
+    import networkx
+
+    reasons: dict[str, str] = {}
+    real_cut = networkx.minimum_cut
+
+    def reading_cut(graph, source, sink, *args, **kwargs):
+        for _, node_in, data in graph.out_edges(source, data=True):
+            reason = data.get("reason", "cannot recompute")  # no stated reason: "cannot recompute"
+            reasons.setdefault(node_in.removesuffix("_in"), reason.removeprefix("cannot recompute: "))
+        return real_cut(graph, source, sink, *args, **kwargs)
+
+    networkx.minimum_cut = reading_cut
+    try:
+        torch_min_cut_partition(joint_module, num_fwd_outputs=num_fwd_outputs)
+    finally:
+        networkx.minimum_cut = real_cut
+    return reasons
+
+
 def torch_aot_module_simplified(gm, example_inputs, fw_compiler, bw_compiler=None, **kwargs):
     """Oracle: torch._functorch.aot_autograd.aot_module_simplified (tests of AOT over SymInts)."""
     from torch._functorch.aot_autograd import aot_module_simplified
@@ -266,7 +293,19 @@ def torch_compute_overlapping_tensors(tensors):
     return set(compute_overlapping_tensors(list(tensors), symbolic=False))
 
 
-# --- the three FakeTensor passes and the backward, chapters 12-13 (real_passes.py, bench.py) ---
+# --- the three FakeTensor passes and the backward, chapters 12-13 (real_passes.py, bench/__init__.py) ---
+
+
+def philox_state_tracker():
+    """Oracle: torch's ``PhiloxStateTracker`` (``torch/_decomp/decompositions_for_rng.py``), chapter 12.
+
+    ``create_aot_state`` (``torch/_functorch/aot_autograd.py``) enters it around every
+    AOT compile; its ``reset`` builds ``PhiloxState``\ s whose seed and offset are
+    ``torch.tensor(())``, which under the fake mode are ``aten.lift_fresh`` dispatches.
+    """
+    from torch._decomp.decompositions_for_rng import PhiloxStateTracker
+
+    return PhiloxStateTracker
 
 
 def real_pass_hook_points():

@@ -59,7 +59,7 @@ from minidynamo.aot.graph_compile import (  # noqa: F401 - importable from here,
     create_aot_dispatcher_function,
 )
 from minidynamo.aot.partitioners import default_partition
-from minidynamo.aot.sym_tracing import SymbolicAOTFailed, is_dynamic_graph
+from minidynamo.aot.sym_tracing import SymbolicAOTFailed, is_dynamic_graph, static_copy, symbolic_example_inputs
 
 __all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "AOTFallbackWarning", "CompiledArtifacts",
            "SymbolicAOTFailed"]
@@ -398,9 +398,7 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
     compiled = aot_function(flat_module_fn, fw_compiler, bw_compiler, partition_fn=partition_fn,
                             keep_inference_input_mutations=keep_inference_input_mutations, name=label)
     if is_dynamic_graph(gm):  # Note [AOT traces Dynamo's symbols] (sym_tracing.py)
-        from minidynamo.aot.sym_tracing import compile_symbolic
-
-        return compile_symbolic(gm, compiled, params, example_inputs, label, fw_compiler=fw_compiler,
+        return _compile_symbolic(gm, compiled, params, example_inputs, label, fw_compiler=fw_compiler,
                                  bw_compiler=bw_compiler, partition_fn=partition_fn,
                                  keep_inference_input_mutations=keep_inference_input_mutations)
     compiled.compile_now(*params, *example_inputs)
@@ -420,3 +418,75 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
     forward.zero_grad = lambda: None
     return forward
 
+
+# -- the symbolic path of aot_module_simplified: one compile for every size, or SymbolicAOTFailed ---
+
+
+def _compile_symbolic(gm: fx.GraphModule, compiled: Callable, params: list, example_inputs: list[Any], label: str,
+                      **options: Any) -> Callable:
+    """One compile for every size (Note [AOT traces Dynamo's symbols]); raises SymbolicAOTFailed.
+
+    Note [Variants of a symbolic graph]
+        The compile is for the grad mode on now and the inputs' aliasing seen now
+        (Note [Aliasing is part of the compile key]). A later call in the other
+        grad mode, or one whose aliasing differs where the graph mutates an input,
+        cannot get a symbolic variant (aliased inputs have no symbolic fakes): it
+        gets a static compile for its own sizes, one per distinct set of sizes, so
+        no variant traced for one size ever runs another.
+    """
+    try:
+        sym_inputs, mode = symbolic_example_inputs(gm, example_inputs)
+    except Exception as exc:  # noqa: BLE001
+        raise SymbolicAOTFailed(_failure_reason(exc)) from exc
+    env = mode.shape_env
+    saved = _snapshot(env)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AOTFallbackWarning)
+            compiled.compile_now(*params, *sym_inputs)
+        reason = compiled.artifacts.fallback
+    except Exception as exc:  # noqa: BLE001 - internal: the per-size path takes over
+        reason = _failure_reason(exc)
+    if reason is not None:
+        _restore(env, saved)  # a failed trace's decisions guard nothing
+        raise SymbolicAOTFailed(reason)
+    art = compiled.artifacts
+    grad = torch.is_grad_enabled()
+    mutates = any(i.mutates_data or i.mutates_metadata for i in art.meta.input_info)
+    sig = _alias_signature((*params, *sym_inputs)) if mutates else None
+    alias_ok = _aliasing_check(sig, [*params, *sym_inputs])
+    call_flat = compiled.call_flat
+    num_example = len(example_inputs)
+    per_size: dict = {}
+
+    def static_variant(runtime_args):
+        key = (torch.is_grad_enabled(), _alias_signature(runtime_args), tuple(
+            (tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else (type(a), a)
+            for a in runtime_args))
+        fn = per_size.get(key)
+        if fn is None:
+            fn = per_size[key] = aot_module_simplified(static_copy(gm), list(runtime_args), **options)
+        return fn(*runtime_args)
+
+    def forward(*runtime_args):
+        if len(runtime_args) != num_example:
+            raise TypeError(f"aot_module_simplified: compiled for {num_example} inputs, got {len(runtime_args)}")
+        if torch.is_grad_enabled() is not grad or (alias_ok is not None and not alias_ok((*params, *runtime_args))):
+            return static_variant(runtime_args)  # Note [Variants of a symbolic graph]
+        return call_flat(*params, *runtime_args)
+
+    forward.artifacts = art
+    forward.aot_function = compiled
+    forward.symbolic = True
+    forward.zero_grad = lambda: None
+    return forward
+
+
+def _snapshot(env: Any) -> tuple:
+    return (list(env.guards), dict(env.replacements), dict(env.divisible), list(env.specializations))
+
+
+def _restore(env: Any, saved: tuple) -> None:
+    env.guards[:], env.specializations[:] = saved[0], saved[3]
+    env.replacements.clear(), env.replacements.update(saved[1])
+    env.divisible.clear(), env.divisible.update(saved[2])

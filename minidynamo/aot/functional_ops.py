@@ -5,7 +5,8 @@ mutation kernels (``functional_mutations.py``) to route an op from its schema al
 Torch decides this at build time: torchgen reads the same schemas
 (``torchgen/gen_functionalization_type.py``: ``Tensor(a!)`` arguments, view ops, the
 ``NativeFunctionsGroup`` pairing an in-place or ``out=`` op with its functional sibling);
-we ask the schemas at run time.
+we ask the schemas at run time. Mirrors ``torchgen/gen_functionalization_type.py``
+(and ``torchgen/model.py``'s ``NativeFunctionsGroup``), asked at run time instead of build time.
 """
 
 from __future__ import annotations

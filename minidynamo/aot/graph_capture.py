@@ -111,7 +111,7 @@ class JointGraph:
     stale_saved: dict[int, tuple[tuple[int, str], ...]] = field(default_factory=dict)
 
     def print_readable(self) -> str:
-        from minidynamo.notebook import normalize_graph
+        from minidynamo.graph_text import normalize_graph
 
         return normalize_graph(self.gm)
 

@@ -5,6 +5,7 @@ which asks which forward values to save. torch's ``solve_min_cut`` calls
 networkx's ``minimum_cut`` (preflow-push); this module is what that call
 computes, written out, over plain dicts. It returns the same partition as
 networkx (Note [Which minimum cut]); ``tests/test_max_flow.py`` checks that.
+Mirrors ``networkx``'s ``minimum_cut`` as ``torch/_functorch/partitioners.py`` (``solve_min_cut``) calls it.
 
 Note [Dinic's algorithm]
     The graph is ``capacity[u][v]``: how much may flow along the edge ``u -> v``

@@ -5,10 +5,9 @@ Dynamo hands over a graph with SymInt placeholders. Mirrors the SymInt half of
 ``torch/fx/experimental/proxy_tensor.py`` (``track_tensor_tree`` for ``SymNode``\\ s,
 ``_SymNodeDict``, ``sym_size``) and the symbolic path of
 ``torch/_functorch/aot_autograd.py`` (``process_inputs``: fake inputs with the
-ShapeEnv Dynamo used, ``detect_fake_mode``). ``aot_module_simplified`` hands a dynamic
-Dynamo graph to ``compile_symbolic`` (one compile for every size, or ``SymbolicAOTFailed``
-for the caller's per-size fallback: Note [AOT backends specialize per size] in
-``symbolic/dynamic_shapes.py``).
+ShapeEnv Dynamo used, ``detect_fake_mode``). ``aot_module_simplified`` (``aot_autograd.py``)
+compiles a dynamic Dynamo graph once for every size, or raises ``SymbolicAOTFailed`` for
+the caller's per-size fallback (Note [AOT backends specialize per size] in ``backends.py``).
 
 Note [AOT traces Dynamo's symbols]
     A dynamic Dynamo graph takes its sizes as inputs (``s0: torch.SymInt``) and its
@@ -41,13 +40,13 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
-__all__ = ["SymTracker", "SymbolicAOTFailed", "compile_symbolic", "check_no_symbolic_constants", "is_dynamic_graph", "symbolic_example_inputs", "hint", "sym_free", "size_resolver"]
+__all__ = ["SymTracker", "SymbolicAOTFailed", "static_copy", "check_no_symbolic_constants", "is_dynamic_graph", "symbolic_example_inputs", "hint", "sym_free", "size_resolver"]
 
 
 def _our_symint(x: Any) -> bool:
     if not isinstance(x, torch.SymInt):  # a static graph: no import of the ShapeEnv (and sympy, issue 17)
         return False
-    from minidynamo.fake.symbolic_shapes import is_symbolic
+    from minidynamo.shapes.symbolic_shapes import is_symbolic
 
     return is_symbolic(x)
 
@@ -121,7 +120,7 @@ class SymTracker:
     def _build(self, expr: sympy.Basic) -> fx.Node:
         import sympy
 
-        from minidynamo.fake.symbolic_shapes import FloorDiv
+        from minidynamo.shapes.symbolic_shapes import FloorDiv
 
         g = self.graph
         if isinstance(expr, sympy.Symbol):
@@ -181,7 +180,7 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
     symbolic). The same Dynamo fake twice gives the same new fake.
     """
     from minidynamo.fake import FakeTensor, FakeTensorMode
-    from minidynamo.fake.symbolic_shapes import contiguous_strides
+    from minidynamo.shapes.symbolic_shapes import contiguous_strides
     from minidynamo._torch_private import DisableTorchDispatch
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -262,81 +261,13 @@ class SymbolicAOTFailed(RuntimeError):
     """The AOT trace over a dynamic graph's SymInts failed; the caller compiles per size instead."""
 
 
-def compile_symbolic(gm: fx.GraphModule, compiled: Callable, params: list, example_inputs: list[Any], label: str,
-                      **options: Any) -> Callable:
-    """One compile for every size (Note [AOT traces Dynamo's symbols]); raises SymbolicAOTFailed.
-
-    Note [Variants of a symbolic graph]
-        The compile is for the grad mode on now and the inputs' aliasing seen now
-        (Note [Aliasing is part of the compile key]). A later call in the other
-        grad mode, or one whose aliasing differs where the graph mutates an input,
-        cannot get a symbolic variant (aliased inputs have no symbolic fakes): it
-        gets a static compile for its own sizes, one per distinct set of sizes, so
-        no variant traced for one size ever runs another.
-    """
-    from minidynamo.aot.aot_autograd import (
-        AOTFallbackWarning,
-        _alias_signature,
-        _aliasing_check,
-        _failure_reason,
-        aot_module_simplified,
-    )
-
-    try:
-        sym_inputs, mode = symbolic_example_inputs(gm, example_inputs)
-    except Exception as exc:  # noqa: BLE001
-        raise SymbolicAOTFailed(_failure_reason(exc)) from exc
-    env = mode.shape_env
-    saved = _snapshot(env)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", AOTFallbackWarning)
-            compiled.compile_now(*params, *sym_inputs)
-        reason = compiled.artifacts.fallback
-    except Exception as exc:  # noqa: BLE001 - internal: the per-size path takes over
-        reason = _failure_reason(exc)
-    if reason is not None:
-        _restore(env, saved)  # a failed trace's decisions guard nothing
-        raise SymbolicAOTFailed(reason)
-    art = compiled.artifacts
-    grad = torch.is_grad_enabled()
-    mutates = any(i.mutates_data or i.mutates_metadata for i in art.meta.input_info)
-    sig = _alias_signature((*params, *sym_inputs)) if mutates else None
-    alias_ok = _aliasing_check(sig, [*params, *sym_inputs])
-    call_flat = compiled.call_flat
-    num_example = len(example_inputs)
-    per_size: dict = {}
-
-    def static_variant(runtime_args):
-        key = (torch.is_grad_enabled(), _alias_signature(runtime_args), tuple(
-            (tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else (type(a), a)
-            for a in runtime_args))
-        fn = per_size.get(key)
-        if fn is None:
-            from minidynamo.symbolic.dynamic_shapes import _static_copy
-
-            fn = per_size[key] = aot_module_simplified(_static_copy(gm), list(runtime_args), **options)
-        return fn(*runtime_args)
-
-    def forward(*runtime_args):
-        if len(runtime_args) != num_example:
-            raise TypeError(f"aot_module_simplified: compiled for {num_example} inputs, got {len(runtime_args)}")
-        if torch.is_grad_enabled() is not grad or (alias_ok is not None and not alias_ok((*params, *runtime_args))):
-            return static_variant(runtime_args)  # Note [Variants of a symbolic graph]
-        return call_flat(*params, *runtime_args)
-
-    forward.artifacts = art
-    forward.aot_function = compiled
-    forward.symbolic = True
-    forward.zero_grad = lambda: None
-    return forward
-
-
-def _snapshot(env: Any) -> tuple:
-    return (list(env.guards), dict(env.replacements), dict(env.divisible), list(env.specializations))
-
-
-def _restore(env: Any, saved: tuple) -> None:
-    env.guards[:], env.specializations[:] = saved[0], saved[3]
-    env.replacements.clear(), env.replacements.update(saved[1])
-    env.divisible.clear(), env.divisible.update(saved[2])
+def static_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of ``gm`` without the symbolic example values (the backend sees real inputs only)."""
+    graph = torch.fx.Graph()
+    env: dict = {}
+    for n in gm.graph.nodes:
+        env[n] = graph.node_copy(n, lambda x: env[x])
+        env[n].meta = {k: v for k, v in n.meta.items() if k not in ("example_value", "val")}
+    new = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    new.meta.update(gm.meta)
+    return new

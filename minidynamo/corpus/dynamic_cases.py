@@ -335,3 +335,9 @@ PORTED: dict[str, Case] = {
     # found by tests/test_dynamo_hypothesis.py: `in` compared a SymInt by identity (silently False)
     "int_in_tuple": Case(int_in_tuple, lambda n: (torch.randn(3), n), [0, 1, 2, 3, 4, 5, 6], origin="ours: int_in_tuple"),
 }
+
+
+if __name__ == "__main__":  # pragma: no cover - the measurement, printed
+    from .dynamic_compare import main
+
+    main(PORTED)

@@ -9,8 +9,9 @@ guards of the last graph (decisions on sizes, each symbol renamed after the inpu
 was read from, one spelling per guard), and every call's result. Mirrors what
 ``torch._dynamo.testing.CompileCounter`` and ``torch._dynamo.explain`` report.
 
-``python -m minidynamo.corpus.dynamic_compare`` runs the cases ported from PyTorch's
-test/dynamo (``dynamic_cases.py``) and prints one row per case and the agreement.
+``python -m minidynamo.corpus.dynamic_cases`` runs the cases ported from PyTorch's
+test/dynamo (``dynamic_cases.py``, which imports this module, never the reverse) and
+prints one row per case and the agreement (:func:`main`).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _dims_and_names(gm, source_of) -> tuple[frozenset, dict]:
 
 def _comparable(exprs, names: dict) -> frozenset:
     """Guards over sources: each symbol renamed after where it was read, one spelling per guard."""
-    from minidynamo.fake.symbolic_shapes import FloorDiv, _canonical
+    from minidynamo.shapes.symbolic_shapes import FloorDiv, _canonical
 
     rename = {s: sympy.Symbol(n.replace("'", "").replace("[", "_").replace("]", "_").replace(".", "_")
                               .replace("(", "").replace(")", ""), integer=True)
@@ -188,12 +189,11 @@ def agreement(results: dict) -> dict:
             "eager_differ": sorted(k for k, r in results.items() if not r["eager"])}
 
 
-def main() -> None:  # pragma: no cover - the measurement, printed
-    from minidynamo.corpus.dynamic_cases import PORTED
-
+def main(cases: dict) -> None:  # pragma: no cover - the measurement, printed
+    """One row per case of ``cases`` (name -> Case) and the agreement: ``python -m minidynamo.corpus.dynamic_cases``."""
     results = {}
     print(f"{'case':34} {'graphs':>9} {'entries':>9}  dims guards eager")
-    for name, case in PORTED.items():
+    for name, case in cases.items():
         r = results[name] = compare(case)
         o, t = r["ours"], r["torch"]
         print(f"{name:34} {o.graphs:>4}/{t.graphs:<4} {o.entries:>4}/{t.entries:<4}  "
@@ -210,6 +210,3 @@ def main() -> None:  # pragma: no cover - the measurement, printed
                     print(f"  {name}: ours {sorted(results[name]['ours'].shape_guards)} "
                           f"torch {sorted(results[name]['torch'].shape_guards)}")
 
-
-if __name__ == "__main__":
-    main()

@@ -42,5 +42,6 @@ AOT_CASES = [name for name, c in CASES.items() if c.aot]
 # test checks that each listed case really differs, so the table cannot go stale.
 KNOWN_DIFFERENCES: dict[str, str] = {
     "break_data_ptr": "ours breaks the graph at Tensor.data_ptr(): a FakeTensor has no storage address to give, "
-    "so the call runs eagerly; torch 2.13 traces it into the graph with no break",
+    "so the call runs eagerly; torch 2.13 neither breaks nor adds a node: it keeps the pointer as a DataPtrVariable "
+    "(torch/_dynamo/variables/tensor.py) and decides == / != between two of them from aliasing while tracing",
 }

@@ -36,36 +36,7 @@ import torch.nn as nn
 __all__ = ["Scenario", "SCENARIOS", "scenario", "Run", "run", "snapshot"]
 
 
-@dataclasses.dataclass
-class Scenario:
-    name: str
-    script: Callable  # script(compile) -> None
-    source: str  # the PyTorch test it restates
-    backend: str = "eager"  # what our counting backend hands the graph to
-    dynamic: Any = None
-
-
-SCENARIOS: dict[str, Scenario] = {}
-
-
-def scenario(source: str, *, backend: str = "eager", dynamic=None):
-    def register(script):
-        assert script.__name__ not in SCENARIOS, script.__name__
-        SCENARIOS[script.__name__] = Scenario(script.__name__, script, source, backend, dynamic)
-        return script
-
-    return register
-
-
-def _x(*shape, seed=0):
-    """A random tensor from its own seeded generator: the same values in every run (the cases' inputs)."""
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def _seeded(cls, *args, seed=0):
-    """``cls(*args)`` built after ``torch.manual_seed(seed)``: the same parameters in every run."""
-    torch.manual_seed(seed)
-    return cls(*args)
+from .dynamo_scenarios_base import SCENARIOS, Scenario, scenario  # noqa: F401 - the registry the case modules fill
 
 
 def snapshot(v) -> Any:

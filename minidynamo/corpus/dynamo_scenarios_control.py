@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from .dynamo_scenarios import _x, scenario
+from .dynamo_scenarios_base import _x, scenario
 
 
 def _mixed(x, w):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .dynamo_scenarios import _x, scenario
+from .dynamo_scenarios_base import _x, scenario
 
 G_COUNTER = 1
 G_LIST = [0, 1, 2]

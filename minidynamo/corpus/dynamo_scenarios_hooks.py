@@ -13,7 +13,7 @@ import types
 import torch
 import torch.nn as nn
 
-from .dynamo_scenarios import _seeded, scenario
+from .dynamo_scenarios_base import _seeded, scenario
 
 class _Affine(nn.Module):
     def forward(self, x):

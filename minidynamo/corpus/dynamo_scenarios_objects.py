@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .dynamo_scenarios import _x, _seeded, scenario
+from .dynamo_scenarios_base import _x, _seeded, scenario
 
 
 class _WithProperty(nn.Module):

@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .dynamo_helpers import Counting
-from .dynamo_scenarios import _x, _seeded, scenario
+from .dynamo_scenarios_base import _x, _seeded, scenario
 
 
 def _grads(model):

@@ -14,7 +14,7 @@ import enum
 
 import torch
 
-from .dynamo_scenarios import _x, scenario
+from .dynamo_scenarios_base import _x, scenario
 
 
 # --- test_misc.py ------------------------------------------------------------------

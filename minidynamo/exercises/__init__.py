@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 
-__all__ = ["NotYet", "correct", "show_solution"]
+__all__ = ["NotYet", "correct", "counted", "show_solution"]
 
 
 class NotYet(AssertionError):
@@ -29,6 +29,13 @@ def correct(message: str = "") -> str:
     text = "Correct" + (f": {message}" if message else ".")
     print(text)
     return text
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``n`` with its noun in the right number: ``counted(1, "graph")`` is "1 graph",
+    ``counted(3, "break")`` is "3 breaks", ``counted(1, "time")`` is "1 time"."""
+    word = singular if n == 1 else (plural or singular + "s")
+    return f"{n} {word}"
 
 
 def show_solution(solution) -> None:

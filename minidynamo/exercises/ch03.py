@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from minidynamo.exercises import NotYet, correct
+from minidynamo.exercises import NotYet, correct, counted
 
 __all__ = [
     "exercise_fn",
@@ -85,7 +85,7 @@ def check_fake_ops(answer) -> str:
         if op not in want:  # the package itself changed: say so rather than grade the reader
             raise NotYet(f"the package recorded no {op} in pass 'dynamo' (recorded: {want})")
     if answer != want:
-        raise NotYet(f"not the recorded list; you gave {answer}, {len(want)} ops were recorded")
+        raise NotYet(f"not the recorded list; you gave {answer}, {counted(len(want), 'op')} recorded")
     return correct(f"pass 'dynamo' ran {len(want)} ATen ops on FakeTensors: {want}")
 
 

@@ -14,7 +14,7 @@ import warnings
 
 import torch
 
-from minidynamo.exercises import NotYet, correct
+from minidynamo.exercises import NotYet, correct, counted
 
 __all__ = [
     "FACTOR",
@@ -73,7 +73,7 @@ def check_failing_guard(answer) -> str:
     x = _first_input()
     failed = _recompile_guards([(x,), (x.double(),)])
     if len(failed) != 1:
-        raise NotYet(f"the package recorded {len(failed)} recompiles instead of 1")
+        raise NotYet(f"the package recorded {counted(len(failed), 'recompile')} instead of 1")
     if answer.replace(" ", "") != failed[0].replace(" ", ""):
         raise NotYet(f"{answer!r} is not the guard that failed; look at the 'recompile' event's guard")
     return correct(f"{failed[0]} failed: the entry was traced for float32 only")

@@ -16,7 +16,7 @@ import io
 
 import torch
 
-from minidynamo.exercises import NotYet, correct
+from minidynamo.exercises import NotYet, correct, counted
 
 __all__ = [
     "two_breaks",
@@ -134,7 +134,7 @@ def check_remove_break(fn) -> str:
         with _quiet():
             out = md.explain(fn, x)
         if (out.graph_count, out.graph_break_count) != (1, 0):
-            raise NotYet(f"expected 1 graph and no break, got {out.graph_count} graphs: {out.break_reasons}")
+            raise NotYet(f"expected 1 graph and no break, got {counted(out.graph_count, 'graph')}: {out.break_reasons}")
     return correct("both sides computed, torch.where picks one: one graph, no break")
 
 

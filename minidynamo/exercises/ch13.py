@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from minidynamo.exercises import NotYet, correct
+from minidynamo.exercises import NotYet, correct, counted
 
 __all__ = ["check_pass_order", "solution_pass_order", "check_one_graph_break", "solution_one_graph_break"]
 
@@ -68,7 +68,8 @@ def check_one_graph_break(fn) -> str:
         raise NotYet(f"md.explain could not run your function: {type(exc).__name__}: {exc}") from exc
     if explanation.graph_break_count != 1 or explanation.graph_count != 2:
         raise NotYet(
-            f"md.explain found {explanation.graph_count} graph(s) and {explanation.graph_break_count} break(s); "
+            f"md.explain found {counted(explanation.graph_count, 'graph')} and "
+            f"{counted(explanation.graph_break_count, 'break')}; "
             "want 2 graphs and 1 break (a print() between two tensor ops breaks the graph)"
         )
     md.reset()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from minidynamo.exercises import NotYet, correct
+from minidynamo.exercises import NotYet, correct, counted
 
 __all__ = ["check_graph_count", "solution_graph_count", "check_loss_without_a_break",
            "solution_loss_without_a_break"]
@@ -49,7 +49,7 @@ def check_graph_count(answer) -> str:
         hint = "fewer" if answer > found else "more"
         raise NotYet(f"not {answer}: md.explain finds {hint} graphs; run it and read .graph_count, "
                      "or count the entries of .graphs")
-    return correct(f"{found} graph(s), each sent to AOTAutograd on its own")
+    return correct(f"{counted(found, 'graph')}, each sent to AOTAutograd on its own")
 
 
 def solution_graph_count():
@@ -71,13 +71,13 @@ def check_loss_without_a_break(fn) -> str:
         raise NotYet(f"md.explain could not run your function: {type(exc).__name__}: {exc}") from exc
     own = [r for r in yours.break_reasons if r.function == fn.__code__.co_name]
     if yours.graph_count > baseline or own:
-        raise NotYet(f"your step makes {yours.graph_count} graphs (the model alone {baseline}) and breaks in "
-                     f"{fn.__code__.co_name} itself {len(own)} time(s): read .break_reasons for the line of yours "
+        raise NotYet(f"your step makes {counted(yours.graph_count, 'graph')} (the model alone {baseline}) and breaks in "
+                     f"{fn.__code__.co_name} itself {counted(len(own), 'time')}: read .break_reasons for the line of yours "
                      "that breaks, and move that work after the compiled call")
     expected = _plain_loss(model, ids)
     if not isinstance(yours.out, torch.Tensor) or not torch.allclose(yours.out, expected):
         raise NotYet("as many graphs as the model alone, but the result is not the model's loss")
-    return correct(f"{yours.graph_count} graphs, as many as the model alone: your code adds no break")
+    return correct(f"{counted(yours.graph_count, 'graph')}, as many as the model alone: your code adds no break")
 
 
 def solution_loss_without_a_break():

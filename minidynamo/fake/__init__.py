@@ -9,11 +9,11 @@ interpreter, AOT metadata collection, AOT joint tracing). Mirrors
 """
 
 from minidynamo.fake.converter import FakeTensorConverter
+from minidynamo.fake.fake_mode import FakeTensorMode
 from minidynamo.fake.fake_tensor import (
     DataDependentOutputError,
     FakeTensor,
     FakeTensorError,
-    FakeTensorMode,
     MixedFakeTensorError,
     UnsupportedOperatorError,
     shares_storage,

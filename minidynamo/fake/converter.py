@@ -152,7 +152,7 @@ class FakeTensorConverter:
         expression too). Only a contiguous tensor that owns its whole storage becomes
         symbolic (``can_be_dynamic``), so no aliasing with another input is lost.
         """
-        from minidynamo.fake.symbolic_shapes import contiguous_strides
+        from minidynamo.shapes.symbolic_shapes import contiguous_strides
 
         sizes = mode.shape_env.symbolic_sizes(t, source, dynamic_dims if isinstance(dynamic_dims, dict)
                                               else set(dynamic_dims))

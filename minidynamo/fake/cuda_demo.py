@@ -6,6 +6,7 @@ AutogradCUDA). In a CPU-only torch build, autograd asks for a CUDA device guard
 when it records a fake cuda leaf (``AccumulateGrad`` -> ``InputMetadata``), and
 the C++ error it meets is thrown where nothing catches it: the whole process
 aborts (SIGABRT). So we only ever try it in a child process.
+Mirrors no torch file: it runs ``torch/_subclasses/fake_tensor.py``'s ``FakeTensorMode`` and autograd as they are.
 """
 
 from __future__ import annotations

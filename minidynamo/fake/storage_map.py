@@ -3,6 +3,8 @@
 Place in the pipeline: none; chapter 06 draws views of one storage with it. It only
 reads shape, stride and storage offset, so it answers the same for a real tensor
 and for its FakeTensor (which has no data to look at).
+Mirrors the overlap test of ``torch/_functorch/_aot_autograd/input_output_analysis.py``
+(``compute_overlapping_inputs``), drawn element by element.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Place in the pipeline: the last step of tracing a frame. Real Dynamo emits new
 *bytecode* (``torch/_dynamo/codegen.py`` ``PyCodegen``, ``output_graph.compile_subgraph``)
 and installs it through PEP 523. We emit Python *source* and ``exec`` it: the reader
 can print exactly what runs on every call (``entry.transformed_source``).
+Mirrors ``torch/_dynamo/codegen.py`` (``PyCodegen``) and the reconstruction half of
+``torch/_dynamo/output_graph.py`` (``compile_subgraph``).
 
 Note [Reconstruct is an expression]
     Every value the rest of the program needs after the graph (the return value, the

@@ -1,7 +1,7 @@
 """Dynamic shapes in Dynamo: which sizes become symbols, SymInt graph inputs, shape guards.
 
 Place in the pipeline: between the builder (an input tensor enters the trace) and the
-ShapeEnv (``minidynamo/fake/symbolic_shapes.py``). Decides, per input tensor, which
+ShapeEnv (``minidynamo/shapes/symbolic_shapes.py``). Decides, per input tensor, which
 dims are dynamic (``dynamic=True``, ``mark_dynamic``, or automatic dynamic after a
 size change); makes a SymInt placeholder per new symbol; turns ``x.size(0)`` on a
 symbolic fake into a ``SymNodeVariable``; at the end of the trace adds the
@@ -19,20 +19,6 @@ Note [Automatic dynamic]
     ``dynamic=True`` gives every dim a symbol from the first trace,
     ``dynamic=False`` none, ever. Parameters and attributes of modules stay
     static, as in torch (``force_parameter_static_shapes``).
-
-Note [AOT backends specialize per size]
-    A graph with SymInt placeholders handed to ``aot_eager`` is traced by our
-    AOTAutograd once, over the same symbols (``minidynamo/aot/sym_tracing.py``,
-    Note [AOT traces Dynamo's symbols]): its forward and backward graphs take
-    SymInt inputs and serve every size, as torch's do, and the decisions AOT
-    makes on sizes join this ShapeEnv's guards (installed after the backend
-    returns). Only when that symbolic trace fails (an op or a construct it does
-    not handle: a metadata mutation of an input, a size expression it cannot
-    write as graph nodes) does the backend fall back to being called lazily,
-    once per distinct set of input sizes (``specialize_per_size``), reported as
-    an ``"aot_symbolic_failed"`` event and then an ``"aot_specialized"`` event
-    per size: never a graph traced for one size run on another. The ``eager``
-    backend and user callables get the symbolic graph itself, as torch's do.
 """
 
 from __future__ import annotations
@@ -47,7 +33,7 @@ from minidynamo import events
 from .source import AttrSource, SizeSource, Source
 
 __all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
-           "install_shape_guards", "specialize_per_size", "compile_symbolic_or_per_size", "automatic_dynamic_changes",
+           "install_shape_guards", "automatic_dynamic_changes",
            "int_input"]
 
 _TRACED_DYNAMIC, _STATIC_NOW = "___traced_dynamic", "___static"  # frame_state flags, not sources
@@ -169,7 +155,7 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
 
 
 def _spec(source: str, value: int, reason: str):
-    from minidynamo.fake.symbolic_shapes import Specialization
+    from minidynamo.shapes.symbolic_shapes import Specialization
 
     return Specialization(source, value, reason)
 
@@ -178,7 +164,7 @@ def shape_env_of(output):
     """The trace's ShapeEnv, made on first use; the fake mode sees it once a symbol exists."""
     env = getattr(output, "shape_env", None)
     if env is None:
-        from minidynamo.fake.symbolic_shapes import ShapeEnv
+        from minidynamo.shapes.symbolic_shapes import ShapeEnv
 
         env = output.shape_env = ShapeEnv()
     return env
@@ -284,7 +270,7 @@ def size_variable(tx, tensor_var, value: Any, how: tuple):
     reuses ``s0``); any other expression is a ``Tensor.size``/``numel`` node.
     ``how`` is the method call that produced ``value``: ``("size", ())``, ``("size", (0,))``.
     """
-    from minidynamo.fake.symbolic_shapes import is_symbolic
+    from minidynamo.shapes.symbolic_shapes import is_symbolic
 
     from .variables.builder import wrap_constant_result
     from .variables.constant import ConstantVariable
@@ -309,7 +295,7 @@ def size_variable(tx, tensor_var, value: Any, how: tuple):
 
 
 def has_symbolic(value: Any) -> bool:
-    from minidynamo.fake.symbolic_shapes import is_symbolic
+    from minidynamo.shapes.symbolic_shapes import is_symbolic
 
     if isinstance(value, (tuple, list)):
         return any(is_symbolic(v) for v in value)
@@ -386,54 +372,3 @@ def _read(name: str, L: dict, G: dict, default):
         return eval(name, {"L": L, "G": G})  # noqa: S307 - a source expression of ours
     except Exception:  # noqa: BLE001
         return default
-
-
-# --- backends -------------------------------------------------------------------------
-
-
-def graph_is_dynamic(gm: torch.fx.GraphModule) -> bool:
-    return any(isinstance(n.meta.get("example_value"), torch.SymInt) for n in gm.graph.nodes if n.op == "placeholder")
-
-
-def compile_symbolic_or_per_size(backend: Callable, gm: torch.fx.GraphModule, example_inputs: list, name: str) -> Callable:
-    """Note [AOT backends specialize per size]: the symbolic AOT compile, else one compile per size."""
-    from minidynamo.aot.aot_autograd import SymbolicAOTFailed
-
-    try:
-        return backend(gm, example_inputs)
-    except SymbolicAOTFailed as exc:
-        events.emit("aot_symbolic_failed", graph=name, reason=str(exc))
-        return specialize_per_size(backend, gm, name)
-
-
-def specialize_per_size(backend: Callable, gm: torch.fx.GraphModule, name: str) -> Callable:
-    """Note [AOT backends specialize per size]: ``backend`` called once per distinct input sizes."""
-    compiled: dict = {}
-
-    def key(args):
-        return tuple((tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else
-                     (type(a), a) for a in args)
-
-    def run(*args):
-        k = key(args)
-        fn = compiled.get(k)
-        if fn is None:
-            events.emit("aot_specialized", graph=name, sizes=[a for a in k])
-            with warnings.catch_warnings():
-                fn = compiled[k] = backend(_static_copy(gm), list(args))
-        return fn(*args)
-
-    run.specializations = compiled
-    return run
-
-
-def _static_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """A copy of ``gm`` without the symbolic example values (the backend sees real inputs only)."""
-    graph = torch.fx.Graph()
-    env: dict = {}
-    for n in gm.graph.nodes:
-        env[n] = graph.node_copy(n, lambda x: env[x])
-        env[n].meta = {k: v for k, v in n.meta.items() if k not in ("example_value", "val")}
-    new = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
-    new.meta.update(gm.meta)
-    return new

@@ -7,8 +7,9 @@ each entry, a new trace on a miss); with the frame hook, every fresh frame reach
 (``optimize``, ``reset``, ``OptimizedModule``, the callback that
 ``_TorchDynamoContext`` installs) and the callback side of ``torch/csrc/dynamo/eval_frame.c``.
 Split off it, and importable from here too: the cache (``frame_cache.py``: ``FrameCache``,
-``call_frame``, ``CACHE_SIZE_LIMIT``...), ``md.explain`` (``explain.py``: ``explain``,
-``ExplainOutput``) and ``wrap_inline`` (``external_utils.py``).
+``call_frame``, ``CACHE_SIZE_LIMIT``...) and ``wrap_inline`` (``external_utils.py``).
+``md.explain`` (``explain.py``: ``explain``, ``ExplainOutput``) sits above this module
+and calls it.
 
 Note [The frame hook]
     Real Dynamo hooks CPython's frame evaluation (PEP 523), so *every* Python frame,
@@ -69,7 +70,6 @@ from minidynamo.trace_rules import THIRDPARTY_SKIPLIST, is_library_file
 
 from . import counters, frame_hook
 from .exc import tidy_user_exception, warned_internal
-from .explain import ExplainOutput, explain  # noqa: F401 - md.explain, split off this module
 from .external_utils import wrap_inline
 # The cache, split off this module: its names stay importable from here.
 from .frame_cache import (  # noqa: F401
@@ -88,6 +88,7 @@ from .frame_cache import (  # noqa: F401
     internal_error_explanation,
 )
 from .resume_execution import unhooked
+from .variables import builder as _builder
 from .variables.functions import is_user_function
 from .variables.nn_module import is_plain_call
 
@@ -360,6 +361,9 @@ class OptimizedFunction:
 
     def __repr__(self) -> str:
         return f"<minidynamo compiled {self.fn.__qualname__}>"
+
+
+_builder.COMPILED_FUNCTION_TYPES = (OptimizedFunction,)  # the trace inlines a compiled function's body
 
 
 class OptimizedModule:

@@ -101,6 +101,10 @@ class EagerFallback(Exception):
         self.explanation = explanation
 
 
+class TracedUserError(RuntimeError):
+    """The user's code would fail here in eager too (e.g. a shape mismatch); raised by ``fake_values.py``."""
+
+
 # --- Note [The user's exception reaches the user unchanged] ---------------------------
 # A user's `raise` (or a torch op failing at run time) must look as it does without
 # compile: the same exception object, its own __cause__/__context__, and a traceback
@@ -116,8 +120,6 @@ _USER_CODE_DIRS = (_PACKAGE_DIR + "corpus/", _PACKAGE_DIR + "exercises/")  # the
 
 
 def _is_ours(exc: BaseException) -> bool:
-    from .fake_values import TracedUserError
-
     return isinstance(exc, (Unsupported, RestartAnalysis, EagerFallback, TracedUserError))
 
 
@@ -196,7 +198,7 @@ def warn_internal(explanation: GraphBreak) -> None:
 # frame it was raised in is a module of this package; it is the user's when it was raised
 # in the user's code, in torch (a kernel's error inside the graph: the graph's code is
 # torch.fx's ``<eval_with_key>``), in the concrete interpreter running the user's code
-# (``interpreter.py`` and its ``ceval_*`` handlers execute the user's own raise), or by
+# (``interpreter/ceval.py`` and its ``ceval_*`` handlers execute the user's own raise), or by
 # a line of the transformed function itself (it calls, sets and deletes what the user's
 # code did), except a NameError there, which only a bug in our codegen can cause. The
 # user's exception propagates unchanged. Ours: the entry is dropped and the frame runs
@@ -233,8 +235,7 @@ def raised_by_us(exc: BaseException) -> Optional[str]:
 
 def _runs_user_code(module: str) -> bool:
     """The concrete interpreter's modules: what they raise, they raise for the user's code."""
-    return module in ("minidynamo.interpreter", "minidynamo.frameobject", "minidynamo.genobject") or \
-        module.startswith("minidynamo.ceval_")
+    return module == "minidynamo.interpreter" or module.startswith("minidynamo.interpreter.")
 
 
 def runtime_error_explanation(code, exc: BaseException, where: str) -> GraphBreak:

@@ -66,7 +66,7 @@ def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainOutput:
     Like ``torch._dynamo.explain(fn)(*args)``: ``graph_break_count`` is
     ``graph_count - 1``, exactly as torch computes it.
     """
-    from .eval_frame import CompileConfig, _optimize_with  # the front door, which re-exports explain
+    from .eval_frame import CompileConfig, _optimize_with  # the front door, under md.explain
 
     graphs, reasons, entries = [], [], []
 

@@ -23,7 +23,7 @@ import torch
 
 from minidynamo._torch_private import tree_map
 
-from .exc import unimplemented
+from .exc import TracedUserError, unimplemented  # noqa: F401 - TracedUserError: importable from here
 
 
 def make_fake_mode():
@@ -69,10 +69,6 @@ def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str) -> 
         unimplemented(f"{what} is not supported on fake tensors: {e}")
     except Exception as e:
         raise TracedUserError(f"{what} raised {type(e).__name__} while tracing on fake tensors: {e}") from e
-
-
-class TracedUserError(RuntimeError):
-    """The user's code would fail here in eager too (e.g. a shape mismatch)."""
 
 
 def map_fake(fn: Callable, tree: Any) -> Any:

@@ -463,12 +463,3 @@ def _no_hooks_expr(n: str) -> str:
 #     tests/test_tensor_match.py compares the two on every pair of many layouts.
 #     Inputs with the same metadata share one TensorMatch. Where the extension
 #     cannot be built (``tensor_match.reason()``), the Python guards run.
-
-
-def __getattr__(name: str) -> Any:
-    """``guards.CheckFunction``, as before guard_codegen.py was split out (imported late: it imports us)."""
-    if name == "CheckFunction":
-        from .guard_codegen import CheckFunction
-
-        return CheckFunction
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

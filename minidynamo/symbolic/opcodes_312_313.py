@@ -2,7 +2,7 @@
 
 Place in the pipeline: a mixin of ``InstructionTranslatorBase`` (``translator_base.py``);
 each handler says which version added it (Note [What changes between 3.11, 3.12 and
-3.13] in ``minidynamo/bytecode.py``). Mirrors the same handlers in
+3.13] in ``minidynamo/bytecode/instructions.py``). Mirrors the same handlers in
 ``torch/_dynamo/symbolic_convert.py`` (``LOAD_FAST_LOAD_FAST``, ``CALL_INTRINSIC_1``,
 ``LOAD_SUPER_ATTR``, ``CALL_KW``, ``SET_FUNCTION_ATTRIBUTE``, ``TO_BOOL``).
 """

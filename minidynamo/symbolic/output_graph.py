@@ -141,10 +141,8 @@ class OutputGraph:
         if code is not None:  # whose graph it is, for a backend's warnings
             gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         example_inputs = [value for _, _, value in used]
-        if self.symbol_proxies:  # Note [AOT backends specialize per size] (dynamic_shapes.py)
-            from minidynamo.backends import eager
-
-            from .dynamic_shapes import compile_symbolic_or_per_size
+        if self.symbol_proxies:  # Note [AOT backends specialize per size] (backends.py)
+            from minidynamo.backends import compile_symbolic_or_per_size, eager
 
             if backend is eager or not getattr(backend, "__module__", "").startswith("minidynamo.backends"):
                 compiled = backend(gm, example_inputs)

@@ -220,7 +220,7 @@ class ResumeFunction:
         self.__qualname__ = f"{code.co_qualname}.{self.__name__}"
 
     def __call__(self, /, **L: Any) -> Any:  # positional-only: a live local may be named `self`
-        from .eval_frame import call_frame
+        from .frame_cache import call_frame
 
         if self.eager_only:
             return self.run_eagerly(L)

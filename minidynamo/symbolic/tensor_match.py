@@ -10,6 +10,8 @@ of the source, torch's version and Python's, so a changed file is a new build. L
 processes import that build directly. Where it cannot be built (no C++ compiler, no
 ninja) or ``MINIDYNAMO_PYTHON_GUARDS=1`` is set, ``get()`` returns None, ``reason()`` says
 why, and the check functions run the readable Python guards instead: slower, same answers.
+Mirrors ``torch/csrc/dynamo/guards.cpp`` (``TensorCheck``, ``GlobalStateGuard``, the
+``GuardManager`` leaves) and its build through ``torch/utils/cpp_extension.py``.
 """
 
 from __future__ import annotations

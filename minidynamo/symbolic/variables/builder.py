@@ -42,6 +42,11 @@ from .nn_module import NNModuleVariable
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
 
+# md.compile'd functions (``eval_frame.OptimizedFunction``), which the trace inlines: eval_frame
+# registers its class here when imported, as the frame hook sits above the builder and the
+# builder never imports it (the import contracts of pyproject.toml, tests/test_import_contracts.py)
+COMPILED_FUNCTION_TYPES: tuple[type, ...] = ()
+
 
 class VariableBuilder:
     """Wrap a real value that came from ``source`` (installs guards; see the Note)."""
@@ -170,9 +175,7 @@ class VariableBuilder:
         if is_torch_callable(value):
             guards.ID_MATCH(source, value, "the trace recorded this torch function")
             return TorchInGraphFunctionVariable(value, source=source)
-        from ..eval_frame import OptimizedFunction
-
-        if isinstance(value, OptimizedFunction):  # calling another md.compile'd function: inline its body
+        if isinstance(value, COMPILED_FUNCTION_TYPES):  # calling another md.compile'd function: inline its body
             guards.ID_MATCH(source, value, "the trace inlined this compiled function's body")
             return UserFunctionVariable(value.fn, source=AttrSource(source, "fn"))
         if isinstance(value, types.FunctionType):
@@ -198,11 +201,23 @@ class VariableBuilder:
         if isinstance(value, type):
             guards.ID_MATCH(source, value, "the trace used this class")
             return UserDefinedClassVariable(value, source=source)
+        if isinstance(value, types.BuiltinMethodType) and type(value.__self__) in _CONTAINER_TYPES:
+            # A container's bound method (``logged.append`` on a resume function's stack, after a
+            # break inside ``logged.append(loss.item())``): the call goes to the container, read
+            # through ``__self__``, so it is traced as a side effect. Dynamo:
+            # ``bound_builtin_method_descriptor`` and ``BoundBuiltinMethodVariable`` (variables/builder.py).
+            from .misc import GetAttrVariable
+
+            obj = VariableBuilder(tx, AttrSource(source, "__self__"))(value.__self__)
+            return GetAttrVariable(obj, value.__name__, source=source)
         if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
         guards.TYPE_MATCH(source, value, "the trace read attributes of this object")
         return UserDefinedObjectVariable(value, source=source)
+
+
+_CONTAINER_TYPES = (list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict)
 
 
 def _tracked_by_identity(value: Any) -> bool:

@@ -90,7 +90,7 @@ class SymNodeVariable(VariableTracker):
         recomputed from the inputs in Python; it need not be a graph output (torch
         returns it from the graph instead).
         """
-        from minidynamo.fake.symbolic_shapes import python_expr
+        from minidynamo.shapes.symbolic_shapes import python_expr
 
         node = self.sym_num.node
         names = node.shape_env.source_names()

@@ -42,7 +42,19 @@ BREAK_METHODS = {
     "register_hook": "hooks are not traced",
     "retain_grad": "retain_grad changes autograd state",
     "requires_grad_": "requires_grad_ changes autograd metadata of an input",
+    # torch/_dynamo/variables/tensor.py: method_resize_, method_resize_as_, method_sparse_resize_*
+    "resize_": "Dynamo currently does not support tracing `Tensor.resize_()`.",
+    "resize_as_": "Dynamo currently does not support tracing `Tensor.resize_as_()`.",
+    "sparse_resize_": "Dynamo currently does not support tracing `Tensor.sparse_resize_()`.",
+    "sparse_resize_and_clear_": "Dynamo currently does not support tracing `Tensor.sparse_resize_and_clear_()`.",
 }
+
+
+def is_inplace_view(name: str) -> bool:
+    """Is ``aten.<name>`` tagged ``inplace_view`` (``t_``, ``unsqueeze_``, ``as_strided_``, ``set_``...)?"""
+    packet = getattr(torch.ops.aten, name, None) if name.endswith("_") else None
+    overloads = packet.overloads() if packet is not None and hasattr(packet, "overloads") else []
+    return bool(overloads) and torch.Tag.inplace_view in getattr(packet, overloads[0]).tags
 
 
 class TensorVariable(VariableTracker):
@@ -109,6 +121,18 @@ class TensorVariable(VariableTracker):
                 return result
         elif name in BREAK_METHODS:
             unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region")
+        # Note [An in-place view of a graph input breaks the graph]: torch's var_getattr
+        # (torch/_dynamo/variables/tensor.py) returns a DelayGraphBreakVariable for an inplace_view
+        # method of a tensor with a source ("It's hard to get inplace view (metadata mutation) on
+        # graph input work properly across dynamo/aot/inductor, just fall back"), and method_set_
+        # breaks on set_ with more than one argument. Ours breaks at the same calls; AOTAutograd
+        # (chapter 11) still handles these ops when it is given them directly.
+        if self.source is not None and is_inplace_view(name):
+            unimplemented("Getting an inplace view on a graph input is not supported",
+                          "apply the in-place view to a clone, or outside the compiled function")
+        if name == "set_" and len(args) + len(kwargs) > 1:
+            unimplemented("Dynamo currently does not support tracing `Tensor.set_()` overloads that include "
+                          "more than one argument.")
         if name in CONSTANT_METHODS:
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}

@@ -1,6 +1,6 @@
 """The one-time costs of the benchmark: what a first compile imports, and the workers' environment.
 
-Place in the pipeline: beside ``bench.py``, which prints this breakdown after its
+Place in the pipeline: beside ``bench/__init__.py``, which prints this breakdown after its
 table (Note [Import time of a first compile]) and starts every worker with
 :func:`worker_env` (Note [Workers keep bytecode caches]). No torch file mirrors it;
 the probe is ``python -X importtime`` of torch's own documentation on import time.

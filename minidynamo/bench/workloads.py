@@ -1,6 +1,6 @@
 """The benchmark's workloads: what gets compiled, its inputs, and how each system compiles it.
 
-Place in the pipeline: outside it, beside ``bench.py`` (the driver) and ``bench_measure.py``
+Place in the pipeline: outside it, beside ``bench/__init__.py`` (the driver) and ``bench/measure.py``
 (the worker that times them). Each builder returns a :class:`Workload` for full or
 ``quick`` sizes; the real models come from ``minidynamo/zoo.py`` and timm. No torch file
 mirrors it: the torch side is ``torch.compile(fn, backend="aot_eager")``, with

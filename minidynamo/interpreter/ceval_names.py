@@ -1,6 +1,6 @@
 """The concrete interpreter's name opcodes: the stack itself, constants, locals, globals, cells, imports, attributes.
 
-Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter.py``), split out
+Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter/ceval.py``), split out
 so each file reads in one sitting; every handler reads or writes the ``Frame``
 (``frameobject.py``). Mirrors these instructions in CPython's ``Python/bytecodes.c``
 (``Python/ceval.c`` in 3.11) and the same handlers of ``torch/_dynamo/symbolic_convert.py``
@@ -13,7 +13,7 @@ import types
 from typing import Any
 
 from minidynamo.bytecode import LOAD_ATTR_METHOD_BIT, Instruction, callable_slots
-from minidynamo.frameobject import NULL
+from minidynamo.interpreter.frameobject import NULL
 
 
 class NameOpcodes:

@@ -3,7 +3,7 @@
 Place in the pipeline: beside ``minidynamo.bytecode`` (stage one), for chapter 01 only.
 A chapter must run the same on any Python, so the listings of the other two versions
 cannot come from running those Pythons: they are stored here, written by
-``python -m minidynamo.bytecode_versions`` under each version, and a test checks that
+``python -m minidynamo.bytecode.versions`` under each version, and a test checks that
 the stored listing of the *running* Python still equals what its ``dis`` gives
 (``tests/test_bytecode.py``; CI runs it on all three). What changed, and which handler
 reads the change, is Note [What changes between 3.11, 3.12 and 3.13] in ``bytecode.py``.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from minidynamo.bytecode import PYTHON_VERSION, get_instructions
+from minidynamo.bytecode.instructions import PYTHON_VERSION, get_instructions
 
 __all__ = ["EXAMPLE_SOURCE", "LISTINGS", "example", "listing", "side_by_side"]
 
@@ -53,7 +53,7 @@ def listing(fn: Optional[Callable] = None) -> list[tuple[int, str, str]]:
     return rows
 
 
-# Written by `python -m minidynamo.bytecode_versions` under each Python; checked by tests.
+# Written by `python -m minidynamo.bytecode.versions` under each Python; checked by tests.
 LISTINGS: dict[tuple[int, int], list[tuple[int, str, str]]] = {
     (3, 11): [
         (1, 'MAKE_CELL', 'k'),

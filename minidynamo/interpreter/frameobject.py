@@ -7,7 +7,8 @@ Place in the pipeline: stage two, the data of ``minidynamo.interpreter``'s frame
 locals, cells, the value stack and the instruction pointer. ``NULL`` is the stack's empty
 slot (Note [NULL on the stack] in ``interpreter.py``); ``_Return`` and ``_Yield`` are how a
 handler leaves the loop. The symbolic interpreter keeps the same fields on
-``InstructionTranslatorBase`` (``torch/_dynamo/symbolic_convert.py``).
+``InstructionTranslatorBase`` (``torch/_dynamo/symbolic_convert.py``). Mirrors CPython's
+``_PyInterpreterFrame`` (``Include/internal/pycore_frame.h``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``python -m minidynamo.bench --frame-hook``: what the PEP 523 frame hook buys and costs.
 
-Place in the pipeline: outside it, beside ``bench.py`` (whose docstring says how figures
+Place in the pipeline: outside it, beside ``bench/__init__.py`` (whose docstring says how figures
 are taken: ``torch.set_num_threads(1)``, medians of paired rounds, a fresh process).
 
 - ``loop_break``: a forward with a graph break inside its loop (a data-dependent ``if``).
@@ -50,7 +50,7 @@ def _loop_break_model(width: int, depth: int):
 
 
 def _paired(fns: dict[str, Callable[[], Any]], calls: int, rounds: int = ROUNDS) -> dict[str, float]:
-    """Median seconds per call of each fn, rounds interleaved (bench.py's Note [Paired rounds])."""
+    """Median seconds per call of each fn, rounds interleaved (bench/__init__.py's Note [Paired rounds])."""
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(rounds):
         for name, fn in fns.items():

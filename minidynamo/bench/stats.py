@@ -1,14 +1,14 @@
 """Medians and their confidence intervals for the benchmark (Note [How sure a figure is]).
 
-Place in the pipeline: outside it; ``bench.py`` calls it on the figures its workers
-return (``bench_measure.py``) before ``bench_report.py`` prints them. No torch file
+Place in the pipeline: outside it; ``bench/__init__.py`` calls it on the figures its workers
+return (``bench/measure.py``) before ``bench/report.py`` prints them. No torch file
 mirrors it (``torch.utils.benchmark`` reports a median and an interquartile range per
 measurement; it has no two-system ratio).
 
 Note [How sure a figure is]
     Every figure of a workload comes from several fresh processes per system, and the
     per-call overhead from many paired rounds in each (Note [Paired rounds] in
-    ``bench_measure.py``). A figure is the median of all its values pooled (each
+    ``bench/measure.py``). A figure is the median of all its values pooled (each
     process's rounds, or one value per process for compile latencies), and its 95%
     confidence interval comes from a two-level bootstrap: resample the processes with
     replacement, then each chosen process's values with replacement, take the pooled

@@ -1,6 +1,6 @@
 """One measurement of the benchmark: compile a workload in a fresh process and time it.
 
-Place in the pipeline: outside it; ``bench.py`` (the driver) asks for each figure with a
+Place in the pipeline: outside it; ``bench/__init__.py`` (the driver) asks for each figure with a
 spec (workload, system, warm or cold) and gets back this module's :func:`worker` result.
 A worker runs in a process of its own: a new interpreter, or with ``--fork`` a child
 forked from a zygote that has imported torch, minidynamo and the workload's model
@@ -23,8 +23,8 @@ import time
 import traceback
 from typing import Any, Callable
 
-from minidynamo.bench_imports import worker_env
-from minidynamo.bench_workloads import _BUILDERS, Workload, _call, _compile, _pointwise_chain, _reset, _warmup_fn
+from minidynamo.bench.imports import worker_env
+from minidynamo.bench.workloads import _BUILDERS, Workload, _call, _compile, _pointwise_chain, _reset, _warmup_fn
 
 WORKER_TIMEOUT_S = 600
 ROUND_S = 0.005  # a round's target length (Note [Paired rounds])
@@ -160,7 +160,7 @@ def _steady_state(wl: Workload, compiled: Callable, args: tuple, quick: bool) ->
           alternating, warm and cold workers alike (both have compiled the workload;
           neither's calls differ), so each figure pools 2 x ``--repeats`` processes.
           The driver pools every round and gives the median with a bootstrap
-          interval (Note [How sure a figure is] in ``bench_stats.py``).
+          interval (Note [How sure a figure is] in ``bench/stats.py``).
     """
     def once(f: Callable) -> float:
         return _timed(lambda: _call(f, args, wl.backward))

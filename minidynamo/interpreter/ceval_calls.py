@@ -1,6 +1,6 @@
 """The concrete interpreter's calls: the call opcodes, building functions, and binding arguments.
 
-Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter.py``), split out
+Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter/ceval.py``), split out
 so each file reads in one sitting. ``CALL`` finds the callable and its arguments on the
 stack (Note [NULL on the stack] in ``interpreter.py``) and hands them to
 ``VirtualMachine.call_function``, which decides whether the callee runs in a new ``Frame``
@@ -17,8 +17,8 @@ import types
 from typing import Any
 
 from minidynamo.bytecode import NULL_AFTER_CALLABLE, Instruction, call_target
-from minidynamo.ceval_data import _func_desc
-from minidynamo.frameobject import NULL, UnsupportedInstructionError, _Return
+from minidynamo.interpreter.ceval_data import _func_desc
+from minidynamo.interpreter.frameobject import NULL, UnsupportedInstructionError, _Return
 
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08

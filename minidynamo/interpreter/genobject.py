@@ -1,6 +1,6 @@
 """The concrete interpreter's generators: a real Python generator drives a suspended ``Frame``.
 
-Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter.py``), split out
+Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter/ceval.py``), split out
 so each file reads in one sitting. Calling a generator function returns ``make_generator``'s
 generator; ``YIELD_VALUE`` leaves the frame loop with the frame kept as it is, and
 ``next``/``send``/``throw``/``close`` re-enter it (Note [Generators suspend the frame loop]
@@ -15,7 +15,7 @@ import types
 from typing import Any
 
 from minidynamo.bytecode import SEND_KEEPS_RECEIVER, Instruction
-from minidynamo.frameobject import Frame, _Yield
+from minidynamo.interpreter.frameobject import Frame, _Yield
 
 
 class GeneratorOpcodes:

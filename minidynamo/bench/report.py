@@ -1,13 +1,13 @@
 """What the benchmark prints and plots, and the comparison with the previous landed run.
 
-Place in the pipeline: outside it; ``bench.py`` hands its report (one entry per
-workload, figures and 95% intervals from ``bench_stats.py``) to :func:`format_table`,
+Place in the pipeline: outside it; ``bench/__init__.py`` hands its report (one entry per
+workload, figures and 95% intervals from ``bench/stats.py``) to :func:`format_table`,
 :func:`regressions` and :func:`plot`. No torch file mirrors it.
 """
 
 from __future__ import annotations
 
-from minidynamo.bench_workloads import REAL_MODELS
+from minidynamo.bench.workloads import REAL_MODELS
 
 RATIOS = ("compile_ratio", "cold_ratio", "overhead_ratio")
 PREVIOUS = "test-artifacts/bench.json"  # the last full run's figures, compared with the next one
@@ -87,7 +87,7 @@ def format_table(report: dict) -> str:
             f"{_us(o.get('overhead_s')) + ' / ' + _us(t.get('overhead_s')):>27}{_overhead_ratio(e):>12}"
         )
     lines.append("")
-    lines.append("per-call overhead over eager, median and 95% interval (Note [How sure a figure is], bench_stats.py):")
+    lines.append("per-call overhead over eager, median and 95% interval (Note [How sure a figure is], bench/stats.py):")
     for name, e in _workloads(report):
         o, t = e["ours"], e["torch"]
         if o.get("overhead_s") is None:

@@ -1,6 +1,6 @@
 """The concrete interpreter's handlers for opcodes new in Python 3.12 and 3.13.
 
-Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter.py``), split out
+Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter/ceval.py``), split out
 so each file reads in one sitting, and kept apart so a reader sees what the newer
 bytecode adds (Note [What changes between 3.11, 3.12 and 3.13] in ``bytecode.py``;
 ``symbolic/symbolic_convert.py`` has the same section). Mirrors these instructions in
@@ -14,9 +14,9 @@ import types
 from typing import Any, Callable
 
 from minidynamo.bytecode import PYTHON_VERSION, Instruction, callable_slots
-from minidynamo.ceval_calls import _set_annotations
-from minidynamo.frameobject import NULL
-from minidynamo.genobject import _stopiteration_error
+from minidynamo.interpreter.ceval_calls import _set_annotations
+from minidynamo.interpreter.frameobject import NULL
+from minidynamo.interpreter.genobject import _stopiteration_error
 
 # CALL_INTRINSIC_1 by the name ``dis`` shows (3.12+); the others (typing, import *, print) are outside the subset.
 INTRINSICS_1: dict[str, Callable[[Any], Any]] = {

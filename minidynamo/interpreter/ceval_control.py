@@ -1,6 +1,6 @@
 """The concrete interpreter's control flow: jumps, iteration, exceptions, context managers.
 
-Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter.py``), split out
+Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter/ceval.py``), split out
 so each file reads in one sitting. A jump moves the ``Frame``'s instruction pointer; a
 raised exception leaves the handler and the frame loop's ``unwind`` routes it through the
 exception table (Note [Exception table] in ``bytecode.py``); ``exc_info`` is the stack of

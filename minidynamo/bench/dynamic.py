@@ -1,7 +1,7 @@
 """The dynamic-shape row of the benchmark: one model called with 20 batch sizes, ours and torch's.
 
-Place in the pipeline: beside ``bench.py`` (which prints this row after its table;
-``python -m minidynamo.bench_dynamic`` runs it alone). Each system runs in a fresh
+Place in the pipeline: beside ``bench/__init__.py`` (which prints this row after its table;
+``python -m minidynamo.bench.dynamic`` runs it alone). Each system runs in a fresh
 process, one thread, after compiling and resetting an unrelated function (DESIGN.md,
 "How the benchmark measures"). Figures: graphs Dynamo compiled over the 20 sizes,
 cache entries, AOT compilations (both AOTAutograds trace the symbolic graph once; ours
@@ -54,7 +54,7 @@ def _reset(system: str) -> None:
 def _paired_overheads(fns: dict, x, rounds: int) -> dict:
     """Per-call overhead of each of ``fns`` over ``fns["eager"]``: the median over paired rounds.
 
-    As ``bench_measure.py``'s Note [Paired rounds]: each round times ``inner`` calls of
+    As ``bench/measure.py``'s Note [Paired rounds]: each round times ``inner`` calls of
     every function back to back (about 5 ms for the slowest), the order rotating
     between rounds, garbage collector off; a round's overhead is a function's time
     per call minus eager's in the same round.
@@ -134,7 +134,7 @@ def worker(system: str, quick: bool) -> dict:
 def run(quick: bool = False) -> dict:
     out: dict[str, Any] = {}
     for system in ("ours", "torch"):
-        proc = subprocess.run([sys.executable, "-m", "minidynamo.bench_dynamic", "--worker", system]
+        proc = subprocess.run([sys.executable, "-m", "minidynamo.bench.dynamic", "--worker", system]
                               + (["--quick"] if quick else []), capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise RuntimeError(f"dynamic-shape worker ({system}) failed:\n{proc.stderr[-3000:]}")
@@ -166,7 +166,7 @@ def format_report(r: dict) -> str:
 def main(argv=None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m minidynamo.bench_dynamic")
+    p = argparse.ArgumentParser(prog="python -m minidynamo.bench.dynamic")
     p.add_argument("--worker", choices=("ours", "torch"))
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", metavar="PATH")

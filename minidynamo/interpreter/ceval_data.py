@@ -1,6 +1,6 @@
 """The concrete interpreter's data opcodes: operators, subscripts, containers, unpacking, strings.
 
-Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter.py``), split out
+Place in the pipeline: part of ``VirtualMachine`` (``minidynamo/interpreter/ceval.py``), split out
 so each file reads in one sitting. Every handler pops real values, applies Python's own
 operation to them (the ``operator`` tables below, by the symbol ``dis`` shows) and pushes
 the result, with CPython's error messages where the operation is the VM's own (unpacking,

@@ -9,14 +9,14 @@ excluded (see ``../shared/DESIGN.md``, "How the benchmark measures"):
   side; cold: the first call in a fresh process, reported beside it;
 - the first backward, reported separately;
 - per-call overhead: compiled time minus eager time in paired interleaved rounds
-  (Note [Paired rounds], ``bench_measure.py``), the median of every round of every
+  (Note [Paired rounds], ``bench/measure.py``), the median of every round of every
   worker of a system, with a 95% bootstrap interval (Note [How sure a figure is],
-  ``bench_stats.py``); a ratio whose torch side is not told from 0 prints "within noise";
+  ``bench/stats.py``); a ratio whose torch side is not told from 0 prints "within noise";
 - every figure is the median over ``--repeats`` (5) fresh workers per system, ours
   and torch's alternating (the machine's speed drifts over seconds); a fresh worker
   is a new interpreter, or with ``--fork`` a child forked from a zygote that has
   imported torch and the model's library (faster, but its warm compiles are slower
-  than a new interpreter's: Note [Fresh processes from a zygote], ``bench_measure.py``);
+  than a new interpreter's: Note [Fresh processes from a zygote], ``bench/measure.py``);
 - FakeTensor ops per pass: ours from ``minidynamo.events``, torch's from
   ``minidynamo.real_passes``;
 - the cost of the event log: our compile latency recording and not (the headline
@@ -36,18 +36,18 @@ prints the overhead ratio as median ± half the interval). Nothing here asserts 
 ``cold_ratio`` = our cold figure / torch's: ``compile()`` plus the first call in a fresh
 process (Note [The cold figure is compile() and the first call]), the median of as many
 fresh workers as the warm figures, with bytecode caches on (Note [Workers keep bytecode
-caches] in ``bench_imports.py``); the table's notes give cold minus warm, the one-time
+caches] in ``bench/imports.py``); the table's notes give cold minus warm, the one-time
 cost. The output ends with the import time of a first compile by group (Note [Import
-time of a first compile], ``bench_imports.py``) and
+time of a first compile], ``bench/imports.py``) and
 any ratio more than 10% worse than in the previous full run (``test-artifacts/bench.json``,
 or ``--compare PATH``), "within noise" where this run's 95% interval still reaches the
 previous figure plus 10%, and where the run's time went (per workload; inside the workers
 by phase).
 
-The modules: ``bench_workloads.py`` (what is compiled), ``bench_measure.py`` (one worker:
-what it times, and the processes it runs in), ``bench_stats.py`` (medians and intervals),
-``bench_report.py`` (table, regressions, plot), ``bench_imports.py`` (the import-time
-breakdown), ``bench_dynamic.py`` (the dynamic-shape row), ``bench_frame_hook.py``
+The modules: ``bench/workloads.py`` (what is compiled), ``bench/measure.py`` (one worker:
+what it times, and the processes it runs in), ``bench/stats.py`` (medians and intervals),
+``bench/report.py`` (table, regressions, plot), ``bench/imports.py`` (the import-time
+breakdown), ``bench/dynamic.py`` (the dynamic-shape row), ``bench/frame_hook.py``
 (``--frame-hook``); this one is the driver and the command line.
 """
 
@@ -63,12 +63,12 @@ import time
 from typing import Any, Callable
 
 # one-time costs: what a first compile imports, and the workers' environment
-from minidynamo.bench_imports import format_imports, import_breakdown, worker_env  # noqa: F401 - re-exported
-from minidynamo.bench_measure import Zygotes, spawn_worker, worker, zygote
-from minidynamo.bench_report import PREVIOUS, RATIOS, _workloads, format_table, plot, regressions  # noqa: F401
-from minidynamo.bench_stats import ratio as _ratio_ci
-from minidynamo.bench_stats import summarize
-from minidynamo.bench_workloads import (  # noqa: F401 - re-exported (tests, chapter 12 use _BUILDERS, _call)
+from minidynamo.bench.imports import format_imports, import_breakdown, worker_env  # noqa: F401 - re-exported
+from minidynamo.bench.measure import Zygotes, spawn_worker, worker, zygote
+from minidynamo.bench.report import PREVIOUS, RATIOS, _workloads, format_table, plot, regressions  # noqa: F401
+from minidynamo.bench.stats import ratio as _ratio_ci
+from minidynamo.bench.stats import summarize
+from minidynamo.bench.workloads import (  # noqa: F401 - re-exported (tests, chapter 12 use _BUILDERS, _call)
     _BUILDERS, CNNS, REAL_MODELS, SCALING_SIZES, SYSTEMS, WORKLOADS, Workload, _call, _compile, _reset,
     _warmup_fn, pointwise_chain_fn,
 )
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, metavar="N",
                         help="workers per system and workload, alternating; figures are medians (default 5, --quick 1)")
     parser.add_argument("--frame-hook", action="store_true",
-                        help="only the frame hook's figures (minidynamo/bench_frame_hook.py), in a fresh process")
+                        help="only the frame hook's figures (minidynamo/bench/frame_hook.py), in a fresh process")
     parser.add_argument("--compare", metavar="PATH", default=None,
                         help=f"a previous run's --json to compare ratios with (default {PREVIOUS}, if present); "
                              f"a full run (no --quick/--only) saves its figures there")
@@ -237,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.fork and hasattr(os, "fork"):
         _SPAWN["on"] = False
     if args.frame_hook:
-        from minidynamo import bench_frame_hook
+        from minidynamo.bench import frame_hook as bench_frame_hook
 
-        cmd = [sys.executable, "-m", "minidynamo.bench_frame_hook", "--json"] + (["--quick"] if args.quick else [])
+        cmd = [sys.executable, "-m", "minidynamo.bench.frame_hook", "--json"] + (["--quick"] if args.quick else [])
         report = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
         print(bench_frame_hook.format_report(report))
         if args.json:
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump({"frame_hook": report}, f, indent=2)
         return 0
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
-    dynamic_row = not args.only or "dynamic_shapes" in workloads  # bench_dynamic.py: 20 batch sizes
+    dynamic_row = not args.only or "dynamic_shapes" in workloads  # bench/dynamic.py: 20 batch sizes
     workloads = tuple(w for w in workloads if w != "dynamic_shapes")
     unknown = [w for w in workloads if w not in _BUILDERS]
     if unknown:
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         report["_imports"] = import_breakdown()
     print(format_table(report))
     if dynamic_row:
-        from minidynamo import bench_dynamic
+        from minidynamo.bench import dynamic as bench_dynamic
 
         report["dynamic_shapes"] = bench_dynamic.run(args.quick)
         print(bench_dynamic.format_report(report["dynamic_shapes"]))
@@ -290,6 +290,3 @@ def main(argv: list[str] | None = None) -> int:
         plot(report, args.plot)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

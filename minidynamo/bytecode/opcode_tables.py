@@ -334,7 +334,7 @@ def opcode_table(version: tuple[int, int] = PYTHON_VERSION) -> dict[str, str]:
         have = ", ".join(f"{a}.{b}" for a, b in sorted(OPCODE_TABLES))
         raise NotImplementedError(
             f"minidynamo has no opcode table for Python {version[0]}.{version[1]} (it has {have}); "
-            "add one to minidynamo/opcode_tables.py"
+            "add one to minidynamo/bytecode/opcode_tables.py"
         ) from None
 
 

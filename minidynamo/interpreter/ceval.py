@@ -71,13 +71,13 @@ from typing import Any, Callable, Optional
 from minidynamo import events
 from minidynamo.trace_rules import is_library_file
 from minidynamo.bytecode import PYTHON_VERSION, Instruction, find_exception_handler
-from minidynamo.ceval_312_313 import INTRINSICS_1, NewOpcodes  # noqa: F401 - INTRINSICS_1 re-exported
-from minidynamo.ceval_calls import _GENERATOR_FLAGS, CallOpcodes, bind_arguments, _plain_class_with_python_init
-from minidynamo.ceval_control import ControlOpcodes
-from minidynamo.ceval_data import BINARY_OPERATORS, COMPARE_OPERATORS, UNARY_OPERATORS, DataOpcodes  # noqa: F401
-from minidynamo.ceval_names import NameOpcodes
-from minidynamo.frameobject import NULL, Frame, UnsupportedInstructionError, _Return, _Yield  # noqa: F401 - NULL re-exported
-from minidynamo.genobject import GeneratorOpcodes
+from minidynamo.interpreter.ceval_312_313 import INTRINSICS_1, NewOpcodes  # noqa: F401 - INTRINSICS_1 re-exported
+from minidynamo.interpreter.ceval_calls import _GENERATOR_FLAGS, CallOpcodes, bind_arguments, _plain_class_with_python_init
+from minidynamo.interpreter.ceval_control import ControlOpcodes
+from minidynamo.interpreter.ceval_data import BINARY_OPERATORS, COMPARE_OPERATORS, UNARY_OPERATORS, DataOpcodes  # noqa: F401
+from minidynamo.interpreter.ceval_names import NameOpcodes
+from minidynamo.interpreter.frameobject import NULL, Frame, UnsupportedInstructionError, _Return, _Yield  # noqa: F401 - NULL re-exported
+from minidynamo.interpreter.genobject import GeneratorOpcodes
 
 __all__ = ["Frame", "VirtualMachine", "UnsupportedInstructionError", "NULL", "run", "TraceStep", "trace_run"]
 

@@ -74,7 +74,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 # the tables live in their own module; re-exported, so ``bytecode.OPCODE_TABLES`` etc. keep working
-from minidynamo.opcode_tables import OPCODE_TABLES, PYTHON_VERSION, family, opcode_table, table_diff
+from minidynamo.bytecode.opcode_tables import OPCODE_TABLES, PYTHON_VERSION, family, opcode_table, table_diff
 
 __all__ = [
     "Instruction",
