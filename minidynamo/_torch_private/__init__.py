@@ -92,6 +92,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     dynamo_cleaned_instructions,
     dynamo_counters,
     dynamo_explain,
+    dynamo_global_state_fields,
     dynamo_instruction_translator_base,
     dynamo_mark_dynamic,
     dynamo_mark_static,

@@ -44,11 +44,11 @@ def torch_graphs_for(fn=mod8, sizes=SIZES) -> int:
         graphs.append(gm)
         return gm.forward
 
-    torch._dynamo.reset()
+    torch.compiler.reset()
     compiled = torch.compile(fn, backend=counting)
     for n in sizes:
         compiled(torch.randn(n, 3))
-    torch._dynamo.reset()
+    torch.compiler.reset()
     return len(graphs)
 
 
