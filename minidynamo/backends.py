@@ -2,7 +2,8 @@
 
 Place in the pipeline: the end of Dynamo's half. Each compiled fx graph is handed to
 the backend once; the callable it returns is what the transformed function calls.
-Mirrors ``torch/_dynamo/backends/`` (``debugging.py``: ``eager``, ``aot_eager``) and
+Mirrors ``torch/_dynamo/backends/`` (``debugging.py``: ``eager``, ``aot_eager``;
+``inductor.py``: ``inductor``) and
 ``torch/_dynamo/backends/registry.py`` (``lookup_backend``).
 """
 
@@ -52,6 +53,13 @@ def aot_eager_default_partitioner(gm: torch.fx.GraphModule, example_inputs: list
     from minidynamo.aot import aot_module_simplified
 
     return aot_module_simplified(gm, example_inputs, keep_inference_input_mutations=True)
+
+
+def inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """Our AOTAutograd, then torch's Inductor compiles each graph it makes (minidynamo/compile_fx.py)."""
+    from minidynamo.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs)
 
 
 aot_eager_default_partition = aot_eager_default_partitioner  # our earlier name, kept for old callers
@@ -113,6 +121,7 @@ def specialize_per_size(backend: Callable, gm: torch.fx.GraphModule, name: str) 
 
 
 BACKENDS: dict[str, Callable] = {
+    "inductor": inductor,
     "eager": eager, "aot_eager": aot_eager,
     "aot_eager_default_partitioner": aot_eager_default_partitioner,  # torch's name
     "aot_eager_default_partition": aot_eager_default_partitioner,  # our earlier name
@@ -120,7 +129,8 @@ BACKENDS: dict[str, Callable] = {
 
 
 def lookup_backend(backend: Any) -> Callable:
-    """A backend name ("eager", "aot_eager", "aot_eager_default_partitioner") or any ``callable(gm, example_inputs)``."""
+    """A backend name ("eager", "aot_eager", "aot_eager_default_partitioner", "inductor") or any
+    ``callable(gm, example_inputs)``."""
     if isinstance(backend, str):
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; known: {sorted(BACKENDS)} or a callable(gm, example_inputs)")

@@ -219,9 +219,9 @@ class OnePassCompiled:
             first_op = next(n for n in tracer.graph.nodes if n.op != "placeholder")
             tangents = []
             for i, o in enumerate(need):
-                with no_dispatch():
-                    real = torch.zeros(tuple(o.shape), dtype=o.dtype)
-                fake = fake_mode.from_tensor(real)
+                with no_dispatch():  # on meta, claiming the output's device (issue 29: never cpu by default)
+                    real = torch.zeros(tuple(o.shape), dtype=o.dtype, device="meta")
+                fake = fake_mode.from_tensor(real, device=o.device)
                 with tracer.graph.inserting_before(first_op):
                     node = tracer.graph.placeholder(f"tangents_{i + 1}")
                 tracer.track(fake, node)
@@ -236,7 +236,8 @@ class OnePassCompiled:
             # Mutations are known at the end of the pass: return the new values to write back.
             mutated = [i for i, p in enumerate(work) if isinstance(p, torch.Tensor) and func_mode.was_mutated(p)]
             tangent_outs = [
-                (i, tuple(o.shape), o.dtype) for i, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad
+                (i, tuple(o.shape), o.dtype, o.device)
+                for i, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad
             ]
             info.update(single=single, num_user_outs=len(outs), mutated=mutated, tangent_outs=tangent_outs)
             fw_outs = outs + [work[i] for i in mutated]
@@ -278,9 +279,9 @@ class _OnePassFunction(torch.autograd.Function):
         compiled = ctx.compiled
         # One tangent per output that required grad at trace time, zeros where autograd passes None.
         tangents = []
-        for i, shape, dtype in compiled._tangent_outs:
+        for i, shape, dtype, device in compiled._tangent_outs:
             g = grad_outs[i]
-            tangents.append((g if g is not None else torch.zeros(shape, dtype=dtype)).contiguous())
+            tangents.append((g if g is not None else torch.zeros(shape, dtype=dtype, device=device)).contiguous())
         grads = compiled.bw_module(*ctx.saved_tensors, *tangents)
         grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
         return (None, *grads)

@@ -6,6 +6,8 @@
   raises nothing.
 * ``MulSavedInBackward``: a custom ``autograd.Function`` whose backward mutates the input
   it saved (AOTAutograd must copy that mutation back, as eager leaves it).
+* ``DEVICES``: ``pytest.mark.parametrize("device", DEVICES)`` runs a test on ``cpu``,
+  ``meta`` and ``cuda`` (the last under the ``cuda`` marker, skipped without a GPU).
 """
 
 from __future__ import annotations
@@ -14,7 +16,23 @@ import contextlib
 import io
 import warnings
 
+import pytest
 import torch
+
+# Note [Tests on every device] (issue 29): a tensor the pipeline makes without ``device=`` is a
+# cpu tensor, and a cpu tensor mixes with any device only when it is 0-dim. So ``meta`` inputs
+# (outputs not 0-dim) fail exactly where cuda inputs would, on a machine without a GPU; values
+# on meta cannot be compared, only shapes, strides, dtypes, devices and "no fallback".
+DEVICES = [
+    "cpu",
+    "meta",
+    pytest.param("cuda", marks=[
+        pytest.mark.cuda,
+        pytest.mark.skipif(not torch.cuda.is_available(),
+                           reason=f"no CUDA device (torch {torch.__version__}, built with CUDA: "
+                                  f"{torch.version.cuda or 'no'})"),
+    ]),
+]
 
 
 @contextlib.contextmanager

@@ -38,9 +38,6 @@ NOT_FIGURES: dict[tuple[str, str], str] = {}
 
 # chapter -> who is printing its figures (issue 27's list; not strict: remove once it passes).
 PENDING: dict[str, str] = {
-    "01": "lead: the '20-line parser' is a size of code, not printed",
-    "04": "helper cache (issue 26): guard timings and input counts typed in the prose",
-    "06": "helper gpu (issue 29): the OpInfo sample count typed in the prose",
 }
 
 

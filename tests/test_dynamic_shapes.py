@@ -269,7 +269,7 @@ def test_graph_takes_symint_inputs_like_torch():
 
 
 def our_run_dims(f):
-    gm = f.cache.entries[-1].graphs[-1]
+    gm = f.cache.entries[0].graphs[-1]  # most recently used first
     return _dims_and_names(gm, lambda n: n.meta.get("source"))[0]
 
 
@@ -406,7 +406,7 @@ def test_int_argument_becomes_a_symint_after_it_changes():
         assert torch.equal(f(torch.ones(3), n), torch.ones(3) + n)
     assert len(f.cache.entries) == 2
     assert [str(r).split("now dynamic: ")[-1] for r in f.cache.recompiles] == ["L['n']"]
-    gm = f.cache.entries[-1].graphs[-1]
+    gm = f.cache.entries[0].graphs[-1]  # most recently used first
     ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
     assert [p.meta["source"] for p in ph] == ["L['x']", "L['n']"] and isinstance(ph[1].meta["example_value"], torch.SymInt)
     theirs = run_torch(Case(add_int, lambda n: (torch.ones(3), n), [2, 3, 4, 5]))

@@ -117,7 +117,7 @@ def test_cache_limit_falls_back_to_eager_with_a_warning():
     for n in range(8):
         _call(cf, x, n)
     assert len(cf.cache.entries) == 8
-    with pytest.warns(UserWarning, match=r"cache size limit.*L\['n'\]"):
+    with pytest.warns(UserWarning, match=r"hit config.recompile_limit \(8\)[\s\S]*last reason: \d+/7: n == 7"):
         _call(cf, x, 100)
     counters.clear()
     with warnings.catch_warnings():

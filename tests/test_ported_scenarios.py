@@ -46,9 +46,6 @@ COUNT_DIFFERENCES: dict[str, str] = {
     "(2 graphs at the first call); ours traces the call with its hooks as one graph",
     "submodule_order_changed": "ours breaks on a dict keyed by modules (weight[m]): the frame runs eagerly; torch "
     "guards such keys by identity",
-    "self_mutating_modules_share_a_layer": "self.counter changes on every call: torch makes the int dynamic at its "
-    "first change (automatic dynamic for module attributes) and the second instance reuses the entries; ours "
-    "specializes each value, a graph per call (after 8 entries the cache limit sends the frame to eager)",
     "layer_appended_to_module_list": "after `del layers[0]` the list holds one Linear(4, 4) again: ours guards "
     "modules by type and layout (parameters are graph inputs) and reuses the first entry; torch recompiles",
     "global_defaultdict_history": "ours breaks the graph at `HISTORY['loss']` (a collections.defaultdict is not "

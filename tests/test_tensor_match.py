@@ -144,6 +144,7 @@ def _inputs(n):
 
 def _entry_check(f, args, *, python: bool):
     """The check function of ``f``'s entry, built with the Python guards only or with the extension."""
+    md.reset()  # the cache lives on f's code object: a second md.compile(f) would be served by the first entry
     with tensor_match.python_guards() if python else contextlib.nullcontext():
         compiled = md.compile(f, backend="eager")
         compiled(*args)
@@ -256,6 +257,7 @@ def test_dynamic_tensor_match_in_cpp_says_what_python_says():
         return (x * 2).sum(0) + y
 
     def entry(python: bool):
+        md.reset()  # a fresh cache on f's code object
         with tensor_match.python_guards() if python else contextlib.nullcontext():
             compiled = md.compile(f, backend="eager", dynamic=True)
             compiled(torch.randn(5, 3), torch.randn(3))

@@ -6,13 +6,14 @@ releases, so a torch upgrade should touch this package and no other.
 
 Rule for contributors: a module of minidynamo that needs ``torch._something``
 imports it from here (``from minidynamo._torch_private import ...``). Tests that
-use the real torch as the oracle import it from here too. Two modules, one concept
+use the real torch as the oracle import it from here too. Three modules, one concept
 each, their sections following the pipeline in chapter order (bytecode, interpreter,
 Dynamo, fake tensors, dispatcher, decompositions, functionalization, joint graph and
 partitioning, the three passes):
 
     internals.py   what minidynamo builds on (pytrees, dispatcher switches, op entry points)
     oracles.py     the real torch, run to compare against (its Dynamo, FakeTensor, AOTAutograd)
+    inductor.py    torch's Inductor, which the "inductor" backend uses behind our AOTAutograd
 
 Add a name to the section of the stage that needs it, in the module of its use, and
 list it below. Each name says what it is in torch. Every name is importable from here;
@@ -41,6 +42,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     _lazy_graph_module_class,
     _torch_tree_map,
     after_autograd_keyset,
+    autograd_would_have_decomposed,
     autograd_node_created_hook,
     clear_python_dispatch_cache,
     cublas_reduced_precision,
@@ -79,6 +81,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     set_meta_in_tls_dispatch_include,
     sym_sqrt,
     to_functional_tensor,
+    torch_dispatch_stack_len,
     torch_function_mode_types,
     torch_function_state,
     tree_flatten,
@@ -86,6 +89,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     tree_unflatten,
     unsafe_set_version_counter,
 )
+from minidynamo._torch_private.inductor import inductor_compile_fx, inductor_graphs_recorder  # noqa: F401
 from minidynamo._torch_private.oracles import (  # noqa: F401
     compiled_autograd_enabled,
     dynamo_cache_entries,
@@ -99,6 +103,11 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     dynamo_parse_exception_table,
     dynamo_reset,
     dynamo_serving_entry,
+    dynamo_cache_order,
+    dynamo_guard_failures,
+    dynamo_guard_tree,
+    dynamo_config_patch,
+    dynamo_warnings,
     dynamo_unique_graphs,
     op_db,
     real_fake_errors,
@@ -109,6 +118,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     torch_aot_function,
     torch_aot_keeping_graphs,
     torch_aot_module_simplified,
+    torch_autograd_would_have_decomposed,
     torch_collect_metadata,
     torch_compute_overlapping_tensors,
     torch_core_aten_decompositions,

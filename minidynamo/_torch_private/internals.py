@@ -252,6 +252,7 @@ DispatchKeySet = torch._C.DispatchKeySet
 dispatch_keys = torch._C._dispatch_keys  # oracle: a tensor's own key set
 dispatch_tls_local_include_set = torch._C._dispatch_tls_local_include_set  # oracle: TLS
 dispatch_tls_local_exclude_set = torch._C._dispatch_tls_local_exclude_set  # oracle: TLS
+torch_dispatch_stack_len = torch._C._len_torch_dispatch_stack  # oracle: TorchDispatchModeTLS's stack length
 dispatch_tls_is_dispatch_key_included = torch._C._dispatch_tls_is_dispatch_key_included  # one TLS bit
 dispatch_keyset_full_after = torch._C._dispatch_keyset_full_after
 after_autograd_keyset = torch._C._after_autograd_keyset
@@ -270,6 +271,14 @@ to_functional_tensor = torch._to_functional_tensor
 from_functional_tensor = torch._from_functional_tensor
 enable_functionalization = torch._enable_functionalization
 disable_functionalization = torch._disable_functionalization
+
+
+def autograd_would_have_decomposed(func, flat_args) -> bool:
+    """torch.utils._python_dispatch.autograd_would_have_decomposed (used): a CompositeImplicitAutograd
+    op that reached a mode is decomposed there only if the device has no kernel of its own (make_fx)."""
+    from torch.utils._python_dispatch import autograd_would_have_decomposed as would
+
+    return would(func, flat_args)
 
 
 def is_in_torch_dispatch_mode() -> bool:

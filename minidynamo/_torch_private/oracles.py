@@ -10,6 +10,8 @@ chapter order. Mirrors no single torch file: each name says which torch function
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 
@@ -84,7 +86,7 @@ def dynamo_cache_entries(code) -> list:
     """Oracle: the cache entries torch's frame hook keeps for a code object (chapters 05, 15).
 
     ``torch._dynamo.eval_frame._debug_get_cache_entry_list(code)`` (``code`` may be a
-    function): one per compiled version of the frame, newest first; none for a frame
+    function): one per compiled version of the frame, most recently used first; none for a frame
     torch skips.
     """
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
@@ -277,6 +279,14 @@ def torch_aot_module_simplified(gm, example_inputs, fw_compiler, bw_compiler=Non
     return aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler, bw_compiler=bw_compiler, **kwargs)
 
 
+def torch_autograd_would_have_decomposed(func, flat_args) -> bool:
+    """Oracle: torch.utils._python_dispatch.autograd_would_have_decomposed, the test functionalization and
+    make_fx's proxy mode apply before decomposing a CompositeImplicitAutograd op (chapter 08's forward graph)."""
+    from torch.utils._python_dispatch import autograd_would_have_decomposed
+
+    return autograd_would_have_decomposed(func, flat_args)
+
+
 def torch_lookup_backend(name: str):
     """Oracle: torch._dynamo.backends.registry.lookup_backend (chapter 10 reads what aot_eager passes)."""
     from torch._dynamo.backends.registry import lookup_backend
@@ -388,16 +398,72 @@ def dynamo_unique_graphs() -> int:
 
 
 def dynamo_serving_entry(code, f_locals: dict):
-    """Oracle: which of torch's cache entries for ``code`` would serve these locals, counted in compile order.
+    """Oracle: which of torch's cache entries for ``code`` would serve these locals, numbered in compile order.
 
-    Torch keeps the newest entry first and runs the first whose guards pass
-    (``CacheEntry.guard_manager.check``); returns 1 for the first graph compiled, or None.
+    Torch's list is most-recently-used first (``extra_state.cpp``: ``lookup`` tries the
+    entries in list order and moves the one that holds to the front); the first whose
+    guards pass (``CacheEntry.guard_manager.check``) serves. Returns its
+    ``compile_id.frame_compile_id + 1`` (1 for the first graph compiled), or None.
     """
-    entries = dynamo_cache_entries(code)
-    for i, e in enumerate(entries):
+    for e in dynamo_cache_entries(code):
         if e.guard_manager.check(f_locals):
-            return len(entries) - i
+            return e.compile_id.frame_compile_id + 1
     return None
+
+
+def dynamo_cache_order(code) -> list:
+    """Oracle: torch's cache entries of ``code`` in list order (most recently used first), as frame_compile_ids."""
+    return [e.compile_id.frame_compile_id for e in dynamo_cache_entries(code)]
+
+
+def dynamo_guard_tree(code, index: int = 0) -> str:
+    """Oracle: torch's guard tree of one cache entry of ``code``, as ``TORCH_LOGS=guards`` prints it.
+
+    ``str(CacheEntry.guard_manager)``: ``GuardManagerWrapper.__str__`` (``torch/_dynamo/guards.py``).
+    """
+    return str(dynamo_cache_entries(code)[index].guard_manager)
+
+
+def dynamo_config_patch(**changes):
+    """``torch._dynamo.config.patch(...)``: torch's flags (``recompile_limit``, ...) for a ``with`` block."""
+    import torch._dynamo
+
+    return torch._dynamo.config.patch(**changes)
+
+
+@contextlib.contextmanager
+def dynamo_warnings():
+    """Collect the warnings torch's ``convert_frame.py`` logs (``torch._dynamo hit config.recompile_limit``)."""
+    import logging
+
+    records: list = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("torch._dynamo.convert_frame")
+    handler, level, propagate = Collect(logging.WARNING), logger.level, logger.propagate
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def dynamo_guard_failures(code) -> list:
+    """Oracle: every recompile reason torch gave for ``code`` since reset, one per entry checked, in order.
+
+    ``torch._dynamo.utils.guard_failures``, filled by ``guards.py``: ``get_guard_fail_reason``
+    (``"0/1: tensor 'x' size mismatch at index 0. expected 2, actual 3"``).
+    """
+    from torch._dynamo.utils import guard_failures
+
+    return list(guard_failures.get(code, []))
 
 
 def dynamo_counters():

@@ -149,7 +149,8 @@ def create_compiled_function(
             for i in tangent_positions:
                 g = grad_outs[i]
                 if g is None:  # output not used: autograd passes None, the graph wants zeros
-                    g = torch.zeros(ctx.out_shapes[i] if sym_shapes else fw_outs_shapes[i], dtype=fw_outs_dtypes[i])
+                    g = torch.zeros(ctx.out_shapes[i] if sym_shapes else fw_outs_shapes[i], dtype=fw_outs_dtypes[i],
+                                    device=fw_outs_devices[i])
                 elif not g.is_contiguous():
                     g = g.contiguous()
                 tangents.append(g)
@@ -186,8 +187,9 @@ def create_compiled_function(
 
     fw_outs_shapes: dict[int, torch.Size] = {}
     fw_outs_dtypes: dict[int, torch.dtype] = {}
+    fw_outs_devices: dict[int, torch.device] = {}  # the traced output's device (Dynamo guards it), not cpu
     for pos, t in zip(tangent_positions, meta.traced_tangents):
-        fw_outs_shapes[pos], fw_outs_dtypes[pos] = t.shape, t.dtype
+        fw_outs_shapes[pos], fw_outs_dtypes[pos], fw_outs_devices[pos] = t.shape, t.dtype, t.device
     sym_shapes = any(not isinstance(d, int) for shape in fw_outs_shapes.values() for d in shape)
     if stale_items:
         return _checking_stale_saved(CompiledFunction, stale_items)

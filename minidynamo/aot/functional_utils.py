@@ -95,7 +95,7 @@ def _single_view(chain: tuple | None) -> tuple | None:
     return None
 
 
-_ANY_TENSOR = torch.empty(0)
+_ANY_TENSOR = torch.empty(0)  # no device: only binds an op's first argument, never computed with
 
 
 def _view_replayer(chain: tuple | None) -> Callable | None:

@@ -155,12 +155,28 @@ def needs_autograd(flat_args: list[Any], meta: ViewAndMutationMeta) -> bool:
 
 
 def _make_tangents(meta: ViewAndMutationMeta, fake_mode: Any = None) -> list[torch.Tensor]:
-    # Torch coerces tangents to contiguous (coerce_tangent_and_suggest_memory_format);
-    # the runtime wrapper makes the incoming grad_outputs contiguous to match.
+    """One tangent per traced tangent: its shape, dtype and device (contiguous, no grad).
+
+    Note [A tangent lives where its output lives]
+        torch traces the joint on ``meta.traced_tangents`` themselves (fakes of the
+        output they stand for, ``aot_dispatch_autograd`` in
+        ``torch/_functorch/_aot_autograd/graph_capture.py``), so a tangent has its
+        output's device. Ours are made fresh: a tangent made without ``device=`` is a
+        cpu tensor, and the joint trace of a cuda (or meta) program then mixes devices
+        (``FakeTensorError: inputs on different devices ['cpu', 'cuda:0']``) and the
+        whole training graph fell back to eager (issue 29). So each tangent is made on
+        meta and claims its output's device through the fake mode: no memory is
+        allocated, and a device this build cannot allocate on (a fake cuda) works too.
+        Torch coerces tangents to contiguous (coerce_tangent_and_suggest_memory_format);
+        the runtime wrapper makes the incoming grad_outputs contiguous to match.
+    """
     if fake_mode is not None and getattr(fake_mode, "shape_env", None) is not None:
         with fake_mode:  # symbolic sizes (sym_tracing.py): the tangents are fakes with the same SymInts
-            return [torch.empty(t.shape, dtype=t.dtype) for t in meta.traced_tangents]
-    return [torch.empty(t.shape, dtype=t.dtype) for t in meta.traced_tangents]
+            return [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in meta.traced_tangents]
+    if fake_mode is not None:
+        return [fake_mode.from_tensor(torch.empty(t.shape, dtype=t.dtype, device="meta"), device=t.device)
+                for t in meta.traced_tangents]
+    return [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in meta.traced_tangents]
 
 
 def _saved_value_hooks(func_mode: Any, info: dict, num_primals: int):
@@ -288,7 +304,7 @@ def _stale_in_node(node: Any, info: dict) -> list[tuple[int, str]]:
 
 def aot_dispatch_autograd_graph(
     flat_fn: Callable, flat_args: list[Any], meta: ViewAndMutationMeta, *, fake_mode: Any = None,
-    functionalize: bool = True, saved_value_hooks: bool = False,
+    functionalize: bool = True, saved_value_hooks: bool = False, decompositions: dict | None = None,
 ) -> JointGraph:
     """Trace the joint graph of ``flat_fn`` on fake copies of ``flat_args``.
 
@@ -345,6 +361,7 @@ def aot_dispatch_autograd_graph(
         pass_name=events.AOT_JOINT,
         on_start=lambda tracer: info.__setitem__("tracer", tracer),
         dead_code_elimination=True,  # torch eliminates dead code right after tracing the joint
+        decomposition_table=decompositions,
     )
     gm = tracer(*primals, *tangents)
     for node in gm.graph.nodes:
@@ -367,7 +384,7 @@ def aot_dispatch_autograd_graph(
 
 def aot_dispatch_base_graph(
     flat_fn: Callable, flat_args: list[Any], meta: ViewAndMutationMeta, *, fake_mode: Any = None,
-    functionalize: bool = True,
+    functionalize: bool = True, decompositions: dict | None = None,
 ) -> fx.GraphModule:
     """The inference path: trace only the functionalized forward (no backward).
 
@@ -403,6 +420,6 @@ def aot_dispatch_base_graph(
     gm = make_fx(
         fw, fake_mode=fake_mode, placeholder_names=names,
         outer_modes=[func_mode] if func_mode is not None else [], pass_name=events.AOT_JOINT,
-        dead_code_elimination=True,
+        dead_code_elimination=True, decomposition_table=decompositions,
     )(*flat_args)
     return gm

@@ -47,6 +47,8 @@ class AOTConfig:
     bw_compiler: Callable | None = None
     partition_fn: Callable = default_partition
     keep_inference_input_mutations: bool = False
+    decompositions: dict | None = None  # Note [Decomposing with the backend's table] (make_fx.py)
+    inference_compiler: Callable | None = None  # torch's: the inference graph's compiler (default fw_compiler)
     # aot/config.py (read when the AOTConfig is made): Note [A stale saved intermediate is refused]
     compile_mutated_saved_intermediates: bool = field(
         default_factory=lambda: aot_config.compile_mutated_saved_intermediates)
@@ -173,11 +175,13 @@ def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: 
         error only when a gradient reaches the stale node.
     """
     try:
-        return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+        return aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fake_mode,
+                                           decompositions=config.decompositions)
     except RuntimeError as exc:
         if "modified by an inplace operation" not in str(exc):
             raise
-    joint = aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fresh_mode(), saved_value_hooks=True)
+    joint = aot_dispatch_autograd_graph(flat_fn, flat_args, meta, fake_mode=fresh_mode(), saved_value_hooks=True,
+                                        decompositions=config.decompositions)
     if joint.stale_saved and not config.compile_mutated_saved_intermediates:
         eager_error = min(joint.stale_saved.items())[1][0][1]
         raise RuntimeError(
@@ -185,6 +189,36 @@ def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: 
             f"that autograd saved; its joint trace raises eager's backward error): {eager_error}"
         )
     return joint
+
+
+def _restride_saved(part: PartitionResult, strides: list | None) -> None:
+    """Note [Saved activations in the forward's layout]
+
+    A compiler may choose its own layout for what the forward returns (Inductor's
+    layout optimization makes a conv's output channels_last). The backward is
+    compiled after the forward, for the layouts the saved activations really
+    have: each backward input whose forward output the compiler reported a stride
+    for (``compiled_fw.output_strides``, torch: ``TracingContext.report_output_strides``)
+    gets a fake value of that stride. torch does the same in
+    ``graph_compile._aot_stage2b_bw_compile``. Saved values are matched by name:
+    the partition gives a saved node the same name in both graphs.
+    """
+    if not strides:
+        return
+    out_node = next(n for n in reversed(part.fw_module.graph.nodes) if n.op == "output")
+    position = {a.name: i for i, a in enumerate(out_node.args[0]) if isinstance(a, fx.Node)}
+    for ph in part.bw_module.graph.nodes:
+        if ph.op != "placeholder":
+            continue
+        i, val = position.get(ph.name), ph.meta.get("val")
+        if i is None or i >= len(strides) or strides[i] is None or not isinstance(val, torch.Tensor):
+            continue
+        stride = tuple(strides[i])
+        if tuple(val.stride()) == stride:
+            continue
+        size, dtype, device = tuple(val.shape), val.dtype, val.device
+        with val.fake_mode:
+            ph.meta["val"] = torch.empty_strided(size, stride, dtype=dtype, device=device)
 
 
 def _symbolic_mode(flat_args: list[Any]) -> Any:
@@ -258,11 +292,15 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
     if training:
         _check_metadata_mutations_fit(meta, part.fw_module, flat_args)
         art.joint, art.partition, art.fw_module = joint, part, part.fw_module
+        part.fw_module.meta["fw_metadata"] = meta  # what a compiler may read (torch: TracingContext.fw_metadata)
         compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
+        _restride_saved(part, getattr(compiled_fw, "output_strides", None))
         bw_compiler = config.bw_compiler or config.fw_compiler
-        boxed_bw = bw_compiler is _run_graph
-        compiled_bw = (_boxed_graph(part.bw_module) if boxed_bw
+        compiled_bw = (_boxed_graph(part.bw_module) if bw_compiler is _run_graph
                        else bw_compiler(part.bw_module, _example_inputs(part.bw_module)))
+        # torch's convention (functorch.compile.make_boxed_func): a compiled backward marked
+        # ``_boxed_call`` takes one list, which it empties (Note [The backward frees what it has read]).
+        boxed_bw = bw_compiler is _run_graph or getattr(compiled_bw, "_boxed_call", False)
         fn_cls = create_compiled_function(
             compiled_fw, compiled_bw, meta,
             tangent_mask=joint.tangent_mask,
@@ -277,10 +315,12 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
         art.compiled_function = fn_cls
         art.wrappers.append("CompiledFunction")
     else:
-        gm = aot_dispatch_base_graph(flat_fn, flat_args, meta, fake_mode=fake_mode)
+        gm = aot_dispatch_base_graph(flat_fn, flat_args, meta, fake_mode=fake_mode,
+                                     decompositions=config.decompositions)
         _check_metadata_mutations_fit(meta, gm, flat_args)
         art.fw_module = gm
-        compiled_fn = _under_grad_mode(config.fw_compiler(gm, _example_inputs(gm)), False)
+        inference_compiler = config.inference_compiler or config.fw_compiler
+        compiled_fn = _under_grad_mode(inference_compiler(gm, _example_inputs(gm)), False)
         art.wrappers.append("inference")
     art.wrappers.append("RuntimeWrapper")
     # Note [A runtime wrapper with nothing to do]: apply() returns a tuple, and so does fx's code.

@@ -33,9 +33,21 @@ Note [Graph modules compile their code lazily]
     (``torch.fx._lazy_graph_module``): the code is written the first time the
     module is called or its ``.code`` is read; the graph is the same.
 
-Ours is simpler: symbolic sizes only through Dynamo's ShapeEnv (sym_tracing.py), no pre-dispatch mode, no
-decomposition table argument (decomposition is whatever the dispatcher does below
-autograd), tensor constants are stored as ``_tensor_constantN`` attributes.
+Note [Decomposing with the backend's table]
+    ``make_fx(fn, decomposition_table=table)`` as torch's: an op the table names is
+    not recorded; its decomposition runs with the tracer pushed again, so the ops
+    it calls are recorded instead (torch: ``proxy_call``, ``with proxy_mode:
+    r = CURRENT_DECOMPOSITION_TABLE[func](...)``; ``NotImplemented`` from a
+    decomposition records the op as it is). Without a table, decomposition is
+    whatever the dispatcher does below autograd (CompositeImplicitAutograd).
+    A CompositeImplicitAutograd op that reaches the tracer anyway (called from a
+    decomposition, which runs below autograd: ``x.to(dtype)``) is decomposed
+    there, as torch's ``proxy_call`` does with ``func.decompose``, when autograd
+    would have (no kernel of the device's own: ``autograd_would_have_decomposed``).
+    The inductor backend traces with Inductor's table (``select_decomp_table()``).
+
+Ours is simpler: symbolic sizes only through Dynamo's ShapeEnv (sym_tracing.py), no pre-dispatch mode,
+tensor constants are stored as ``_tensor_constantN`` attributes.
 """
 
 from __future__ import annotations
@@ -49,7 +61,9 @@ import torch.fx as fx
 
 from minidynamo import events
 from minidynamo._torch_private import (
+    DispatchKey,
     TorchDispatchMode,
+    autograd_would_have_decomposed,
     graph_target_to_str,
     lazy_graph_module,
     tree_flatten,
@@ -57,7 +71,7 @@ from minidynamo._torch_private import (
 )
 from minidynamo.aot.sym_tracing import SymTracker, check_no_symbolic_constants
 
-__all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "TraceError"]
+__all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "DecomposingProxyMode", "TraceError"]
 
 
 class TraceError(RuntimeError):
@@ -132,6 +146,28 @@ class PythonKeyTracer:
         return value
 
 
+class _ImplicitOps:
+    """``func in _IMPLICIT``: the op has a CompositeImplicitAutograd kernel (asked once per op).
+
+    torch's proxy_call never decomposes size, stride and storage_offset (metadata queries).
+    """
+
+    def __init__(self) -> None:
+        self._known: dict = {}
+        self._never = {torch.ops.aten.size.default, torch.ops.aten.stride.default,
+                       torch.ops.aten.storage_offset.default}
+
+    def __contains__(self, func: Any) -> bool:
+        known = self._known.get(func)
+        if known is None:
+            known = self._known[func] = func not in self._never and func.has_kernel_for_dispatch_key(
+                DispatchKey.CompositeImplicitAutograd)
+        return known
+
+
+_IMPLICIT = _ImplicitOps()
+
+
 class ProxyTorchDispatchMode(TorchDispatchMode):
     """The tracer on the Python dispatch key: record the op, then let it run below."""
 
@@ -174,6 +210,55 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         return out
 
 
+class DecomposingProxyMode(ProxyTorchDispatchMode):
+    """The tracer, decomposing first (Note [Decomposing with the backend's table]); what ``make_fx`` pushes.
+
+    Before an op is recorded by ``ProxyTorchDispatchMode.__torch_dispatch__``: an op the table names
+    runs its decomposition instead, and a CompositeImplicitAutograd op with no kernel of the device's
+    own runs ``func.decompose``, both with this mode pushed again, as torch's ``proxy_call``. Every
+    node recorded gets ``meta["original_aten"]``: the op being traced at the top, the one a
+    decomposition came from (torch's ``set_original_aten_op``; Inductor names its kernels after it).
+    """
+
+    def __init__(self, tracer: PythonKeyTracer, decomposition_table: dict | None = None) -> None:
+        super().__init__(tracer)
+        self.decomposition_table = decomposition_table or {}
+        self.original_aten: Any = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.ops.prim.device.default:
+            return super().__torch_dispatch__(func, types, args, kwargs)
+        outermost = self.original_aten is None
+        if outermost:
+            self.original_aten = func
+        graph = self.tracer.graph
+        before = len(graph.nodes)
+        try:
+            decomposition = self.decomposition_table.get(func)
+            if decomposition is not None:
+                with self:
+                    out = decomposition(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            if func in _IMPLICIT and autograd_would_have_decomposed(func, tree_flatten((args, kwargs))[0]):
+                with self:
+                    out = func.decompose(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            return super().__torch_dispatch__(func, types, args, kwargs)
+        finally:
+            if outermost:
+                self.original_aten = None
+                added = len(graph.nodes) - before
+                for node in reversed(graph.nodes):
+                    if added <= 0:
+                        break
+                    added -= 1
+                    if node.op == "call_function":
+                        node.meta.setdefault("original_aten", func)
+
+
 def _output_arg(tracer: PythonKeyTracer, value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         if not tracer.is_tracked(value):
@@ -198,6 +283,7 @@ def make_fx(
     pass_name: str | None = events.AOT_JOINT,
     on_start: Callable[[PythonKeyTracer], None] | None = None,
     dead_code_elimination: bool = False,
+    decomposition_table: dict | None = None,
 ) -> Callable[..., fx.GraphModule]:
     """Return ``wrapped(*args) -> fx.GraphModule`` recording the ATen ops ``fn`` runs.
 
@@ -221,7 +307,7 @@ def make_fx(
             args = tuple(fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args)
         for name, a in zip(names, args):
             tracer.placeholder(name, a)
-        mode = ProxyTorchDispatchMode(tracer)
+        mode = DecomposingProxyMode(tracer, decomposition_table)
         if on_start is not None:
             on_start(tracer)
         scope = events.pass_scope(pass_name) if pass_name else contextlib.nullcontext()

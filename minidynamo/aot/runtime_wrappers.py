@@ -391,7 +391,7 @@ def aot_wrapper_synthetic_base(
                 "cannot build a differentiable synthetic base"
             )
         with torch.no_grad():  # torch: synthetic_base.set_(example_alias.untyped_storage())
-            return torch.empty(0, dtype=ts[0].dtype).set_(ts[0].untyped_storage())
+            return torch.empty(0, dtype=ts[0].dtype, device=ts[0].device).set_(ts[0].untyped_storage())
 
     num_others = len(others)
 

@@ -98,6 +98,10 @@ class SymTracker:
             self.nodes.setdefault(value.node.expr, node)
 
     def to_arg(self, value: Any) -> Any:
+        if isinstance(value, torch.SymFloat) and getattr(getattr(value.node, "expr", None), "is_number", False):
+            # a float computed from sizes that were specialized (``(d // heads) ** 0.5`` with ``d``
+            # pinned by a weight's shape): its expression is a number, and the graph takes it as one
+            return float(value.node.expr)
         if isinstance(value, (torch.SymFloat, torch.SymBool)):
             # torch traces these as nodes too (sym_float, _sym_sqrt); ours does not: the graph is refused
             raise RuntimeError(f"make_fx: cannot trace the symbolic {type(value).__name__} {value} as a graph node")
@@ -117,46 +121,64 @@ class SymTracker:
         self.nodes[expr] = node
         return node
 
+    def _call(self, fn: Any, args: tuple) -> fx.Node:
+        """A node computing a size, with its value in ``meta["val"]`` as torch's proxy tracing records it.
+
+        torch's partitioners tell a size node by that value (``is_sym_node``: a SymInt ``val``)
+        and save or recompute it at the price of an int; a node without one looked to our min-cut
+        like a tuple of unknown size (infinite weight), and a backward view that read such a size
+        made the cut impossible (issue 29's dynamic transformer block).
+        """
+        node = self.graph.call_function(fn, args)
+        if fn is torch.ops.aten.sym_size.int:
+            tensor = args[0].meta.get("val", args[0].meta.get("example_value"))
+            if isinstance(tensor, torch.Tensor):
+                node.meta["val"] = tensor.shape[args[1]]
+        else:
+            vals = [a.meta.get("val") if isinstance(a, fx.Node) else a for a in args]
+            if all(v is not None for v in vals):
+                node.meta["val"] = fn(*vals)
+        return node
+
     def _build(self, expr: sympy.Basic) -> fx.Node:
         import sympy
 
         from minidynamo.shapes.symbolic_shapes import FloorDiv
 
-        g = self.graph
         if isinstance(expr, sympy.Symbol):
             where = self.size_of.get(expr)
             if where is None:
                 raise RuntimeError(f"make_fx: the size {expr} is neither a graph input nor a size of one")
-            return g.call_function(torch.ops.aten.sym_size.int, where)
+            return self._call(torch.ops.aten.sym_size.int, where)
         if isinstance(expr, (sympy.Add, sympy.Mul)):
             const, rest = expr.as_coeff_add() if isinstance(expr, sympy.Add) else expr.as_coeff_mul()
             op = operator.add if isinstance(expr, sympy.Add) else operator.mul
             terms = sorted(rest, key=sympy.default_sort_key)
             acc = self.emit(terms[0])
             for t in terms[1:]:
-                acc = g.call_function(op, (acc, self.emit(t)))
+                acc = self._call(op, (acc, self.emit(t)))
             unit = 0 if op is operator.add else 1
             if const != unit:
                 if not const.is_Integer:
                     raise RuntimeError(f"make_fx: cannot trace the non-integer size expression {expr}")
-                acc = g.call_function(op, (acc, int(const)))
+                acc = self._call(op, (acc, int(const)))
             return acc
         if isinstance(expr, sympy.floor) and isinstance(expr.args[0], sympy.Mul):
             num, den = sympy.fraction(expr.args[0])  # floor(s0/2): s0 // 2
             if den.is_Integer and den != 1:
-                return g.call_function(operator.floordiv, (self.emit(num), int(den)))
+                return self._call(operator.floordiv, (self.emit(num), int(den)))
         if isinstance(expr, FloorDiv):
-            return g.call_function(operator.floordiv, tuple(self.emit(a) for a in expr.args))
+            return self._call(operator.floordiv, tuple(self.emit(a) for a in expr.args))
         if isinstance(expr, sympy.Mod):
-            return g.call_function(operator.mod, tuple(self.emit(a) for a in expr.args))
+            return self._call(operator.mod, tuple(self.emit(a) for a in expr.args))
         if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and int(expr.exp) > 0:
-            return g.call_function(operator.pow, (self.emit(expr.base), int(expr.exp)))
+            return self._call(operator.pow, (self.emit(expr.base), int(expr.exp)))
         if isinstance(expr, (sympy.Max, sympy.Min)):
             fn = torch.sym_max if isinstance(expr, sympy.Max) else torch.sym_min
             args = [self.emit(a) for a in expr.args]
             acc = args[0]
             for a in args[1:]:
-                acc = g.call_function(fn, (acc, a))
+                acc = self._call(fn, (acc, a))
             return acc
         raise RuntimeError(f"make_fx: cannot trace the size expression {expr} ({type(expr).__name__})")
 

@@ -205,6 +205,15 @@ def _run_workload(name: str, quick: bool, cold: bool, repeats: int, progress: Ca
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--backend" in argv:  # ``--backend inductor``: its own rows (minidynamo/bench/inductor.py)
+        i = argv.index("--backend")
+        backend = argv[i + 1] if i + 1 < len(argv) else ""
+        if backend != "inductor":
+            raise SystemExit(f"--backend: only 'inductor' has its own rows (the default run is aot_eager), not {backend!r}")
+        from minidynamo.bench import inductor as bench_inductor
+
+        return bench_inductor.main(argv[:i] + argv[i + 2:])
     parser = argparse.ArgumentParser(prog="python -m minidynamo.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     parser.add_argument("--plot", metavar="PATH", help="save a matplotlib figure")

@@ -127,7 +127,7 @@ def solution_cache_hit():
 
 
 def check_cache_limit(answer) -> str:
-    """``answer``: how many distinct k (scale(x, k) with k = 0, 1, 2, ...) get an entry before eager fallback.
+    """``answer``: how many distinct k (scale(x, k) with k = 0, 1, 2, ...) get an entry before the frame is run-only.
 
     Compiled with ``dynamic=False``: with the default (automatic dynamic) the second
     value of ``k`` makes it a SymInt input and one entry serves every later k (chapter 15).
@@ -148,7 +148,8 @@ def check_cache_limit(answer) -> str:
     entries = len(compiled.cache.entries)
     if answer != entries:
         raise NotYet(f"{answer} is not the number of entries the cache keeps")
-    return correct(f"{entries} entries (torch._dynamo.config.recompile_limit is 8 too); k = 8, 9, ... run eagerly")
+    return correct(f"{entries} entries (md.config.recompile_limit, torch's default too); then the frame is run-only: "
+                   "those entries still serve their k, and k = 8, 9, ... run eagerly")
 
 
 def solution_cache_limit():

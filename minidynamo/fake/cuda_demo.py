@@ -83,7 +83,9 @@ def fake_cuda_backward_both(timeout: float = 120) -> tuple[FakeCudaResult, FakeC
 
 
 # Chapter 08: which ops F.rms_norm runs on our fake "cuda" tensor, with and without a
-# (simulated) fused CUDA kernel, and what happens once the tensor requires grad.
+# (simulated) fused CUDA kernel, and what happens once the tensor requires grad: a CPU-only
+# wheel aborts in the forward (autograd records the fake cuda leaf); a CUDA build runs
+# _fused_rms_norm and, in the backward, _fused_rms_norm_backward.
 _RMS_NORM = """
 import sys, torch, torch.nn.functional as F
 from minidynamo.fake import FakeTensorMode
@@ -94,23 +96,33 @@ mode = FakeTensorMode()
 def fake_cuda(requires_grad=False):
     return mode.from_tensor(torch.randn(2, 4, requires_grad=requires_grad), device="cuda")
 f = lambda x: F.rms_norm(x, (4,))
+build = f"torch {torch.__version__}, " + ("CPU-only" if torch.version.cuda is None else f"CUDA {torch.version.cuda}")
+print("build:", build)
 x = fake_cuda()
 print("our fake cuda tensor's keys:", ", ".join(keys(x, tls=False)))
 with mode:
-    print("no grad, this build (no CUDA kernels):", ops_run(f, x)[0])
-    with simulated_fused_kernels("CUDA"):
-        print("no grad, SIMULATION stand-in CUDA kernel:", ops_run(f, x)[0])
+    print("no grad, this build:", ops_run(f, x)[0])
+    if torch.version.cuda is None:
+        with simulated_fused_kernels("CUDA"):
+            print("no grad, SIMULATION stand-in CUDA kernel:", ops_run(f, x)[0])
+    else:  # the real CUDA kernel is registered: nothing to simulate
+        print("no grad, SIMULATION: not run (this build has the real CUDA kernel)")
 sys.stdout.flush()
+# Made OUTSIDE the mode: inside it torch.randn would already be a fake *cpu* tensor, which
+# from_tensor(..., device="cuda") returns unchanged (it is a fake of this mode), so the
+# experiment would ask about cpu (issue 29).
+x_grad = fake_cuda(requires_grad=True)
+print("requires_grad, the tensor:", x_grad.device, "requires_grad", x_grad.requires_grad, flush=True)
 with mode:
-    print("requires_grad, this build:", ops_run(f, fake_cuda(requires_grad=True))[0])
-print("with requires_grad: the forward survived")
+    print("requires_grad, this build (forward and backward):", ops_run(f, x_grad, backward=True)[0], flush=True)
+print("with requires_grad: forward and backward survived")
 """
 
 
 def fake_cuda_rms_norm_report(timeout: float = 120.0) -> str:
     """Run the fake-CUDA RMSNorm experiment (our FakeTensor) in a child and report.
 
-    A fake ``cuda`` tensor that meets autograd aborts this CPU-only build (see the
+    A fake ``cuda`` tensor that meets autograd aborts a CPU-only build (see the
     module docstring); the child keeps the notebook alive and we report its exit.
     """
     import os

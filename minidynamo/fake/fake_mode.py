@@ -26,9 +26,11 @@ Note [Factories cannot claim cuda here]
     lazy-init skips it when a mode sits in the dispatcher's special FAKE slot
     (``_mode_key = torch._C._TorchDispatchModeKey.FAKE``), which is where torch
     registers its FakeTensorMode. Ours is an ordinary mode (taking torch's slot
-    would make torch's own internals mistake it for theirs), so on this machine a
-    fake claims cuda through ``mode.from_tensor(t, device="cuda")`` and ops on
-    such fakes, not through factory calls or ``.to("cuda")``.
+    would make torch's own internals mistake it for theirs), so on a CPU-only
+    build a fake claims cuda through ``mode.from_tensor(t, device="cuda")`` and
+    ops on such fakes, not through factory calls or ``.to("cuda")``. On a CUDA
+    build the initialisation succeeds and ``torch.empty(3, device="cuda")`` under
+    our mode is a fake ``cuda`` tensor, as under torch's.
 """
 
 from __future__ import annotations

@@ -51,6 +51,9 @@ class CacheEntry:
     graphs: list = field(default_factory=list)
     break_reason: Any = None
     rerunnable: bool = False  # no break, mutation or side effect: eager may rerun it (Note [An internal error while ...])
+    compile_id: str = ""  # "0/1": the frame's number, the entry's number (torch's CompileId), set by the cache
+    backend_key: Any = None  # (backend, dynamic) it was compiled for (Note [The cache lives on the code object])
+    id_matched_objs: dict = field(default_factory=dict)  # local name -> weakref of an ID_MATCHed module (cache_size.py)
 
     @property
     def guards(self) -> list[Guard]:
@@ -271,6 +274,7 @@ def finish(tx, frame, config) -> CacheEntry:
     install_shape_guards(tx.output)
     entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)
     entry.rerunnable = kind == "return" and not side_effects and not tx.output.guards.mutated_sources
+    entry.id_matched_objs = dict(tx.output.guards.id_matched_objs)
     if config.on_entry is not None:
         config.on_entry(entry)
     return entry

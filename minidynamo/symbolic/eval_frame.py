@@ -73,8 +73,7 @@ from .exc import tidy_user_exception, warned_internal
 from .external_utils import wrap_inline
 # The cache, split off this module: its names stay importable from here.
 from .frame_cache import (  # noqa: F401
-    CACHE_SIZE_LIMIT,
-    SUPPRESS_ERRORS,
+    CODE_CACHES,
     FrameCache,
     RecompileRecord,
     _call_frame,
@@ -82,6 +81,7 @@ from .frame_cache import (  # noqa: F401
     _failed_at_run_time,
     _frame_key,
     _run_entry,
+    reset_code_caches,
     _short_file,
     _traced_no_ops,
     call_frame,
@@ -100,7 +100,7 @@ class CompileConfig:
     backend: Callable
     fullgraph: bool = False
     dynamic: Optional[bool] = None  # torch's dynamic=: None automatic, True all sizes symbolic, False none
-    frames: dict = field(default_factory=dict)
+    frames: dict = field(default_factory=lambda: CODE_CACHES)  # Note [The cache lives on the code object]
     resumes: dict = field(default_factory=dict)
     wrappers: dict = field(default_factory=dict)
     on_graph: Optional[Callable] = None
@@ -126,26 +126,34 @@ class CompileConfig:
         cache = self.frames.get(code)
         if cache is not None and cache.fallback is None:  # Note [A cache hit is one Python frame of ours]
             G = frame.f_globals
-            entries, hot = cache.entries, cache.hot
-            for i in (hot, *range(hot), *range(hot + 1, len(entries))) if 0 < hot < len(entries) else range(len(entries)):
-                entry = entries[i]
+            entries, key = cache.entries, self.backend_key
+            any_backend = cache.run_only is not None
+            for i, entry in enumerate(entries):
+                if entry.backend_key is not key and not any_backend and entry.backend_key != key:
+                    continue  # another backend's entry (Note [The cache lives on the code object])
                 try:
                     ok = entry.check.fn(L, G)
                 except Exception:  # noqa: BLE001 - a guard that cannot even be evaluated has failed
                     ok = False
                 if ok:
-                    cache.hot = i  # Note [The entry that hit last is tried first]
+                    if i:  # move_to_front (Note [The entry that hit last is tried first])
+                        entries.insert(0, entries.pop(i))
                     counters["cache_hits"] += 1
                     return _run_entry(frame, cache, self, entry, L, G, self._in_cpython, self._in_cpython)
-        out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython)  # the hook is off here
+                entry.check.record_failure(L, G)  # Note [A manager that fails is tried first]
+            if any_backend:  # run-only after the limit: a miss runs in CPython, untraced
+                return self.hook.DEFAULT
+        looked_up = cache is not None and cache.fallback is None  # its guards ran above: not twice per call
+        out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython, looked_up)  # the hook is off here
         if out is self.hook.DEFAULT and self.frames[code].fallback is not None:
-            # eager for good (a break in a loop, no ops, the cache size limit): never asked
+            # eager for good (a break in a loop, no ops): never asked
             # again, as torch marks the code SKIP; a new config or md.reset() asks again
             _decided_skips.add(code)
             return self.hook.SKIP
         return out
 
     def __post_init__(self) -> None:
+        self.backend_key = (self.backend, self.dynamic)  # what an entry's backend must match (backend_match)
         forget_decided_skips()
 
     def _in_cpython(self, *_: Any) -> Any:
@@ -464,6 +472,7 @@ def reset() -> None:
     """Forget every compiled entry and counter (``torch._dynamo.reset``)."""
     from . import convert_frame, resume_execution
 
+    reset_code_caches()
     for config in _all_configs:
         config.frames.clear()
         config.resumes.clear()

@@ -18,6 +18,17 @@ from .exc import GraphBreak
 from .guards import Guard
 
 
+class GuardList(list):
+    """``md.explain(...).guards``: a list of guards that prints as the entries' guard trees (``TORCH_LOGS=guards``)."""
+
+    def __init__(self, guards=(), trees=()):
+        super().__init__(guards)
+        self.trees = list(trees)
+
+    def __str__(self) -> str:
+        return "\n\n".join(str(t) for t in self.trees)
+
+
 @dataclass
 class ExplainOutput:
     """What ``md.explain`` found (torch/_dynamo/backends/debugging.py ``ExplainOutput``)."""
@@ -56,7 +67,11 @@ class ExplainOutput:
             lines.append(f"  Break Reason {i}:")
             lines += ["    " + ln for ln in str(reason).splitlines()]
         lines.append("Guards:")
-        lines += [f"  {g}" for g in self.guards]
+        trees = getattr(self.guards, "trees", None)
+        if trees:
+            lines += ["  " + ln for t in trees for ln in str(t).splitlines()]
+        else:
+            lines += [f"  {g}" for g in self.guards]
         return "\n".join(lines)
 
 
@@ -74,10 +89,10 @@ def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainOutput:
         return gm.forward
 
     config = CompileConfig(backend=backend, on_graph=graphs.append, on_break=reasons.append,
-                           on_entry=entries.append)
+                           on_entry=entries.append, frames={})  # a fresh cache, as torch.explain resets
     compiled = _optimize_with(fn, config)
     out = compiled(*args, **kwargs)
-    guards = [g for e in entries for g in e.guards]
+    guards = GuardList([g for e in entries for g in e.guards], [e.check.tree for e in entries])
     return ExplainOutput(graphs, len(graphs), len(graphs) - 1, reasons, guards, entries, out,
                          frame_hook.describe() if config.hook is not None else
                          "explicit calls through the cache, no frame hook: " + (frame_hook.reason() or "off"))

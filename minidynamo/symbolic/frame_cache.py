@@ -11,30 +11,51 @@ and the miss path of ``torch/_dynamo/convert_frame.py`` (``ConvertFrame``: recom
 reasons, the fallback under ``config.suppress_errors``; ``cache_size.py``'s
 ``exceeds_recompile_limit``).
 
+Note [The cache lives on the code object]
+    Torch keeps a frame's compiled entries on its code object (``ExtraState`` in the
+    code's extra field, ``extra_state.cpp``), not on the ``torch.compile`` wrapper:
+    every wrapper of one function, every fresh ``lambda`` made from one code, and every
+    frame the PEP 523 hook meets share them. An entry remembers the backend it was
+    compiled for, and a lookup skips entries of another backend (``backend_match``:
+    the same object, or equal, as two ``torch.compile(..., backend="eager")`` are).
+    Ours: ``CODE_CACHES`` maps a code object to its ``FrameCache`` (a dict rather than
+    ``co_extra``, which CPython gives only to C code); each entry carries
+    ``backend_key`` = (backend, dynamic), what ``_TorchCompileWrapper.__eq__`` compares.
+    ``md.reset()`` empties it, as ``torch._dynamo.reset`` frees the extra state.
+
 Note [The entry that hit last is tried first]
-    A frame whose sizes went dynamic keeps its first, static entry: every call of
-    another size would check that entry's guards, fail on the size, and only then
-    reach the dynamic entry. Torch's cache (``cache_entry.cpp``) moves the entry that
-    hit to the front of the frame's list. Ours keeps the list in the order the
-    entries were made (``.cache.entries``, what the chapters show) and remembers
-    the index of the last hit, ``FrameCache.hot``, which the hook path tries first;
-    when several entries' guards hold, any of them computes the same result.
+    Torch's cache list is most-recently-used first: ``lookup`` runs each entry's
+    guards in list order and moves the one that holds to the front
+    (``ExtraState::move_to_front``); a new entry is put at the front
+    (``create_cache_entry``: ``emplace_front``). So a frame whose sizes went dynamic
+    checks its dynamic entry first once it has served a call. Ours keeps
+    ``FrameCache.entries`` in the same order; an entry's ``compile_id`` (``0/1``:
+    the frame's number, then the entry's) says in which order they were made.
 
 Note [Recompiles and the cache size limit]
-    When no entry's guards hold, we name the first failing guard of the newest entry
-    (and what changed), emit a "recompile" event, and trace again. After 8 entries
-    for one frame (``torch._dynamo.config.recompile_limit``) the frame runs eagerly
-    from then on, with a warning naming the guard that kept failing.
+    When no entry's guards hold, torch evaluates every entry's guards again to name,
+    per entry in cache order, the first that failed (``get_guard_fail_reason``:
+    ``0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3``), logs them
+    as ``Recompiling function f ... triggered by the following guard failure(s)``,
+    and traces again. ``cache_size.py`` counts the entries whose ID_MATCHed module
+    locals are the objects of this call (``compute_cache_size``); at
+    ``config.recompile_limit`` of those, or ``config.accumulated_recompile_limit``
+    entries in all, the frame becomes RUN_ONLY (``convert_frame.py``: ``_compile``,
+    a warning once): the entries it has are still served, and only a miss runs
+    eagerly, never traced again. Ours does the same with ``minidynamo.config``'s flags.
 """
 
 from __future__ import annotations
 
+import itertools
+import textwrap
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import torch
 
+from minidynamo import config as mdconfig
 from minidynamo import events
 
 from . import counters
@@ -48,35 +69,117 @@ from .resume_execution import ResumeFunction, vm_can_run
 if TYPE_CHECKING:
     from .eval_frame import CompileConfig
 
-CACHE_SIZE_LIMIT = 8
-SUPPRESS_ERRORS = True  # an internal error while tracing: warn and run eagerly (False: raise)
+
+def __getattr__(name: str) -> Any:
+    """``CACHE_SIZE_LIMIT`` and ``SUPPRESS_ERRORS``, the constants this module had: now ``minidynamo.config``'s."""
+    if name == "CACHE_SIZE_LIMIT":
+        return mdconfig.recompile_limit
+    if name == "SUPPRESS_ERRORS":
+        return mdconfig.suppress_errors
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class RecompileError(RuntimeError):
+    """``config.error_on_recompile`` and a frame that would recompile (torch's ``exc.RecompileError``)."""
 
 
 @dataclass
 class RecompileRecord:
-    """Why a frame was traced again: the guard that failed and what changed."""
+    """Why a frame was traced again: per entry, the guard that failed (torch's phrasing), and what changed."""
 
     function: str
     guard: Optional[Guard]
     change: str
     entries: int
     dynamic: list = field(default_factory=list)  # sizes the new trace makes dynamic (Note [Automatic dynamic])
+    reasons: list = field(default_factory=list)  # "0/0: tensor 'x' size mismatch ...", one per entry, cache order
+    where: str = ""  # "f in file.py:12", as torch names the function
+    compile_id: str = ""  # the id the new entry gets
+
+    @property
+    def message(self) -> str:
+        """torch's recompile log message (``guards.py``: ``get_and_maybe_log_recompilation_reasons``)."""
+        failures = textwrap.indent("\n".join(self.reasons), "- ")
+        details = f"triggered by the following guard failure(s):\n{failures}"
+        return f"Recompiling function {self.where or self.function}\n{textwrap.indent(details, '    ')}"
 
     def __str__(self) -> str:
         expr = self.guard.expr if self.guard else "?"
         extra = f"; now dynamic: {', '.join(self.dynamic)}" if self.dynamic else ""
-        return f"recompiling {self.function} (entry {self.entries + 1}): guard failed: {expr}  ({self.change}){extra}"
+        return f"{self.message}\n  minidynamo: guard failed: {expr}  ({self.change}){extra}"
 
 
 @dataclass
 class FrameCache:
+    """The cache of one code object (torch's ``ExtraState``): entries most-recently-used first."""
+
     entries: list = field(default_factory=list)
     recompiles: list = field(default_factory=list)
     fallback: Any = None  # why this frame runs eagerly for good
     skipped: bool = False  # Dynamo's SkipFrame: eager, but the frames it calls are still compiled
     frame_state: dict = field(default_factory=dict)  # input sizes traced so far (Note [Automatic dynamic])
     no_ops: bool = False  # Note [A frame the hook met that traced no ops is skipped]
-    hot: int = 0  # the index of the entry that hit last (Note [The entry that hit last is tried first])
+    run_only: Optional[str] = None  # the limit hit ("recompile_limit"): entries served, a miss runs eagerly
+    frame_id: Optional[int] = None  # the first number of its entries' compile ids
+    compiles: int = 0  # entries made so far: the second number of the next compile id
+
+
+# Note [The cache lives on the code object]: code object (or resume function) -> its FrameCache
+CODE_CACHES: dict = {}
+_frame_ids = itertools.count()
+
+
+def reset_code_caches() -> None:
+    """Forget every code object's entries (``md.reset``, as ``torch._dynamo.reset``)."""
+    global _frame_ids
+    CODE_CACHES.clear()
+    _frame_ids = itertools.count()
+
+
+def lookup(cache: FrameCache, L: dict, G: dict, backend_key: Any) -> Any:
+    """The first entry whose guards hold, moved to the front; None on a miss (``extra_state.cpp``: ``lookup``).
+
+    In RUN_ONLY mode every entry is tried, whatever its backend (torch passes ``Py_False``).
+    """
+    entries = cache.entries
+    any_backend = cache.run_only is not None
+    for i, entry in enumerate(entries):
+        key = entry.backend_key
+        if key is not backend_key and not any_backend and key != backend_key:
+            continue
+        try:
+            ok = entry.check.fn(L, G)
+        except Exception:  # noqa: BLE001 - a guard that cannot even be evaluated has failed
+            ok = False
+        if ok:
+            if i:
+                entries.insert(0, entries.pop(i))  # move_to_front (Note [The entry that hit last is tried first])
+            return entry
+        entry.check.record_failure(L, G)  # guard_tree.py: Note [A manager that fails is tried first]
+    return None
+
+
+def _has_same_id_matched_objs(entry, L: dict) -> bool:
+    """``cache_size.py``: the ID_MATCHed module locals of ``entry`` are this call's objects (dead ones ignored)."""
+    for name, ref in entry.id_matched_objs.items():
+        obj = ref()
+        if obj is not None and L.get(name) is not obj:
+            return False
+    return True
+
+
+def exceeds_recompile_limit(cache: FrameCache, L: dict) -> Optional[str]:
+    """``cache_size.py``'s ``exceeds_recompile_limit``: the name of the limit a new entry would pass, or None."""
+    if len(cache.entries) >= mdconfig.accumulated_recompile_limit or cache.compiles >= mdconfig.accumulated_recompile_limit:
+        return "accumulated_recompile_limit"
+    if sum(_has_same_id_matched_objs(e, L) for e in cache.entries) >= mdconfig.recompile_limit:
+        return "recompile_limit"
+    return None
+
+
+def _where(frame) -> str:
+    code = frame.code
+    return f"{code.co_name} in {code.co_filename}:{code.co_firstlineno}"
 
 
 def _frame_key(frame) -> Any:
@@ -97,33 +200,50 @@ def call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
     return config.hook.call_with(None, _call_frame, frame, L, config, eager, run_skipped or frame.run_eagerly)
 
 
-def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any], run_skipped: Callable) -> Any:
+def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any], run_skipped: Callable,
+                looked_up: bool = False) -> Any:
+    from .guard_tree import fail_reason
+
     cache = config.frames.get(_frame_key(frame))
     if cache is None:
         cache = config.frames[_frame_key(frame)] = FrameCache()
     G = frame.f_globals
     if cache.fallback is not None:
         return run_skipped(L) if cache.skipped else eager()
-    for entry in cache.entries:
-        if entry.check(L, G):
-            counters["cache_hits"] += 1
-            return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
-    if cache.entries:
-        guard, change = cache.entries[-1].check.first_failure(L, G)
+    entry = None if looked_up else lookup(cache, L, G, config.backend_key)  # the hook's callback looked up
+    if entry is not None:
+        counters["cache_hits"] += 1
+        return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
+    if cache.run_only is not None:  # the limit was hit: a miss runs eagerly, untraced (Note [Recompiles ...])
+        return eager()
+    if any(_has_same_id_matched_objs(e, L) for e in cache.entries):  # cache_size.py: is_recompilation
+        reasons = [fail_reason(e, L, G, config.backend_key) for e in cache.entries]
+        guard, change = cache.entries[0].check.first_failure(L, G)
         from .dynamic_shapes import automatic_dynamic_changes
 
         dynamic = automatic_dynamic_changes(cache.frame_state, L, G, config.dynamic)
-        record = RecompileRecord(frame.__name__, guard, change, len(cache.entries), dynamic)
+        record = RecompileRecord(frame.__name__, guard, change, len(cache.entries), dynamic, reasons, _where(frame),
+                                 f"{cache.frame_id}/{cache.compiles}")
+        if mdconfig.error_on_recompile:
+            raise RecompileError(record.message)
         cache.recompiles.append(record)
         counters["recompiles"] += 1
         events.emit("recompile", function=frame.__name__, guard=guard.expr if guard else None, change=change,
-                    record=record, dynamic=dynamic)
-        if len(cache.entries) >= CACHE_SIZE_LIMIT:
-            cache.fallback = (
-                f"minidynamo: {frame.__name__} hit the cache size limit ({CACHE_SIZE_LIMIT} entries); it runs "
-                f"eagerly from now on. The guard that kept failing: {guard.expr if guard else '?'} ({change})"
+                    record=record, dynamic=dynamic, reasons=reasons)
+        limit = exceeds_recompile_limit(cache, L)
+        if limit is not None:
+            cache.run_only = limit
+            fallback = (
+                f"minidynamo hit config.{limit} ({getattr(mdconfig, limit)})\n"
+                f"   function: {frame.code.co_name!r} ({frame.code.co_filename}:{frame.code.co_firstlineno})\n"
+                f"   last reason: {reasons[0] if reasons else 'Unable to find recompilation reasons'}\n"
+                "The frame is run-only from now on (torch's FrameAction.RUN_ONLY): its "
+                f"{len(cache.entries)} entries are still served, and a call none of them fits runs eagerly."
             )
-            warnings.warn(cache.fallback, stacklevel=3)
+            if config.fullgraph:  # torch: FailOnRecompileLimitHit("Hard failure due to fullgraph=True")
+                raise FullGraphError(fallback)
+            events.emit("cache_limit", function=frame.__name__, limit=limit, message=fallback)
+            warnings.warn(fallback, stacklevel=3)
             return eager()
     from .dynamic_shapes import retry_static, warn_if_retried
 
@@ -140,7 +260,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             # If eager does not raise, the error was ours: warn once and keep the frame eager.
             fallback = "user error?"
         except Exception as e:  # noqa: BLE001 - Note [No internal error reaches the user]
-            if not SUPPRESS_ERRORS:
+            if not mdconfig.suppress_errors:
                 raise
             fallback = internal_error_explanation(frame, e)
         if entry is not None or not retry_static(frame, cache.frame_state, fallback):
@@ -150,7 +270,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         cache.fallback, cache.skipped, cache.no_ops = "no ops traced", True, True
         return run_skipped(L)
     if entry is not None:
-        cache.entries.append(entry)
+        _add_entry(frame, cache, config, entry)
         return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
     if fallback == "user error?":
         out = eager()
@@ -161,6 +281,16 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return out
     _eager_for_good(frame, cache, config, fallback)
     return run_skipped(L) if cache.skipped else eager()
+
+
+def _add_entry(frame, cache: FrameCache, config: CompileConfig, entry) -> None:
+    """Put a new entry at the front (``create_cache_entry``), with its compile id, backend and ID-matched objects."""
+    if cache.frame_id is None:
+        cache.frame_id = next(_frame_ids)
+    entry.compile_id = f"{cache.frame_id}/{cache.compiles}"
+    cache.compiles += 1
+    entry.backend_key = config.backend_key
+    cache.entries.insert(0, entry)
 
 
 def _run_entry(frame, cache: FrameCache, config: CompileConfig, entry, L: dict, G: dict,

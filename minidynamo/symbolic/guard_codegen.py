@@ -20,7 +20,7 @@ import torch
 
 from . import tensor_match
 from .guards import _MODULE_TABLES, Guard, GuardSet, _no_hooks_expr
-from .source import AttrSource, GetItemSource, ModuleSource, Source
+from .source import AttrSource, GetItemSource, LocalSource, ModuleSource, Source
 
 # ``torch.float32`` in a guard, as the check function reads it: a global bound once.
 _TORCH_CONSTANT = re.compile(r"(?<![\w.'\]])torch\.([A-Za-z_]\w*)(?![\w.(])")
@@ -392,17 +392,40 @@ def _read_from_bound(source: Source, bound: dict[str, str]) -> str:
     return name
 
 
+def torch_guard_order(guard: Guard) -> tuple:
+    """Note [Guards in torch's order]
+
+    Torch sorts an entry's guards before it builds the tree (``torch/_guards.py``:
+    ``Guard.sort_key``: the guards without a source first, then by where the source
+    starts (locals, then globals), the length of its name, the name), so its managers
+    are ``L['n']`` before ``L['x']`` before ``L['xs']`` before ``G``, and a recompile
+    names the first failure in that order. Ours sorts the same way, so the check
+    function walks the tree in torch's order and names the guard torch names; the
+    size guards of dynamic shapes and NO_TENSOR_ALIASING, over many sources, stay last.
+    """
+    source = guard.source
+    if source is None:
+        return (9, 0, "") if guard.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING") else (-1, 0, "")
+    root = source
+    for root in source.bases():
+        pass
+    name = source.name()
+    return (0 if isinstance(root, LocalSource) else 1, len(name), name)
+
+
 class CheckFunction:
     """All guards of an entry compiled into one function (``CheckFunctionManager``)."""
 
     def __init__(self, guard_set: GuardSet):
-        self.guards = list(guard_set.guards)
+        self.guards = sorted(guard_set.guards, key=torch_guard_order)  # Note [Guards in torch's order]
         no_aliasing = _no_aliasing_guard(guard_set)
         if no_aliasing is not None:
             self.guards.append(no_aliasing)
         self.scope = guard_set.scope
         if guard_set.global_state is not None:
             self.scope["___global_state"] = guard_set.global_state
+        self.tensor_specs = dict(guard_set.tensor_specs)  # source -> TENSOR_MATCH's fields (the tree's leaves)
+        self._tree = None
         specs = guard_set.tensor_specs if tensor_match.get() is not None else None
         self.source = _check_fn_source(self.guards, self.scope, specs, guard_set)
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
@@ -431,6 +454,19 @@ class CheckFunction:
                     now = f"<{type(e).__name__}>"
                 return guard, f"{guard.value_expr or guard.expr} is now {now!r}"
         return None, ""
+
+    @property
+    def tree(self):
+        """These guards as a tree of guard managers (guard_tree.py), in the shape of ``TORCH_LOGS=guards``."""
+        if self._tree is None:
+            from .guard_tree import build_tree
+
+            self._tree = build_tree(self.guards, self.tensor_specs)
+        return self._tree
+
+    def record_failure(self, L: dict, G: dict) -> None:
+        """These guards failed in a lookup: count it in the tree, as torch's managers do (guard_tree.py)."""
+        self.tree.first_failure(L, G, self.scope, update=True)
 
     def __str__(self) -> str:
         return "\n".join(str(g) for g in self.guards)

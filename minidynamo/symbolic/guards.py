@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import enum
 import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -33,7 +34,7 @@ from minidynamo import _torch_private as _private
 from minidynamo import events
 
 from . import tensor_match
-from .source import AttrSource, GetItemSource, Source
+from .source import AttrSource, GetItemSource, LocalSource, Source
 
 
 @dataclass
@@ -169,6 +170,7 @@ class GuardSet:
         self.global_state: Optional[Any] = None  # the C++ GlobalState made by GLOBAL_STATE(), when available
         self.module_layouts: dict[str, ModuleLayout] = {}  # NN_MODULE_LAYOUT'd source -> its layout
         self._reads: dict[str, str] = {}  # source name -> read_expr(source), memoized
+        self.id_matched_objs: dict[str, Any] = {}  # local name -> weakref of an ID_MATCHed module (cache_size.py)
 
     def name_for(self, obj: Any, hint: str = "obj") -> str:
         """A stable scope name for an object that a guard compares by identity."""
@@ -261,6 +263,8 @@ class GuardSet:
 
     def ID_MATCH(self, source: Source, value: Any, why: str) -> None:
         hint = getattr(value, "__name__", type(value).__name__)
+        if isinstance(source, LocalSource) and isinstance(value, torch.nn.Module):  # torch's id_matched_objs
+            self.id_matched_objs[source.local_name] = weakref.ref(value)
         self.add(source, "ID_MATCH", f"{source.name()} is {self.name_for(value, hint)}", why, source.name())
 
     def CONSTANT_MATCH(self, source: Source, value: Any, why: str) -> None:

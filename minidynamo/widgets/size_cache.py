@@ -81,14 +81,15 @@ def size_cache_map(fn: Callable, make_args: Callable[[Any], tuple], specs: list,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for args in calls:
+            L = dict(sig.bind(*args).arguments)
+            # the entry the lookup will take: the first whose guards hold, most recently used first
+            hit = next((e for e in ours.cache.entries if e.check(L, fn.__globals__)), None)
             with events.record() as log:
                 ours(*args)
             compiled = any(e.kind == "pass_begin" and e.pass_name == events.DYNAMO for e in log)
             dyn = [d for e in log if e.kind == "recompile" for d in e.dynamic]
-            L = dict(sig.bind(*args).arguments)
-            entries = ours.cache.entries
-            served = len(entries) if compiled else next(
-                (i + 1 for i, e in enumerate(entries) if e.check(L, fn.__globals__)), 0)
+            entry = ours.cache.entries[0] if compiled and ours.cache.entries else hit
+            served = int(entry.compile_id.split("/")[1]) + 1 if entry is not None else 0  # in compile order
             rows.append(Row(_label(args), served, compiled, dyn, None, False))
         dynamo_reset()
         theirs = torch.compile(fn, backend="eager", dynamic=dynamic)

@@ -1,0 +1,180 @@
+"""``python -m minidynamo.bench --backend inductor``: ours + torch's Inductor against ``torch.compile(backend="inductor")``.
+
+Place in the pipeline: outside it; it times the ``inductor`` backend (minidynamo/compile_fx.py).
+Per workload, in training (forward and backward) with ``torch.set_num_threads(1)``:
+
+- cold compile: ``compile()``, the first forward and backward, in a fresh process with a
+  fresh ``TORCHINDUCTOR_CACHE_DIR`` (every C++ kernel built);
+- warm-cache compile: the same in a second fresh process over the cache the first one filled;
+- per call: compiled / eager in paired interleaved rounds in that process (median of the
+  rounds' ratios), ours and torch's each against their own eager;
+- numerics: ours against eager and against torch's Inductor, outputs and gradients
+  (``bitwise``, ``fp32`` within rtol 1e-4 / atol 1e-5, or ``differs``).
+
+Workloads: an MLP classifier, a 2-layer transformer encoder, a small conv net with batch norm.
+Nothing here asserts a time; ``--quick`` runs one small workload with few rounds.
+
+    python -m minidynamo.bench --backend inductor [--quick] [--only NAMES] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROUNDS = 30
+
+
+def _workload(name: str):
+    import torch
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+        return model, (torch.randn(32, 64),)
+    if name == "encoder":
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), (torch.randn(4, 16, 32),)
+    if name == "convnet":
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                                    torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.AdaptiveAvgPool2d(1),
+                                    torch.nn.Flatten(), torch.nn.Linear(16, 10))
+        return model, (torch.randn(4, 3, 32, 32),)
+    raise ValueError(f"unknown workload {name!r}; known: mlp, encoder, convnet")
+
+
+WORKLOADS = ("mlp", "encoder", "convnet")
+
+
+def _step(fn, args):
+    out = fn(*args)
+    out.sum().backward()
+    return out
+
+
+def worker(name: str, system: str, out_path: str, rounds: int) -> None:
+    """One fresh process: compile, first step, then paired rounds; figures and results to ``out_path``."""
+    import copy
+
+    import torch
+
+    torch.set_num_threads(1)
+    model, args = _workload(name)
+    eager_model = copy.deepcopy(model)
+    start = time.perf_counter()
+    if system == "ours":
+        import minidynamo as md
+
+        compiled = md.compile(model, backend="inductor")
+    else:
+        compiled = torch.compile(model, backend="inductor")
+    out = _step(compiled, args)
+    compile_s = time.perf_counter() - start
+    grads = [p.grad.clone() for p in model.parameters()]
+    ratios = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        _step(eager_model, args)
+        t1 = time.perf_counter()
+        _step(compiled, args)
+        t2 = time.perf_counter()
+        ratios.append((t2 - t1) / (t1 - t0))
+    ratios.sort()
+    torch.save({"out": out.detach(), "grads": grads}, out_path + ".pt")
+    with open(out_path, "w") as f:
+        json.dump({"compile_s": compile_s, "per_call_ratio": ratios[len(ratios) // 2] if ratios else None}, f)
+
+
+def _run_worker(name: str, system: str, cache_dir: str, tmp: str, rounds: int) -> dict:
+    out_path = os.path.join(tmp, f"{name}-{system}-{len(os.listdir(tmp))}.json")
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
+    subprocess.run([sys.executable, "-m", "minidynamo.bench.inductor", "--worker", name, system, out_path,
+                    str(rounds)], check=True, env=env)
+    with open(out_path) as f:
+        figures = json.load(f)
+    figures["results"] = out_path + ".pt"
+    return figures
+
+
+def _tier(a: dict, b: dict) -> str:
+    import torch
+
+    pairs = [(a["out"], b["out"]), *zip(a["grads"], b["grads"])]
+    if all(torch.equal(x, y) for x, y in pairs):
+        return "bitwise"
+    if all(torch.allclose(x, y, rtol=1e-4, atol=1e-5) for x, y in pairs):
+        return "fp32"
+    return "differs"
+
+
+def _eager_results(name: str) -> dict:
+    import torch
+
+    model, args = _workload(name)
+    out = _step(model, args)
+    return {"out": out.detach(), "grads": [p.grad.clone() for p in model.parameters()]}
+
+
+def measure(name: str, rounds: int) -> dict:
+    import torch
+
+    row: dict = {"workload": name}
+    with tempfile.TemporaryDirectory() as tmp:
+        for system in ("ours", "torch"):
+            cache = os.path.join(tmp, f"cache-{system}")
+            cold = _run_worker(name, system, cache, tmp, 0)
+            warm = _run_worker(name, system, cache, tmp, rounds)
+            row[system] = {"cold_compile_s": cold["compile_s"], "warm_cache_compile_s": warm["compile_s"],
+                           "per_call_vs_eager": warm["per_call_ratio"]}
+            row[system + "_results"] = torch.load(warm["results"])
+    eager = _eager_results(name)
+    ours_r, torch_r = row.pop("ours_results"), row.pop("torch_results")
+    row["numerics_vs_eager"] = _tier(ours_r, eager)
+    row["numerics_vs_torch_inductor"] = _tier(ours_r, torch_r)
+    row["per_call_ours_over_torch"] = row["ours"]["per_call_vs_eager"] / row["torch"]["per_call_vs_eager"]
+    row["cold_ours_over_torch"] = row["ours"]["cold_compile_s"] / row["torch"]["cold_compile_s"]
+    return row
+
+
+def _print(rows: list[dict]) -> None:
+    head = (f"{'workload':10s} {'per call/eager':>22s} {'ours/torch':>10s} {'cold compile s':>18s} "
+            f"{'warm-cache s':>16s}  numerics (eager, torch's inductor)")
+    print(head)
+    print(f"{'':10s} {'ours':>10s} {'torch':>11s} {'':>10s} {'ours':>8s} {'torch':>9s} {'ours':>7s} {'torch':>8s}")
+    for r in rows:
+        o, t = r["ours"], r["torch"]
+        print(f"{r['workload']:10s} {o['per_call_vs_eager']:10.2f} {t['per_call_vs_eager']:11.2f} "
+              f"{r['per_call_ours_over_torch']:10.2f} {o['cold_compile_s']:8.1f} {t['cold_compile_s']:9.1f} "
+              f"{o['warm_cache_compile_s']:7.1f} {t['warm_cache_compile_s']:8.1f}  "
+              f"{r['numerics_vs_eager']}, {r['numerics_vs_torch_inductor']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minidynamo.bench --backend inductor",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one small workload, few rounds")
+    parser.add_argument("--only", metavar="NAMES", help=f"comma-separated, of {','.join(WORKLOADS)}")
+    parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        name, system, out_path, rounds = args.worker
+        worker(name, system, out_path, int(rounds))
+        return 0
+    names = args.only.split(",") if args.only else (["mlp"] if args.quick else list(WORKLOADS))
+    rounds = 5 if args.quick else ROUNDS
+    rows = [measure(n, rounds) for n in names]
+    _print(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""The guard tree: an entry's guards as guard managers, one per source path, with leaf guards at each node.
+
+Place in the pipeline: after guard codegen. ``guard_codegen.CheckFunction`` holds an
+entry's guards; ``build_tree`` groups them into a ``RootGuardManager`` whose children are
+``GuardManager`` nodes reached from their parent through an accessor (a frame local, an
+attribute, a dict or tuple item), each with its leaf guards. The tree is what
+``entry.check.tree`` prints (in the shape of torch's ``TORCH_LOGS=guards``), what
+``check`` walks root first, stopping at the first failure, and what the recompile
+reasons read (``fail_reason``: torch's phrasing). Mirrors ``GuardManagerWrapper`` /
+``RootGuardManager`` / ``GuardManager`` in ``torch/_dynamo/guards.py`` and their C++ in
+``torch/csrc/dynamo/guards.cpp`` (``TensorCheck::check_verbose``, ``GlobalStateGuard``),
+and ``get_guard_fail_reason`` in ``torch/_dynamo/guards.py``.
+
+Note [The tree is walked by one generated function]
+    Torch walks its tree in C++: the root's leaves first (GLOBAL_STATE, ...), then
+    each child manager, which reads its value once through its accessor and runs its
+    leaves, then its own children; the first leaf that fails stops the walk. Ours
+    generates one Python function that does exactly this walk, flattened: the
+    root's leaves, then for each source (in the order the trace first guarded it)
+    one read into a local and its leaves, a child read from its parent's local
+    (Note [Each source is read once], guard_codegen.py). ``RootGuardManager.check``
+    walks the tree itself in Python, node by node, and agrees with the generated
+    function (tests/test_cache_like_torch.py); it is for reading, not for the hot path.
+    Two places differ from torch on purpose: a tensor's TENSOR_MATCH is five
+    readable guards that run as one C++ call, printed here as one leaf; and the
+    size guards of dynamic shapes and NO_TENSOR_ALIASING run after the children
+    (torch puts the latter on each tensor's node).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+from .guards import Guard
+from .source import AttrSource, GetItemSource, GlobalSource, LocalSource, Source
+
+_AFTER_CHILDREN = ("SHAPE_ENV", "NO_TENSOR_ALIASING")  # root leaves our walk runs last
+
+
+@dataclass
+class GuardManager:
+    """One node: the value at ``source``, reached from the parent ``accessed_by``, with its leaf guards."""
+
+    source: Optional[Source]
+    accessed_by: str = ""
+    leaves: list = field(default_factory=list)
+    children: dict = field(default_factory=dict)  # source name -> GuardManager, in the order first guarded
+    tensor_spec: Optional[tuple] = None  # (dtype, device, sizes, strides, requires_grad) of a TENSOR_MATCH
+    fail_count: int = 0  # how often a leaf here or below failed (Note [A manager that fails is tried first])
+    tensor_check: Any = None  # the C++ TensorMatch of this node's TENSOR_MATCH leaf, where the extension is built
+
+    def lines(self, depth: int) -> list[str]:
+        bar = "| " * depth
+        out = []
+        done_tensor = False
+        constant = any(g.kind == "CONSTANT_MATCH" for g in self.leaves)
+        for g in self.leaves:
+            if g.kind == "TYPE_MATCH" and constant:  # one leaf in torch: EQUALS_MATCH checks the type too
+                continue
+            if g.kind == "TENSOR_MATCH":  # five readable guards, one C++ leaf (Note [TENSOR_MATCH runs in C++])
+                if not done_tensor:
+                    out.append(f"{bar}| +- TENSOR_MATCH: {_check_tensor_text(self)}")
+                    done_tensor = True
+                continue
+            out.append(f"{bar}| +- {g.kind}: {g.expr}")
+        for child in self.children.values():
+            out.append(f"{bar}| +- GuardManager: source={child.source.name()}, accessed_by={child.accessed_by}")
+            out += child.lines(depth + 1)
+        return out
+
+    def first_failure(self, scope: dict, update: bool = False) -> Optional[list[Guard]]:
+        """The leaves that fail (a TENSOR_MATCH leaf is all of a node's tensor guards), or None.
+
+        With ``update``, count the failure on this node and reorder its children as
+        torch's ``GuardManager::check_accessors_nopybind`` does (Note [A manager that fails is tried first]).
+        """
+        failed = self._failed_leaf(scope)
+        if failed is None:
+            failed = _walk_children(self, scope, update)
+        if failed is not None and update:
+            self.fail_count += 1
+        return failed
+
+    def _failed_leaf(self, scope: dict) -> Optional[list[Guard]]:
+        tensor = None
+        constant = next((g for g in self.leaves if g.kind == "CONSTANT_MATCH"), None)
+        for g in self.leaves:
+            if g.kind == "TYPE_MATCH" and constant is not None:  # torch's EQUALS_MATCH checks the type itself
+                if not _holds(g, scope):
+                    return [constant]
+                continue
+            if g.kind == "TENSOR_MATCH":
+                if tensor is None:
+                    tensor = [t for t in self.leaves if t.kind == "TENSOR_MATCH"]
+                    if not self._tensor_holds(tensor, scope):
+                        return tensor
+                continue
+            if not _holds(g, scope):
+                return [g]
+        return None
+
+
+    def _tensor_holds(self, tensor: list, scope: Any) -> bool:
+        """The TENSOR_MATCH leaf: one C++ call on the node's value where built, else its five Python guards."""
+        if self.tensor_check is not None and type(scope) is tuple:
+            try:
+                value = eval(_code(self.source.name()), scope[0], scope[1])  # noqa: S307 - our own source
+            except Exception:  # noqa: BLE001 - the value cannot be read: the leaf fails
+                return False
+            return bool(self.tensor_check(value))
+        return all(_holds(t, scope) for t in tensor)
+
+
+def _walk_children(node: GuardManager, scope: dict, update: bool) -> Optional[list[Guard]]:
+    """Note [A manager that fails is tried first]
+
+    Torch's guard managers learn: a child manager whose guards failed counts it
+    (``_fail_count``), and when a child other than the first failed, the parent sorts
+    its children by that count, most failures first (``GuardManager::
+    check_accessors_nopybind``, guards.cpp), so the next call that will fail fails at
+    once. This also decides which guard a recompile names: after ``n`` has failed
+    once, ``L['x']`` is checked second. Ours counts and sorts the same way on every
+    entry whose guards failed during a lookup (``CheckFunction.record_failure``,
+    only on a miss of that entry, never on a hit), and names the failure by walking
+    the tree in that order.
+    """
+    children = list(node.children.values())
+    for i, child in enumerate(children):
+        failed = child.first_failure(scope, update)
+        if failed is not None:
+            if update and i:
+                order = sorted(children, key=lambda c: -c.fail_count)  # stable, as std::sort on a few
+                node.children = {c.source.name(): c for c in order}
+            return failed
+    return None
+
+
+@dataclass
+class RootGuardManager(GuardManager):
+    """The root: global guards, then one child per local or global read, then the guards over many sources."""
+
+    after_children: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = ["TREE_GUARD_MANAGER:", "+- RootGuardManager"]
+        lines += [f"| +- {g.kind}: {g.expr}" for g in self.leaves]
+        for child in self.children.values():
+            lines.append(f"| +- GuardManager: source={child.source.name()}, accessed_by={child.accessed_by}")
+            lines += child.lines(1)
+        lines += [f"| +- {g.kind}: {g.expr}" for g in self.after_children]
+        return "\n".join(lines)
+
+    def first_failure(self, L: dict, G: dict, scope: Optional[dict] = None,  # type: ignore[override]
+                      update: bool = False) -> Optional[list[Guard]]:
+        """Walk root first, fail fast: the first failing leaf (all of a TENSOR_MATCH leaf's guards), or None."""
+        scope = (scope or {}, {"L": L, "G": G})  # globals, locals: no copy of the check's scope per walk
+        global_state = scope[0].get("___global_state")  # the five GLOBAL_STATE leaves in one C++ call
+        if global_state is not None and global_state():
+            failed = _failed_leaf_of(self, scope, skip="GLOBAL_STATE")
+        else:
+            failed = self._failed_leaf(scope)
+        if failed is None:
+            failed = _walk_children(self, scope, update)
+        if failed is None:
+            failed = next(([g] for g in self.after_children if not _holds(g, scope)), None)
+        if failed is not None and update:
+            self.fail_count += 1
+        return failed
+
+    def check(self, L: dict, G: dict, scope: Optional[dict] = None) -> bool:
+        return self.first_failure(L, G, scope) is None
+
+
+_compiled: dict[str, Any] = {}  # a guard's expression -> its code object, compiled once
+
+
+def _failed_leaf_of(node: GuardManager, scope: Any, skip: str) -> Optional[list[Guard]]:
+    """The root's leaves but those of kind ``skip`` (checked already)."""
+    leaves = node.leaves
+    node.leaves = [g for g in leaves if g.kind != skip]
+    try:
+        return node._failed_leaf(scope)
+    finally:
+        node.leaves = leaves
+
+
+def _code(expr: str) -> Any:
+    code = _compiled.get(expr)
+    if code is None:
+        if len(_compiled) > 20_000:
+            _compiled.clear()
+        code = _compiled[expr] = compile(expr, "<guard>", "eval")
+    return code
+
+
+def _holds(guard: Guard, scope: Any) -> bool:
+    """Evaluate one leaf; ``scope`` is a dict, or (the check's scope, {"L": L, "G": G}) to spare a copy."""
+    code = _code(guard.expr)
+    try:
+        if type(scope) is tuple:
+            try:
+                return bool(eval(code, scope[0], scope[1]))  # noqa: S307 - our own guard expression
+            except NameError:  # L read inside a comprehension (3.11): it needs one namespace
+                return bool(eval(code, dict(scope[0], **scope[1])))  # noqa: S307
+        return bool(eval(code, scope))  # noqa: S307 - our own guard expression
+    except Exception:  # noqa: BLE001 - a guard that cannot be evaluated has failed
+        return False
+
+
+def accessor(source: Source) -> str:
+    """How a node's value is read from its parent's, named as torch's guard accessors."""
+    if isinstance(source, LocalSource):
+        return f"FrameLocalsGuardAccessor(key={source.local_name!r})"
+    if isinstance(source, GlobalSource):
+        return f"GlobalsGuardAccessor(key={source.global_name!r})"
+    if isinstance(source, AttrSource):
+        return f"GetAttrGuardAccessor({source.member})"
+    if isinstance(source, GetItemSource):
+        kind = "TupleGetItem" if type(source.index) is int else "DictGetItem"
+        return f"{kind}GuardAccessor({source.index!r})"
+    return f"{type(source).__name__}Accessor"
+
+
+def build_tree(guards: list[Guard], tensor_specs: Optional[dict] = None) -> RootGuardManager:
+    """Group ``guards`` by source path into a tree of managers (``GuardBuilder.get_guard_manager``)."""
+    from . import tensor_match
+
+    make_matcher = tensor_match.get()
+    root = RootGuardManager(None)
+    for g in guards:
+        if g.source is None:
+            (root.after_children if g.kind in _AFTER_CHILDREN else root.leaves).append(g)
+            continue
+        node: GuardManager = root
+        for s in [*reversed(list(g.source.bases())), g.source]:
+            name = s.name()
+            if name not in node.children:
+                node.children[name] = GuardManager(s, accessor(s))
+            node = node.children[name]
+        node.leaves.append(g)
+        if g.kind == "TENSOR_MATCH" and tensor_specs and node.tensor_spec is None:
+            node.tensor_spec = tensor_specs.get(g.source.name())
+            if node.tensor_spec is not None and make_matcher is not None:
+                node.tensor_check = make_matcher(*node.tensor_spec)
+    root.leaves.sort(key=lambda g: g.kind != "GLOBAL_STATE")  # GLOBAL_STATE is checked first
+    return root
+
+
+def _check_tensor_text(node: GuardManager) -> str:
+    """``check_tensor(L['x'], torch.float32, device=None, requires_grad=False, size=[2, 3], stride=[3, 1])``."""
+    name = node.source.name()
+    if node.tensor_spec is None:
+        return " and ".join(g.expr for g in node.leaves if g.kind == "TENSOR_MATCH")
+    dtype, device, sizes, strides, requires_grad = node.tensor_spec
+    size = "[" + ", ".join("None" if s == -1 else str(s) for s in sizes) + "]"  # torch prints None for a symbol
+    if strides is None:
+        strides = _contiguous_strides(sizes)
+    stride = "[" + ", ".join("None" if s is None else str(s) for s in strides) + "]"
+    return (f"check_tensor({name}, {dtype}, device={None if device is None else device.index}, "
+            f"requires_grad={requires_grad}, size={size}, stride={stride})")
+
+
+def _contiguous_strides(sizes: tuple) -> list:
+    out, acc = [], 1
+    for s in reversed(sizes):
+        out.append(None if acc is None else acc)
+        acc = None if s == -1 or acc is None else acc * max(s, 1)
+    return list(reversed(out))
+
+
+# --- recompile reasons, phrased as torch phrases them ---------------------------------------------
+
+_GLOBAL_STATE_FIELDS = {  # our GLOBAL_STATE guard's value -> the field of torch's GlobalStateGuard it is
+    "torch.is_grad_enabled()": "grad_mode",
+    "torch.is_inference_mode_enabled()": "grad_mode",  # inference mode turns grad mode off
+    "___autocast_state()": "autocast_state",
+    "torch.get_default_dtype()": "default_dtype",
+    "___deterministic_algorithms()": "deterministic_algorithms",
+}
+
+
+def strip_local_scope(text: str) -> str:
+    """``L['x']`` -> ``x``, as torch's recompile messages read (``guards.py``: ``strip_local_scope``)."""
+    return re.sub(r"L\[\s*['\"](.*?)['\"]\s*\]", r"\1", text)
+
+
+def _scalar_type_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``Float``, the C++ ScalarType name torch's TENSOR_MATCH message uses."""
+    return torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix("Tensor")
+
+
+def tensor_mismatch(name: str, spec: tuple, value: Any) -> Optional[str]:
+    """``TensorCheck::check_verbose`` (guards.cpp): the first field of ``value`` that differs from ``spec``."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    dtype, device, sizes, strides, requires_grad = spec
+    t = f"tensor {name!r}"
+    if value.dtype != dtype:
+        return f"{t} dtype mismatch. expected {_scalar_type_name(dtype)}, actual {_scalar_type_name(value.dtype)}"
+    if (device is None) != (value.device.type == "cpu") or (device is not None and value.device != device):
+        return f"{t} device mismatch. expected {device or 'cpu'}, actual {value.device}"
+    if value.requires_grad != requires_grad:
+        return f"{t} requires_grad mismatch. expected requires_grad={int(requires_grad)}"
+    if value.dim() != len(sizes):
+        return f"{t} rank mismatch. expected {len(sizes)}, actual {value.dim()}"
+    for i, (want, got) in enumerate(zip(sizes, value.shape)):
+        if want != -1 and want != got:
+            return f"{t} size mismatch at index {i}. expected {want}, actual {got}"
+    want_strides = strides if strides is not None else _contiguous_strides(sizes)
+    if strides is not None or not value.is_contiguous():
+        for i, (want, got) in enumerate(zip(want_strides, value.stride())):
+            if want is not None and want != got and value.shape[i] > 1:
+                return f"{t} stride mismatch at index {i}. expected {want}, actual {got}"
+    return None
+
+
+def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> str:
+    """One failed leaf in torch's words: TENSOR_MATCH's field message, GLOBAL_STATE's fields, else the code."""
+    g = failed[0]
+    if g.kind == "TENSOR_MATCH" and g.source is not None and g.source.name() in tensor_specs:
+        name = g.source.name()
+        try:
+            value = eval(name, scope)  # noqa: S307 - our own source expression
+        except Exception:  # noqa: BLE001
+            value = None
+        text = tensor_mismatch(strip_local_scope(name), tensor_specs[name], value)
+        if text is not None:
+            return text
+    if g.kind == "GLOBAL_STATE":
+        changed = [_GLOBAL_STATE_FIELDS.get(x.value_expr, x.value_expr) for x in failed]
+        return "GLOBAL_STATE changed: " + "".join(f"{c} " for c in dict.fromkeys(changed))
+    expr = g.expr
+    if g.kind == "CONSTANT_MATCH" and expr.endswith((" is True", " is False")):  # torch's TRUE_MATCH / FALSE_MATCH
+        expr = expr.rsplit(" is ", 1)[0] + " == " + expr.rsplit(" is ", 1)[1]
+    return strip_local_scope(expr)
+
+
+def fail_reason(entry, L: dict, G: dict, backend_key: Any = None) -> str:
+    """``get_guard_fail_reason``: ``"0/1: tensor 'x' size mismatch at index 0. expected 2, actual 3"``."""
+    check = entry.check
+    scope = dict(check.scope, L=L, G=G)
+    root = check.tree
+    global_state = [g for g in root.leaves if g.kind == "GLOBAL_STATE" and not _holds(g, scope)]
+    failed = global_state or root.first_failure(L, G, check.scope)  # the order the lookup left (record_failure)
+    if failed is None:
+        if backend_key is not None and entry.backend_key != backend_key:
+            return (f"{entry.compile_id}: BACKEND_MATCH failure: the entry was compiled for another backend "
+                    f"({_describe_backend(entry.backend_key)}, this call: {_describe_backend(backend_key)})")
+        return f"{entry.compile_id}: Unable to find recompilation reasons"
+    return f"{entry.compile_id}: {failed_leaf_text(failed, scope, check.tensor_specs)}"
+
+
+def _describe_backend(key: Any) -> str:
+    backend, dynamic = key if isinstance(key, tuple) else (key, None)
+    name = getattr(backend, "__name__", type(backend).__name__)
+    return name if dynamic is None else f"{name}, dynamic={dynamic}"
