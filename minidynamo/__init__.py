@@ -8,15 +8,18 @@ The pipeline, one module per stage (see ``../shared/DESIGN.md`` and the book)::
 Public API::
 
     md.compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None)
-    md.mark_dynamic(t, dim); md.mark_static(t, dim)
+    md.mark_dynamic(t, dim); md.mark_static(t, dim); md.mark_unbacked(t, dim)
     md.explain(fn, *args, **kwargs)
     md.reset()
     md.config                      # torch._dynamo.config's names; md.config.patch(recompile_limit=2)
+    md.set_logs(graph_breaks=True, recompiles=True, guards=True, graph_code=True, aot_graphs=True, dynamic=True)
+                                   # as torch._logging.set_logs; env MINIDYNAMO_LOGS="graph_breaks,recompiles"
 """
 
 from __future__ import annotations
 
-__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "maybe_mark_dynamic", "mark_static"]
+__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_unbacked",
+           "set_logs"]
 __version__ = "0.1.0"
 
 from minidynamo import config  # noqa: E402  (torch._dynamo.config's names: md.config.patch(...))
@@ -63,6 +66,13 @@ def mark_static(t, dim=None) -> None:
     _mark(t, dim)
 
 
+def mark_unbacked(t, dim) -> None:
+    """Trace dim ``dim`` of ``t`` with an unbacked symbol ``u0`` (``torch._dynamo.decorators.mark_unbacked``)."""
+    from minidynamo.symbolic.dynamic_shapes import mark_unbacked as _mark
+
+    _mark(t, dim)
+
+
 def explain(fn, *args, **kwargs):
     """Trace ``fn(*args, **kwargs)`` and report graphs, graph breaks and guards.
 
@@ -80,3 +90,28 @@ def reset() -> None:
     from minidynamo.symbolic.eval_frame import reset as _reset
 
     _reset()
+
+
+def set_logs(**artifacts: bool) -> None:
+    """Log what the stages do, as ``torch._logging.set_logs`` (``TORCH_LOGS``) does: ``minidynamo/logs.py``.
+
+    ``md.set_logs(graph_breaks=True, recompiles=True, guards=True, graph_code=True,
+    aot_graphs=True, dynamic=True)``; the names are torch's artifacts, what is not named is
+    off. The environment variable ``MINIDYNAMO_LOGS="graph_breaks,recompiles"`` does the
+    same when minidynamo is imported.
+    """
+    from minidynamo.logs import set_logs as _set_logs
+
+    _set_logs(**artifacts)
+
+
+def _logs_from_env() -> None:
+    import os
+
+    if os.environ.get("MINIDYNAMO_LOGS", "").strip():
+        from minidynamo.logs import _from_env
+
+        _from_env()
+
+
+_logs_from_env()

@@ -15,8 +15,10 @@ Real PyTorch's nearest equivalent is ``TORCH_LOGS="bytecode,graph_code,guards,ao
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import sys
+import threading
 import time
 from collections import Counter
 
@@ -63,6 +65,28 @@ class _PassClock:
             self.ops[name] += 1
 
 
+@contextlib.contextmanager
+def _progress(what: str, every: float = 10.0):
+    """Print ``what ... N s`` every ``every`` seconds until the block ends (a cold build takes minutes)."""
+    if not what:
+        yield
+        return
+    done = threading.Event()
+    start = time.perf_counter()
+
+    def tick():
+        while not done.wait(every):
+            print(f"  ... {what}: {time.perf_counter() - start:.0f} s", flush=True)
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 def tour() -> int:
     import minidynamo as md
     from minidynamo import bytecode, events
@@ -73,12 +97,16 @@ def tour() -> int:
     from minidynamo.symbolic import frame_hook, tensor_match
 
     _heading("0. one-time set-up (not part of any pass below)")
+    name, folder = tensor_match.build_location()
+    cold = not (folder / f"{name}.so").exists()
     print("  building or loading the C++ TENSOR_MATCH guard (minidynamo/symbolic/tensor_match.cpp):")
-    print("  the first run compiles it with g++ into ~/.cache/minidynamo/ (about 30 s on two cores), later runs load it ...")
+    print(f"  cache folder: {folder.parent} (MINIDYNAMO_CACHE moves it)")
+    print("  the first run compiles it with g++ there (about 30 s on two cores), later runs load it ...")
     sys.stdout.flush()
     start = time.perf_counter()
-    tensor_match.get()
-    frame_hook.build()  # the PEP 523 frame hook (C): built on the first run (~1 s)
+    with _progress("compiling the C++ guard with g++" if cold else ""):
+        tensor_match.get()
+        frame_hook.build()  # the PEP 523 frame hook (C): built on the first run (~1 s)
     print(f"  C++ guard ready in {time.perf_counter() - start:.1f} s" if tensor_match.get() is not None else f"  no C++ guard: {tensor_match.reason()}")
     start = time.perf_counter()
     md.compile(lambda t: (t + 1).sum())(torch.ones(2, requires_grad=True)).backward()  # first use of every stage

@@ -37,6 +37,8 @@ __all__ = [
     "source_line",
     "current_line",
     "subscribe",
+    "listen",
+    "unlisten",
     "ops_per_pass",
 ]
 
@@ -306,6 +308,19 @@ def subscribe(callback: Callable[[Event], None]) -> Iterator[None]:
     try:
         yield
     finally:
+        _subscribers.remove(callback)
+        _refresh_flag()
+
+
+def listen(callback: Callable[[Event], None]) -> None:
+    """Call ``callback(event)`` for each event from now on, until :func:`unlisten` (the log switch uses this)."""
+    if callback not in _subscribers:
+        _subscribers.append(callback)
+        _refresh_flag()
+
+
+def unlisten(callback: Callable[[Event], None]) -> None:
+    if callback in _subscribers:
         _subscribers.remove(callback)
         _refresh_flag()
 

@@ -15,7 +15,7 @@ import torch
 
 from minidynamo.graph_text import normalize_graph, print_graph  # noqa: F401 - the chapters' name for them
 
-__all__ = ["setup", "normalize_graph", "print_graph"]
+__all__ = ["setup", "normalize_graph", "print_graph", "saved_for_backward"]
 
 
 def setup(seed: int = 0) -> None:
@@ -34,3 +34,28 @@ def setup(seed: int = 0) -> None:
     silence_dynamo_logs()
     dynamo_reset()
     reset()
+
+
+def saved_for_backward(fn, *args) -> list:
+    """What our ``aot_eager`` saves for the backward, ``[(name, bytes), ...]`` per graph: ``fn`` compiled
+    by ``md.compile`` and called once, its output's sum back-propagated (as the torch oracle does)."""
+    import minidynamo as md
+    from minidynamo.backends import aot_eager
+
+    saved = []
+
+    def backend(gm, example_inputs):
+        compiled = aot_eager(gm, example_inputs)
+        part = getattr(getattr(compiled, "artifacts", None), "partition", None)
+        if part is not None:
+            saved.append([(n.name, _nbytes(n.meta.get("val"))) for n in part.saved_values])
+        return compiled
+
+    md.reset()
+    out = md.compile(fn, backend=backend)(*args)
+    out.sum().backward()
+    return saved
+
+
+def _nbytes(val) -> int:
+    return val.numel() * val.element_size() if isinstance(val, torch.Tensor) else 0

@@ -8,8 +8,9 @@ Headless chromium (Debian's, driven by playwright) opens:
    show changes the way the widget's state says). A screenshot per widget goes to
    ``test-artifacts/``.
 2. The built book, from ``file://``, with no kernel: in chapter 00 moving the
-   stepper's slider turns the page (jslink); every chapter page with widgets renders
-   them; no page requests anything from the network.
+   stepper's slider turns the page (jslink), and so do its Prev/Next buttons; one search
+   box is on show; every chapter page with widgets renders them; no page requests
+   anything from the network, and no page logs a console error.
 
 Without chromium the tests skip and say why; with ``CI=true`` a missing browser fails.
 MINIDYNAMO_BROWSER_CHAPTERS="07,13" limits the JupyterLab part to those chapters (plus 00).
@@ -299,8 +300,15 @@ def test_book_page_steps_without_a_kernel(browser):
             r.abort()
 
     context.route("**/*", route)
+    console: list[str] = []  # every console error and uncaught exception, on every page opened
+
+    def watch(page, name):
+        page.on("console", lambda m: console.append(f"{name}: console.{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: console.append(f"{name}: uncaught {e}"))
+        return page
+
     try:
-        page = context.new_page()
+        page = watch(context.new_page(), "00_welcome")
         page.goto(page_file.as_uri())
         stepper = page.locator(".minidynamo-stepper").first
         stepper.wait_for(timeout=30_000)
@@ -317,13 +325,27 @@ def test_book_page_steps_without_a_kernel(browser):
         )
         assert "step 2/" in _step_text(stepper), "the slider moved but the page did not turn to step 2"
         stepper.screenshot(path=str(ARTIFACTS / "book-00_welcome-stepper.png"))
+        # Prev/Next work without a kernel too (book/_static/widgets/stepper-buttons.js): they move the slider
+        handle = stepper.locator(".noUi-handle").first
+        for name, expected in (("Next", "2"), ("Prev", "1")):
+            button = stepper.get_by_role("button", name=name)
+            assert button.is_enabled() and button.evaluate("e => getComputedStyle(e).pointerEvents") != "none", (
+                f"the stepper's {name} button is greyed in the book")
+            before = handle.get_attribute("aria-valuenow")
+            button.click()
+            page.wait_for_function("([h, v]) => h.getAttribute('aria-valuenow') !== v",
+                                   arg=[handle.element_handle(), before], timeout=10_000)
+        assert "step 2/" in _step_text(stepper), "Next then Prev should come back to step 2"
+        fields = page.locator(".search-button-field")
+        visible = sum(fields.nth(i).is_visible() for i in range(fields.count()))
+        assert visible == 1, f"{visible} search boxes on show (the header's only)"
         assert not remote, f"the book page tried to reach the network: {remote}"
 
         # Every other chapter with widgets: each saved widget view renders in its page.
         for nb in widget_notebooks():
             cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
             views = sum(WIDGET_VIEW in o.get("data", {}) for c in cells for o in c.get("outputs", []))
-            other = context.new_page()
+            other = watch(context.new_page(), nb.stem)
             other.goto((html_dir / "notebooks" / f"{nb.stem}.html").as_uri())
             roots = other.locator(".cell_output .jupyter-widgets")
             roots.first.wait_for(timeout=30_000)
@@ -331,5 +353,12 @@ def test_book_page_steps_without_a_kernel(browser):
             roots.first.screenshot(path=str(ARTIFACTS / f"book-{nb.stem}-widget0.png"))
             other.close()
         assert not remote, f"a book page tried to reach the network: {remote}"
+        # Every chapter page (widgets or not) opens without a console error
+        for nb in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+            other = watch(context.new_page(), nb.stem)
+            other.goto((html_dir / "notebooks" / f"{nb.stem}.html").as_uri())
+            other.wait_for_timeout(1000)
+            other.close()
+        assert not console, "console errors in the book:\n" + "\n".join(console[:20])
     finally:
         context.close()

@@ -268,17 +268,15 @@ def test_merged_design_defers_aliased_inputs_before_tracing():
     assert stats.deferred_before == 1 and stats.merged == 0  # known from the real inputs, nothing traced
 
 
-@pytest.mark.parametrize("case", ["output_aliases_input", "metadata_mutation"])
+# An input's metadata mutation (``x.t_()``) was a second case here: Dynamo now graph-breaks on an
+# in-place view of a graph input as torch's does, so neither design's AOT sees one.
+@pytest.mark.parametrize("case", ["output_aliases_input"])
 def test_merged_design_wastes_its_trace_on_what_only_the_end_of_the_forward_knows(case):
     def alias_out(x):
         x.add_(1)
         return x.view(-1)
 
-    def meta_mut(x):
-        x.t_()
-        return x * 2
-
-    fn = alias_out if case == "output_aliases_input" else meta_mut
+    fn = alias_out
 
     def run(f, args):
         (x,) = args

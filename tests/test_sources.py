@@ -159,8 +159,9 @@ def test_a_torch_result_no_guard_covers_is_a_graph_break(fold):
     def f(x):
         return x * fold()
 
-    out = md.explain(f, torch.ones(2))
-    assert out.graph_break_count >= 0 and any("no guard covers" in r.reason for r in out.break_reasons)
+    with md.events.record() as log:  # the break comes before any op: no graph, so no break reason (as torch)
+        out = md.explain(f, torch.ones(2))
+    assert out.graph_break_count >= 0 and any("no guard covers" in e.reason for e in log if e.kind == "graph_break")
     _same(md.compile(f, backend="eager")(torch.ones(2)), f(torch.ones(2)))
 
 

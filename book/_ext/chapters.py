@@ -74,7 +74,49 @@ def _toc_link_in_the_book(app, docname, source):
         source[0] = source[0].replace(_BOOK_FROM_NOTEBOOKS, "](../")
 
 
+# The widget bundle's CSS (``_static/widgets/embed-amd.js``) asks for its icon font at
+# page-relative paths (webpack's public path is the page): ``@jupyter-widgets/`` and
+# ``@jupyter-widgets/html-manager/dist/`` beside each page. The three files ship in
+# ``_static/widgets/fonts/`` (copied from the same npm package); after the build they are
+# copied where the pages look, so no page logs a 404 (see _static/widgets/README.md).
+_WIDGET_FONT_DIRS = ("@jupyter-widgets", "@jupyter-widgets/html-manager/dist")
+
+
+def _widget_fonts_where_pages_look(app, exception):
+    import shutil
+    from pathlib import Path
+
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    fonts = sorted((Path(app.srcdir) / "_static" / "widgets" / "fonts").glob("*.*"))
+    for base in (out, out / "notebooks"):
+        for sub in _WIDGET_FONT_DIRS:
+            (base / sub).mkdir(parents=True, exist_ok=True)
+            for font in fonts:
+                shutil.copy2(font, base / sub / font.name)
+
+
+# sphinx-thebe adds its inline config script from inside each page's render, and in this
+# Sphinx a script added there stays for every later page: pages got it twice, and the
+# second ``const THEBE_JS_URL`` is a JavaScript error in the console. Keep each script once.
+def _each_script_once(app, pagename, templatename, context, doctree):
+    scripts, seen = context.get("script_files"), set()
+    if not scripts:
+        return
+    kept = []
+    for js in scripts:
+        # an inline script's filename is None from one extension, "" from another: the same script
+        key = (getattr(js, "filename", None) or "", tuple(sorted((getattr(js, "attributes", None) or {}).items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    scripts[:] = kept  # in place: handlers after this one add to the same list (myst-nb, the widget state)
+
+
 def setup(app):
     app.add_role("chapter", chapter_role)
+    app.connect("html-page-context", _each_script_once, priority=100)  # before any handler that returns a template (emit_firstresult)
     app.connect("source-read", _toc_link_in_the_book)
+    app.connect("build-finished", _widget_fonts_where_pages_look)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

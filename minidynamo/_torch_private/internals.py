@@ -93,6 +93,25 @@ def _lazy_graph_module_class():
 # --- the symbolic interpreter (our Dynamo), chapters 03-05 and 15 ----------------------
 
 
+@functools.lru_cache(maxsize=1)
+def graph_break_registry() -> dict:
+    """torch/_dynamo/graph_break_registry.json of the installed torch, as torch loads it.
+
+    ``{"GB0059": [{"Gb_type": ..., "Context": ..., "Explanation": ..., "Hints": [...]}, ...]}``,
+    the newest wording of each id first (torch/_dynamo/exc.py ``_load_gb_type_to_gb_id_map``
+    reads the same file). Found beside torch's ``_dynamo`` package without importing it;
+    ``{}`` when this torch ships no registry.
+    """
+    import json
+    from pathlib import Path
+
+    path = Path(torch.__file__).parent / "_dynamo" / "graph_break_registry.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def dynamo_graph_break_fn():
     """torch._dynamo.graph_break: user code may call it; our interpreter breaks there too."""
     import torch._dynamo
@@ -379,6 +398,22 @@ def no_dispatch():
     from torch.utils._mode_utils import no_dispatch as _nd
 
     return _nd()
+
+
+# Higher-order operators (torch.cond, tag_activation_checkpoint) reach a mode's __torch_dispatch__ as
+# one of these when the mode sets supports_higher_order_operators (aot/higher_order.py).
+HigherOrderOperator = torch._ops.HigherOrderOperator
+# torch._check / torch._check_is_size: facts about unbacked symbols (symbolic/variables/unbacked.py).
+TORCH_CHECK_FNS = (torch._check, torch._check_is_size)
+torch_check_is_size = torch._check_is_size
+
+
+def disable_current_modes():
+    """torch.utils._python_dispatch._disable_current_modes: every dispatch mode off for a while (a
+    higher-order op's branch traced apart from the trace around it, aot/higher_order.py)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    return _disable_current_modes()
 
 
 def pop_current_dispatch_mode_if(mode):

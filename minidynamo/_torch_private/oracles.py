@@ -82,6 +82,62 @@ def dynamo_explain(fn, *args, **kwargs):
     return torch._dynamo.explain(fn)(*args, **kwargs)
 
 
+def dynamo_explain_with_gb_types(fn, *args, **kwargs):
+    """Oracle: ``torch._dynamo.explain(fn)(*args)`` and each break reason's registry ``gb_type``.
+
+    Returns ``(explain_output, gb_types)``, one ``gb_type`` per break reason (None if
+    none is found). A reason's text starts with its ``gb_type`` (exc.py
+    ``format_graph_break_message``), except a data-dependent jump's (``generic_jump
+    TensorVariable()``, symbolic_convert.py ``jump_graph_break``): its ``gb_type`` is read
+    from the ``graph_breaks`` log record torch writes for the same user line.
+    """
+    import json
+    import logging
+    from pathlib import Path
+
+    import torch._dynamo
+    import torch._logging
+
+    registry = json.loads((Path(torch._dynamo.__file__).parent / "graph_break_registry.json").read_text())
+    known = {e["Gb_type"] for entries in registry.values() for e in entries}
+    logged: list[tuple[str, int, str]] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            lines = record.getMessage().splitlines()
+            if not lines or not lines[0].startswith("Graph break"):
+                return
+            where = lines[0].rsplit(" at ", 1)[-1]
+            file, _, line = where.rpartition(":")
+            texts = [ln.strip().removeprefix("Graph Break Reason: ") for ln in lines[1:]]
+            gb = next((t for t in texts if t in known), None)
+            if line.isdigit():
+                logged.append((file, int(line), gb))
+
+    logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+    handler, old = Collect(), (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        with torch._dynamo.config.patch(verbose=False):
+            out = torch._dynamo.explain(fn)(*args, **kwargs)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old[0])
+        logger.propagate = old[1]
+    gb_types = []
+    for reason in out.break_reasons:
+        first = reason.reason.splitlines()[0].strip() if reason.reason else ""
+        if first in known:
+            gb_types.append(first)
+            continue
+        last = reason.user_stack[-1] if reason.user_stack else None
+        match = [gb for file, line, gb in logged if last is not None and (file, line) == (last.filename, last.lineno)]
+        gb_types.append(match[0] if match else None)
+    return out, gb_types
+
+
 def dynamo_cache_entries(code) -> list:
     """Oracle: the cache entries torch's frame hook keeps for a code object (chapters 05, 15).
 
@@ -471,3 +527,61 @@ def dynamo_counters():
     from torch._dynamo.utils import counters
 
     return counters
+
+
+# --- values that decide (chapter 16): higher-order ops, checkpointing, unbacked symbols ---------
+
+
+def dynamo_recorded_graphs(fn, *args, **kwargs) -> list:
+    """Oracle: the fx graphs torch.compile's Dynamo hands its backend (``EagerAndRecordGraphs``), one call."""
+    import torch._dynamo
+    from torch._dynamo.testing import EagerAndRecordGraphs
+
+    torch._dynamo.reset()
+    backend = EagerAndRecordGraphs()
+    torch.compile(fn, backend=backend)(*args, **kwargs)
+    return list(backend.graphs)
+
+
+def dynamo_mark_unbacked(t, dim) -> None:
+    """Oracle: torch._dynamo.decorators.mark_unbacked."""
+    import torch._dynamo
+
+    torch._dynamo.decorators.mark_unbacked(t, dim)
+
+
+def torch_aot_eager_saved(fn, *args) -> list:
+    """Oracle: what torch's ``aot_eager`` saves for the backward, ``[(name, bytes), ...]`` per graph, in order.
+
+    The backend is ``aot_eager``'s own recipe (torch/_dynamo/backends/debugging.py: ``aot_autograd`` with
+    the min-cut partition and no-op compilers); the partition's saved values are read off the backward
+    graph's non-tangent placeholders. The function is called once and its output's sum back-propagated.
+    """
+    import torch._dynamo
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    saved = []
+
+    def partition(joint, inputs, **kw):
+        fw, bw = min_cut_rematerialization_partition(joint, inputs, **kw)
+        saved.append([(n.name, _nbytes(n.meta.get("val"))) for n in bw.graph.nodes
+                      if n.op == "placeholder" and not n.name.startswith("tangents")])
+        return fw, bw
+
+    def nop(gm, _inputs):
+        return make_boxed_func(gm)
+
+    torch._dynamo.reset()
+    backend = aot_autograd(fw_compiler=nop, bw_compiler=nop, partition_fn=partition,
+                           keep_inference_input_mutations=True)
+    out = torch.compile(fn, backend=backend)(*args)
+    out.sum().backward()
+    return saved
+
+
+def _nbytes(val) -> int:
+    if isinstance(val, torch.Tensor):
+        return val.numel() * val.element_size()
+    return 0

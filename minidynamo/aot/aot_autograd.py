@@ -51,6 +51,7 @@ import torch.fx as fx
 
 from minidynamo import events
 from minidynamo._torch_private import SUPPORTED_NODES, tree_flatten, tree_unflatten
+from minidynamo.aot.activation_checkpoint import is_cond, is_tag_activation_checkpoint, recompute_region
 from minidynamo.aot.compilers import _boxed_graph, _run_graph  # noqa: F401 - _boxed_graph: importable from here
 from minidynamo.aot.graph_compile import (  # noqa: F401 - importable from here, as before the split
     AOTConfig,
@@ -349,11 +350,25 @@ class _SourceLineInterpreter(fx.Interpreter):
     def run_node(self, n: fx.Node) -> Any:
         with events.source_line(n.meta.get("source_line")):
             try:
+                if n.op == "call_function" and is_tag_activation_checkpoint(n.target):
+                    return self._run_checkpointed(n)
+                if n.op == "call_function" and is_cond(n.target):  # aot/higher_order.py
+                    from minidynamo.aot.higher_order import run_cond
+
+                    return run_cond(*self.fetch_args_kwargs_from_env(n)[0])
                 return super().run_node(n)
             except Exception as exc:  # name the user's op in the fallback warning
                 if not hasattr(exc, "_md_aot_node"):
                     exc._md_aot_node = (_node_label(n), n.meta.get("source_line"))
                 raise
+
+
+    def _run_checkpointed(self, n: fx.Node) -> Any:
+        """The body of a ``tag_activation_checkpoint`` node, in place, its ops tagged (activation_checkpoint.py)."""
+        body, *operands = self.fetch_args_kwargs_from_env(n)[0]
+        regions = [m for m in n.graph.nodes if m.op == "call_function" and is_tag_activation_checkpoint(m.target)]
+        with recompute_region(regions.index(n) + 1, body.meta.get("_checkpoint_context_fn")):
+            return tuple(_SourceLineInterpreter(body).run(*operands))
 
 
 def _node_label(n: fx.Node) -> str:

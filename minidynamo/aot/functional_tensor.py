@@ -89,7 +89,8 @@ from typing import Any, Callable
 import torch
 
 from minidynamo import events
-from minidynamo._torch_private import TorchDispatchMode, mirror_autograd_meta, no_dispatch, tree_map
+from minidynamo._torch_private import (HigherOrderOperator, TorchDispatchMode, mirror_autograd_meta, no_dispatch,
+                                        tree_map)
 from minidynamo.aot.functional_inverses import scatter_into_base
 from minidynamo.aot.functional_mutations import MutationKernels
 from minidynamo.aot.functional_ops import _functional_variant, _is_view_op, _is_write
@@ -213,8 +214,25 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
 
     # -- dispatch ----------------------------------------------------------------
 
+    supports_higher_order_operators = True  # torch.cond reaches __torch_dispatch__ (aot/higher_order.py)
+
+    def _cond(self, pred, true_fn, false_fn, operands):
+        """torch's ``cond_func`` (torch/_higher_order_ops/cond.py): the op on the values under the
+        wrappers, its outputs wrapped fresh; a branch that mutates (no such branch gets past Dynamo) is refused."""
+        for gm in (true_fn, false_fn):
+            if any(n.op == "call_function" and getattr(n.target, "_schema", None) is not None
+                   and n.target._schema.is_mutable for n in gm.graph.nodes):
+                raise NotImplementedError("a torch.cond branch that mutates its operands is not functionalized")
+        out = torch.ops.higher_order.cond(self._unwrap(pred), true_fn, false_fn,
+                                          tuple(self._unwrap(o) for o in operands))
+        return tuple(self._wrap_fresh(o) for o in out)
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if isinstance(func, HigherOrderOperator):
+            if func is torch.ops.higher_order.cond:
+                return self._cond(*args, **kwargs)
+            return NotImplemented
         writes = _written_positions(func)
         mutated = [i for i, _ in writes if i < len(args)]
         if func is aten.set_.source_Tensor:

@@ -27,6 +27,7 @@ import torch
 import torch.fx as fx
 
 import minidynamo.aot.config as aot_config
+from minidynamo import events
 from minidynamo._torch_private import set_grad_enabled_c
 from minidynamo.aot.compilers import _boxed_graph, _run_graph
 from minidynamo.aot.graph_capture import aot_dispatch_autograd_graph, aot_dispatch_base_graph, needs_autograd
@@ -292,6 +293,8 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
     if training:
         _check_metadata_mutations_fit(meta, part.fw_module, flat_args)
         art.joint, art.partition, art.fw_module = joint, part, part.fw_module
+        events.emit("aot_graph", which="Forward graph", gm=part.fw_module)
+        events.emit("aot_graph", which="Backward graph", gm=part.bw_module)
         part.fw_module.meta["fw_metadata"] = meta  # what a compiler may read (torch: TracingContext.fw_metadata)
         compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
         _restride_saved(part, getattr(compiled_fw, "output_strides", None))
@@ -319,6 +322,7 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
                                      decompositions=config.decompositions)
         _check_metadata_mutations_fit(meta, gm, flat_args)
         art.fw_module = gm
+        events.emit("aot_graph", which="Forward graph", gm=gm)
         inference_compiler = config.inference_compiler or config.fw_compiler
         compiled_fn = _under_grad_mode(inference_compiler(gm, _example_inputs(gm)), False)
         art.wrappers.append("inference")

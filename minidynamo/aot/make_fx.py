@@ -62,6 +62,7 @@ import torch.fx as fx
 from minidynamo import events
 from minidynamo._torch_private import (
     DispatchKey,
+    HigherOrderOperator,
     TorchDispatchMode,
     autograd_would_have_decomposed,
     graph_target_to_str,
@@ -69,6 +70,7 @@ from minidynamo._torch_private import (
     tree_flatten,
     tree_unflatten,
 )
+from minidynamo.aot.activation_checkpoint import current_tags
 from minidynamo.aot.sym_tracing import SymTracker, check_no_symbolic_constants
 
 __all__ = ["make_fx", "PythonKeyTracer", "ProxyTorchDispatchMode", "DecomposingProxyMode", "TraceError"]
@@ -182,8 +184,38 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.tracer = tracer
         self.num_ops = 0
 
+    supports_higher_order_operators = True  # torch.cond reaches __torch_dispatch__ (aot/higher_order.py)
+
+    def _cond(self, pred, true_fn, false_fn, operands):
+        """torch's ``trace_cond`` (torch/_higher_order_ops/cond.py): the branches become attributes of the
+        traced module (``true_graph_0``), the call one node; the fake mode below computes the outputs."""
+        tracer = self.tracer
+        names = []
+        for gm, prefix in ((true_fn, "true_graph"), (false_fn, "false_graph")):
+            i = 0
+            while hasattr(tracer.root, f"{prefix}_{i}"):
+                i += 1
+            setattr(tracer.root, f"{prefix}_{i}", gm)
+            names.append(f"{prefix}_{i}")
+        t, f = (tracer.graph.get_attr(n) for n in names)
+        node = tracer.graph.call_function(
+            torch.ops.higher_order.cond, (tracer.to_arg(pred), t, f, tuple(tracer.to_arg(o) for o in operands)))
+        out = tuple(torch.ops.higher_order.cond(pred, true_fn, false_fn, tuple(operands)))
+        node.meta["val"] = out
+        tags = current_tags()
+        if tags is not None:
+            node.meta.update(tags)
+        for i, o in enumerate(out):
+            tracer.track(o, tracer.graph.call_function(operator.getitem, (node, i)))
+        self.num_ops += 1
+        return out
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if isinstance(func, HigherOrderOperator):
+            if func is torch.ops.higher_order.cond:
+                return self._cond(*args, **kwargs)
+            return NotImplemented
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
         tracer = self.tracer
@@ -196,6 +228,9 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         # torch names nodes after the overload packet ("mm", "add_1"), so do we.
         name = graph_target_to_str(tracer.graph, func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else None
         node = tracer.graph.create_node("call_function", func, tuple(node_args), dict(node_kwargs), name=name)
+        tags = current_tags(func, args, kwargs)  # inside a checkpointed region (activation_checkpoint.py)
+        if tags is not None:
+            node.meta.update(tags)
         self.num_ops += 1
         if isinstance(out, torch.Tensor):
             tracer.track(out, node)
@@ -203,7 +238,10 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
             node.meta["val"] = out
             for i, item in enumerate(out):
                 if isinstance(item, torch.Tensor):
-                    tracer.track(item, tracer.graph.call_function(operator.getitem, (node, i)))
+                    item_node = tracer.graph.call_function(operator.getitem, (node, i))
+                    if tags is not None:
+                        item_node.meta.update(tags)  # a getitem shares its op's tags
+                    tracer.track(item, item_node)
         else:
             node.meta["val"] = out
             tracer.sym.track(node, out)

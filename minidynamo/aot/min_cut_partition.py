@@ -48,6 +48,7 @@ import torch
 import torch.fx as fx
 
 from minidynamo._torch_private import OpOverload, lazy_graph_module
+from minidynamo.aot.activation_checkpoint import cleanup_recompute_tags, must_recompute, policy
 from minidynamo.aot.max_flow import FlowGraph, minimum_cut
 from minidynamo.aot.sym_tracing import hint
 from minidynamo.aot.partitioners import (
@@ -188,6 +189,8 @@ def _ban_reason(node: fx.Node, info: _NodeInfo) -> str | None:
     """Why ``node`` may not be recomputed in the backward (Note [What may be recomputed]); None if it may."""
     if node.op != "call_function" or node.target is operator.getitem:
         return None
+    if node.meta.get("recompute", None) == policy().MUST_SAVE:
+        return "marked MUST_SAVE"
     if _op_name(node) in ("lift_fresh_copy", "lift_fresh"):
         return None
     if not _is_recomputable(node):
@@ -237,8 +240,8 @@ def _flow_graph(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
     banned: dict[str, str] = {}
 
     def ban(node: fx.Node, reason: str) -> None:
-        if _is_view(node):
-            return  # a view is free to recompute from what it views
+        if _is_view(node) or must_recompute(node):
+            return  # a view is free to recompute from what it views; a checkpointed op is recomputed
         banned[node.name] = reason
         flow.add_edge("source", node.name + "_in", capacity=math.inf)
 
@@ -251,6 +254,9 @@ def _flow_graph(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
             else:
                 flow.add_edge(node.name + "_in", "sink", capacity=math.inf)  # computed in the backward
                 continue
+        if must_recompute(node):  # Note [A checkpointed region is recomputed] (activation_checkpoint.py)
+            flow.add_edge(node.name + "_in", "sink", capacity=math.inf)
+            continue
         if _is_primal(node):
             ban(node, "primal input")
         reason = _ban_reason(node, info)
@@ -295,6 +301,7 @@ def min_cut_rematerialization_partition(joint_module: fx.GraphModule, *, num_fwd
     """
     graph = joint_module.graph
     graph.eliminate_dead_code()
+    cleanup_recompute_tags(graph)
     info, fwd_outputs, bwd_outputs = _classify_nodes(graph, num_fwd_outputs)
     if not info.required_bw:
         return _as_result(default_partition(joint_module, num_fwd_outputs=num_fwd_outputs), joint_module, [], {})

@@ -55,6 +55,7 @@ from minidynamo.fake.fake_tensor import (
 )
 from minidynamo._torch_private import (
     DisableTorchDispatch,
+    HigherOrderOperator,
     PreserveDispatchKeyGuard,
     TorchDispatchMode,
     defer_dynamo_in_meta_kernels,
@@ -155,9 +156,21 @@ class FakeTensorMode(TorchDispatchMode):
             finally:
                 self.in_kernel_invocation = prev
 
+    supports_higher_order_operators = True  # torch.cond reaches __torch_dispatch__ (aot/higher_order.py)
+
+    def _cond(self, pred, true_fn, false_fn, operands):
+        """torch's ``cond_fake_tensor_mode`` (torch/_higher_order_ops/cond.py): one branch run on the fakes,
+        its outputs fresh (no alias of an operand); AOT checked that both branches agree."""
+        with self:
+            return tuple(o.clone() for o in true_fn(*operands))
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is _PRIM_DEVICE:
             return self._device_of(args[0])
+        if isinstance(func, HigherOrderOperator):
+            if func is torch.ops.higher_order.cond:
+                return self._cond(*args, **(kwargs or {}))
+            return NotImplemented
         kwargs = dict(kwargs) if kwargs else {}
 
         # 1. Inputs: all fakes of this mode (or converted, if allowed).
@@ -174,7 +187,7 @@ class FakeTensorMode(TorchDispatchMode):
                 "always" if torch.Tag.data_dependent_output in tags else
                 "unless integer indices" if torch.Tag.dynamic_output_shape in tags else "")
         if dependent and (dependent == "always" or not _index_with_integer_indices(func, args)):
-            raise DataDependentOutputError(str(func))
+            raise DataDependentOutputError(str(func), dynamic_shape=dependent != "always")
 
         # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.
         out_device = self._output_device(func, flat_in, kwargs)

@@ -62,8 +62,9 @@ class DataDependentOutputError(FakeTensorError):
     Dynamo turns either into a graph break, and so does our symbolic interpreter.
     """
 
-    def __init__(self, op: str):
+    def __init__(self, op: str, dynamic_shape: bool = False):
         self.op = op
+        self.dynamic_shape = dynamic_shape  # torch's DynamicOutputShapeException (its shape, not only its value)
         super().__init__(
             f"{op}: its output depends on the data of its inputs, and a FakeTensor has no data "
             "(a tracer turns this into a graph break)"

@@ -8,7 +8,8 @@ on a size becomes a guard. Imports nothing of ours. Mirrors
 ``torch/fx/experimental/symbolic_shapes.py``, ``torch/fx/experimental/sym_node.py`` and
 ``torch/utils/_sympy/``, one file each:
 
-    symbolic_shapes.py   ShapeEnv, ShapeGuard, Specialization, contiguous_strides
+    symbolic_shapes.py   ShapeEnv (backed and unbacked symbols), ShapeGuard, GuardOnDataDependentSymNode,
+                         Specialization, contiguous_strides
     sym_node.py          SymNode: one symbolic value, as torch.SymInt wants it
     sym_functions.py     FloorDiv, TruncToInt, and python_expr (sympy -> Python over sizes)
 
@@ -22,6 +23,7 @@ from minidynamo._lazy import lazy_exports
 _EXPORTS = {
     "ShapeEnv": "symbolic_shapes",
     "ShapeGuard": "symbolic_shapes",
+    "GuardOnDataDependentSymNode": "symbolic_shapes",
     "Specialization": "symbolic_shapes",
     "contiguous_strides": "symbolic_shapes",
     "SymNode": "sym_node",

@@ -23,6 +23,11 @@ def _sympify(x):
     return x if isinstance(x, sympy.Basic) else sympy.Integer(x) if type(x) is int else sympy.sympify(x)
 
 
+def _h(fn, *hints):
+    """The example value of a result: none when an operand has none (an unbacked symbol, symbolic_shapes.py)."""
+    return None if any(h is None for h in hints) else fn(*hints)
+
+
 class SymNode:
     """One symbolic value: a sympy expression, its type, and its value for the example inputs.
 
@@ -63,7 +68,7 @@ class SymNode:
         return False
 
     def has_hint(self) -> bool:
-        return True
+        return self.hint is not None  # an unbacked symbol has none (symbolic_shapes.py)
 
     def maybe_as_int(self):
         e = self.expr
@@ -98,7 +103,7 @@ class SymNode:
     # -- arithmetic (ints) -----------------------------------------------------------------
     def _binary(self, other: "SymNode", fn, pyfn, pytype=None):
         pytype = pytype or (float if float in (self.pytype, other.pytype) else int)
-        return self._new(fn(self.expr, other.expr), pytype, pyfn(self.hint, other.hint))
+        return self._new(fn(self.expr, other.expr), pytype, _h(pyfn, self.hint, other.hint))
 
     def add(self, other):
         return self._binary(other, lambda a, b: a + b, lambda a, b: a + b)
@@ -128,10 +133,10 @@ class SymNode:
     pow_by_natural = float_pow = pow
 
     def sym_sum(self, args):
-        return self._new(sympy.Add(*[a.expr for a in args]), int, sum(a.hint for a in args))
+        return self._new(sympy.Add(*[a.expr for a in args]), int, _h(lambda *h: sum(h), *[a.hint for a in args]))
 
     def neg(self):
-        return self._new(-self.expr, self.pytype, -self.hint)
+        return self._new(-self.expr, self.pytype, _h(lambda h: -h, self.hint))
 
     def sym_min(self, other):
         return self._binary(other, sympy.Min, builtins.min)
@@ -140,32 +145,32 @@ class SymNode:
         return self._binary(other, sympy.Max, builtins.max)
 
     def sym_float(self):
-        return self._new(self.expr, float, float(self.hint))
+        return self._new(self.expr, float, _h(float, self.hint))
 
     def sym_int(self):
         """``int(s0 / 2)``: truncation toward zero; ``floor`` when the value cannot be negative."""
         e = self.expr
         if not e.is_integer:
             e = sympy.floor(e) if e.is_nonnegative else TruncToInt(e)
-        return self._new(e, int, int(self.hint))
+        return self._new(e, int, _h(int, self.hint))
 
     trunc = sym_int  # math.trunc(SymFloat), which torch.sym_int calls
 
     def floor(self):
-        return self._new(self.expr if self.expr.is_integer else sympy.floor(self.expr), int, math.floor(self.hint))
+        return self._new(self.expr if self.expr.is_integer else sympy.floor(self.expr), int, _h(math.floor, self.hint))
 
     def ceil(self):
-        return self._new(self.expr if self.expr.is_integer else sympy.ceiling(self.expr), int, math.ceil(self.hint))
+        return self._new(self.expr if self.expr.is_integer else sympy.ceiling(self.expr), int, _h(math.ceil, self.hint))
 
     def sym_sqrt(self):
-        return self._new(sympy.sqrt(self.expr), float, math.sqrt(self.hint))
+        return self._new(sympy.sqrt(self.expr), float, _h(math.sqrt, self.hint))
 
     def abs(self):
-        return self._new(sympy.Abs(self.expr), self.pytype, builtins.abs(self.hint))
+        return self._new(sympy.Abs(self.expr), self.pytype, _h(builtins.abs, self.hint))
 
     # -- comparisons and logic (bools) -----------------------------------------------------
     def _compare(self, other, fn, pyfn):
-        return self._new(fn(self.expr, other.expr), bool, pyfn(self.hint, other.hint))
+        return self._new(fn(self.expr, other.expr), bool, _h(pyfn, self.hint, other.hint))
 
     def eq(self, other):
         return self._compare(other, sympy.Eq, lambda a, b: a == b)
@@ -192,7 +197,7 @@ class SymNode:
         return self._compare(other, sympy.Or, lambda a, b: a or b)
 
     def sym_not(self):
-        return self._new(sympy.Not(self.expr), bool, not self.hint)
+        return self._new(sympy.Not(self.expr), bool, _h(lambda h: not h, self.hint))
 
     def sym_ite(self, then_node, else_node):
         return then_node if self.guard_bool("", 0) else else_node
@@ -202,16 +207,32 @@ class SymNode:
         return bool(self.shape_env.evaluate_expr(self.expr, self.hint, "guard_bool"))
 
     def expect_true(self, file="", line=0) -> bool:
+        """A kernel's ``TORCH_CHECK``-like expectation: on an unbacked symbol that nothing settles, not a
+        question but a fact to check when the graph runs (torch's ``expect_true`` -> ``defer_runtime_assert``)."""
+        env = self.shape_env
+        if env.is_unbacked(self.expr) and env.statically_known(self.expr) is None and env._implied(self.expr) is None:
+            env.defer_runtime_assert(self.expr, "expect_true (a kernel's check)")
+            return True
         return self.guard_bool(file, line)
 
     def guard_size_oblivious(self, file="", line=0) -> bool:
         return self.guard_bool(file, line)
 
     def guard_or_false(self, file="", line=0) -> bool:
+        """Known, or else the guarded answer; with no hint (an unbacked symbol) False, asking nothing
+        (torch's ``guard_or_false``: a broadcast of ``u0`` against 3 assumes ``u0 != 1``)."""
         known = self.shape_env.statically_known(self.expr)
+        if known is None and self.shape_env.is_unbacked(self.expr):
+            known = self.shape_env._implied(self.expr)
+            return False if known is None else bool(known)
         return bool(known) if known is not None else self.guard_bool(file, line)
 
-    guard_or_true = guard_or_false
+    def guard_or_true(self, file="", line=0) -> bool:
+        known = self.shape_env.statically_known(self.expr)
+        if known is None and self.shape_env.is_unbacked(self.expr):
+            known = self.shape_env._implied(self.expr)
+            return True if known is None else bool(known)
+        return bool(known) if known is not None else self.guard_bool(file, line)
 
     def statically_known_true(self, file="", line=0) -> bool:
         return self.shape_env.statically_known(self.expr) is True

@@ -11,8 +11,9 @@ inputs' sizes (``L['x'].size()[0] >= 2``) and join the entry's check function.
 
 Mirrors ``torch/fx/experimental/symbolic_shapes.py`` (``ShapeEnv``: ``create_symbol``,
 ``evaluate_expr``, ``produce_guards``; 8000 lines) and ``torch/fx/experimental/sym_node.py``
-(``SymNode``). Ours drops value ranges beyond ``>= 2`` for sizes and a lower bound
-for int inputs (from their guards), unbacked symbols, symbolic strides and storage
+(``SymNode``). Unbacked symbols (``u0``: Note [An unbacked symbol has no value]) have a range
+``[lo, hi]`` and the facts ``torch._check`` states. Ours drops value ranges of backed symbols
+beyond ``>= 2`` for sizes and a lower bound for int inputs (from their guards), symbolic strides and storage
 offsets (a dynamic input is contiguous), symbolic floats beyond ``sqrt``/``floor``,
 and the guard-simplification machinery beyond substitution (``replacements``) and
 questions the recorded guards already decide. The sympy functions and the printer
@@ -67,10 +68,12 @@ from typing import Any, Optional
 import sympy
 import torch
 
+from minidynamo import events
+
 from .sym_functions import FloorDiv, python_expr  # FloorDiv, python_expr re-exported
 from .sym_node import SymNode, _sympify, is_symbolic  # SymNode, is_symbolic re-exported
 
-__all__ = ["ShapeEnv", "SymNode", "ShapeGuard", "Specialization", "FloorDiv", "is_symbolic", "python_expr"]
+__all__ = ["ShapeEnv", "GuardOnDataDependentSymNode", "SymNode", "ShapeGuard", "Specialization", "FloorDiv", "is_symbolic", "python_expr"]
 
 
 # --- records -------------------------------------------------------------------------
@@ -115,6 +118,17 @@ def _canonical(expr: sympy.Basic) -> sympy.Basic:
     return expr
 
 
+class GuardOnDataDependentSymNode(RuntimeError):
+    """A decision on an unbacked symbol that its range and facts do not settle (torch's class of the name,
+    torch/fx/experimental/symbolic_shapes.py; its message begins as torch's)."""
+
+    def __init__(self, expr, size_like: list):
+        super().__init__(
+            f"Could not guard on data-dependent expression {expr} (unhinted: {expr}).  (Size-like symbols: "
+            f"{', '.join(size_like) or 'none'})\n\nConsider annotating your code using torch._check*().")
+        self.expr = expr
+
+
 # --- the environment ------------------------------------------------------------------
 
 
@@ -139,6 +153,72 @@ class ShapeEnv:
     divisible: dict = field(default_factory=dict)  # symbol -> k, after the guard Eq(Mod(s, k), 0)
     int_symbols: set = field(default_factory=set)  # symbols of int inputs: any int (Note [An int input ...])
     int_lower: dict = field(default_factory=dict)  # int symbol -> lower bound, after a guard s >= c
+    # unbacked symbols (Note [An unbacked symbol has no value])
+    unbacked: list = field(default_factory=list)  # u0, u1, ..., zuf0 in the order made
+    var_to_range: dict = field(default_factory=dict)  # unbacked symbol -> [lo, hi] (None: unbounded)
+    size_like: set = field(default_factory=set)  # unbacked symbols known to be sizes (>= 0)
+    deferred_runtime_asserts: list = field(default_factory=list)  # ShapeGuard facts from torch._check
+    unbacked_why: dict = field(default_factory=dict)  # symbol -> where it came from ("Tensor.item()")
+    unbacked_inputs: set = field(default_factory=set)  # input sizes md.mark_unbacked marked ("L['x'].size()[0]")
+    creation_range: dict = field(default_factory=dict)  # symbol -> the range it was made with (runtime_assert.py)
+
+    # -- unbacked symbols -------------------------------------------------------------------
+    def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
+        """Note [An unbacked symbol has no value]
+
+        A size read off an input has an example value (a *hint*): the trace may ask
+        "is s0 > 4?" and answer from it, recording a guard. ``x.sum().item()`` or the
+        length of ``x.nonzero()`` has none: it is known only when the graph runs. Such a
+        symbol (torch's ``create_unbacked_symint``: ``u0, u1, ...``; a float ``zuf0``) has
+        a range instead (``[0, 5]`` for the rows of ``nonzero`` of 5 elements), facts
+        the user states (``torch._check(u0 >= 2)``), and no hint: a question those do not
+        decide raises ``GuardOnDataDependentSymNode``, as torch's ``ShapeEnv`` does.
+        """
+        sym = sympy.Symbol(f"u{sum(1 for u in self.unbacked if u.name.startswith('u'))}", integer=True)
+        self._new_unbacked(sym, why, lo, hi)
+        return torch.SymInt(SymNode(sym, self, int, None))
+
+    def create_unbacked_symfloat(self, why: str) -> torch.SymFloat:
+        sym = sympy.Symbol(f"zuf{sum(1 for u in self.unbacked if u.name.startswith('zuf'))}", real=True)
+        self._new_unbacked(sym, why, None, None)
+        return torch.SymFloat(SymNode(sym, self, float, None))
+
+    def _new_unbacked(self, sym, why: str, lo, hi) -> None:
+        self.unbacked.append(sym)
+        self.var_to_range[sym] = [lo, hi]
+        if lo is not None or hi is not None:
+            self.creation_range[sym] = (lo, hi)
+        self.unbacked_why[sym] = why
+        if lo is not None and lo >= 0:
+            self.size_like.add(sym)
+
+    def is_unbacked(self, expr) -> bool:
+        return bool(set(getattr(_sympify(expr), "free_symbols", ())) & set(self.unbacked))
+
+    def defer_runtime_assert(self, expr, why: str) -> None:
+        """A fact the user states (``torch._check(u0 >= 2)``): kept, narrows ranges, checked when the graph runs."""
+        expr = _canonical(self.simplify(_sympify(expr)))
+        if expr in (sympy.true,):
+            return
+        if expr is sympy.false:
+            raise RuntimeError(f"torch._check failed: {why} is always false")
+        self.deferred_runtime_asserts.append(ShapeGuard(expr, why))
+        if isinstance(expr, (sympy.Ge, sympy.Gt, sympy.Le, sympy.Lt)) and expr.lhs in self.var_to_range \
+                and expr.rhs.is_Integer:
+            bound = int(expr.rhs)
+            rng = self.var_to_range[expr.lhs]
+            if isinstance(expr, (sympy.Ge, sympy.Gt)):
+                low = bound + (1 if isinstance(expr, sympy.Gt) else 0)
+                rng[0] = low if rng[0] is None else max(rng[0], low)
+                if rng[0] >= 0:
+                    self.size_like.add(expr.lhs)
+            else:
+                high = bound - (1 if isinstance(expr, sympy.Lt) else 0)
+                rng[1] = high if rng[1] is None else min(rng[1], high)
+
+    def value_ranges(self) -> dict:
+        """``{symbol: (lo, hi)}`` of every unbacked symbol (None: unbounded on that side)."""
+        return {s: tuple(r) for s, r in self.var_to_range.items()}
 
     # -- symbols ---------------------------------------------------------------------------
     def create_symbol(self, val: int, source: str, duck: bool = True) -> "sympy.Symbol | int":
@@ -162,6 +242,7 @@ class ShapeEnv:
         self.var_to_sources[sym] = [source]
         if duck:
             self.val_to_var.setdefault(val, sym)
+        events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
         return sym
 
     def create_int_symbol(self, val: int, source: str) -> sympy.Symbol:
@@ -177,6 +258,7 @@ class ShapeEnv:
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.int_symbols.add(sym)
+        events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
         return sym
 
     def create_symint(self, expr, hint: int):
@@ -210,13 +292,27 @@ class ShapeEnv:
                 return None
         shifted = {s: sympy.Symbol(f"_t_{s.name}", integer=True, positive=True) * self.divisible[s]
                    if use_guards and s in self.divisible else sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + 2
-                   for s in expr.free_symbols if s not in self.int_symbols}
+                   for s in expr.free_symbols if s not in self.int_symbols and s not in self.var_to_range}
         shifted.update({s: sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + self.int_lower[s]
                         for s in expr.free_symbols if use_guards and s in self.int_lower})
+        for s in expr.free_symbols & set(self.var_to_range):  # unbacked: from its range (Note [An unbacked ...])
+            lo, hi = self.var_to_range[s]
+            if lo is not None and s.is_integer:
+                shifted[s] = sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + lo
+            elif hi is not None and s.is_integer:
+                shifted[s] = hi - sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True)
         try:
             out = sympy.simplify(expr.xreplace(shifted))
         except Exception:  # noqa: BLE001 - sympy could not decide
             return None
+        if out not in (sympy.true, sympy.false):  # an unbacked symbol's upper bound may settle it
+            upper = {s: hi - sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True)
+                     for s, (lo, hi) in self.var_to_range.items() if s in expr.free_symbols and hi is not None}
+            if upper:
+                try:
+                    out = sympy.simplify(expr.xreplace({**shifted, **upper}))
+                except Exception:  # noqa: BLE001
+                    return None
         return bool(out) if out in (sympy.true, sympy.false) else None
 
     def evaluate_expr(self, expr: sympy.Basic, hint: Any, why: str) -> Any:
@@ -224,6 +320,13 @@ class ShapeEnv:
         expr = self.simplify(_sympify(expr))
         if not expr.free_symbols:
             return expr if not expr.is_Integer else int(expr)
+        if self.is_unbacked(expr):  # no hint to answer from (Note [An unbacked symbol has no value])
+            known = self.statically_known(expr) if (expr.is_Boolean or isinstance(expr, sympy.Rel)) else None
+            if known is None:
+                known = self._implied(expr)
+            if known is None:
+                raise GuardOnDataDependentSymNode(expr, sorted(str(u) for u in self.size_like))
+            return known
         if expr.is_Boolean or isinstance(expr, sympy.Rel):
             known = self.statically_known(expr)
             if known is None:
@@ -246,7 +349,7 @@ class ShapeEnv:
         """True/False when the guards already recorded decide ``expr`` (``Ne(a, 1)`` decides
         ``Not(Eq(a, 1) & ...)``), else None: a compound question asks nothing new (torch's axioms)."""
         facts = {}
-        for g in self.guards:
+        for g in [*self.guards, *self.deferred_runtime_asserts]:
             e = g.expr
             if isinstance(e, sympy.Not):
                 facts[_canonical(e.args[0])] = sympy.false
@@ -267,6 +370,11 @@ class ShapeEnv:
 
     # adapters for torch's free functions (Note [Our SymNode inside torch.SymInt])
     def evaluate_sym_node(self, node: SymNode, size_oblivious: bool = False, fallback_value=None):
+        if fallback_value is not None and self.is_unbacked(node.expr):  # guard_or_false/true: no question
+            known = self.statically_known(node.expr)
+            if known is None:
+                known = self._implied(node.expr)
+            return fallback_value if known is None else known
         return self.evaluate_expr(node.expr, node.hint, "guard_or_false" if fallback_value is False else "guard")
 
     def _maybe_evaluate_static(self, expr, **_):
@@ -340,7 +448,9 @@ class ShapeEnv:
         """Sizes of ``t`` with the dims in ``dynamic_dims`` symbolic (SymInts), the rest ints."""
         sizes = []
         for i, s in enumerate(t.shape):
-            if i in dynamic_dims:  # a dict says per dim whether it is DUCK (True) or DYNAMIC (False)
+            if i in dynamic_dims and f"{source}.size()[{i}]" in self.unbacked_inputs:  # md.mark_unbacked
+                sizes.append(self.create_unbacked_symint(f"md.mark_unbacked: {source}.size()[{i}]", 0))
+            elif i in dynamic_dims:  # a dict says per dim whether it is DUCK (True) or DYNAMIC (False)
                 duck = dynamic_dims.get(i, True) if isinstance(dynamic_dims, dict) else True
                 sym = self.create_symbol(int(s), f"{source}.size()[{i}]", duck=duck)
                 sizes.append(self.create_symint(sym, int(s)))

@@ -165,11 +165,20 @@ def _routes_through_compiler(var) -> bool:
 
 
 def _record_break(config, explanation: GraphBreak) -> None:
+    """Count and report a graph break (the event log, and so the ``graph_breaks`` log of ``minidynamo/logs.py``)."""
     warn_internal(explanation)
     counters["graph_breaks"] += 1
     events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
                 lineno=explanation.lineno, function=explanation.function, explanation=explanation)
-    if config.on_break is not None:
+
+
+def _explain_break(config, explanation: GraphBreak, compiled: bool) -> None:
+    """Note [A break reason comes with a graph]: torch's ``explain`` lists a break reason
+    only for a graph compiled at that break (``_explain_graph_detail`` appends the
+    ``compile_subgraph_reason`` of each graph it is given); a break before which no op
+    was traced compiles no graph and is listed nowhere but the logs. ``md.explain`` does
+    the same (``on_break``)."""
+    if config.on_break is not None and compiled:
         config.on_break(explanation)
 
 
@@ -250,6 +259,8 @@ def finish(tx, frame, config) -> CacheEntry:
         # resume function inside `with torch.no_grad()`): a graph's own set_grad_enabled
         # need not reach the caller (AOTAutograd keeps it inside), so the code switches
         side_effects.append(f"torch.set_grad_enabled({torch.is_grad_enabled()})   # the with-block's exit")
+    if explanation is not None:  # as torch, the break is logged before its graph is compiled
+        _record_break(config, explanation)
     graph_call = ""
     name = f"___compiled_fn_{next(_graph_ids)}"
     # torch's OutputGraph.restore_global_state: the backend compiles (AOT picks training or
@@ -265,7 +276,7 @@ def finish(tx, frame, config) -> CacheEntry:
         if config.on_graph is not None:
             config.on_graph(gm)
     if explanation is not None:
-        _record_break(config, explanation)
+        _explain_break(config, explanation, compiled is not None)
     fn_name = "___transformed_" + re.sub(r"\W", "_", frame.__name__.lstrip("_"))
     source = assemble(fn_name, graph_call, cg.temps, side_effects, tail)
     exec(compile(source, f"<minidynamo transformed {frame.__name__}>", "exec"), cg.scope)  # noqa: S102

@@ -40,6 +40,7 @@ _TRACED_DYNAMIC, _STATIC_NOW = "___traced_dynamic", "___static"  # frame_state f
 _DYNAMIC = "_minidynamo_dynamic_dims"
 _STATIC = "_minidynamo_static_dims"
 _MAYBE_DYNAMIC = "_minidynamo_maybe_dynamic_dims"
+_UNBACKED = "_minidynamo_unbacked_dims"
 
 
 def mark_dynamic(t: torch.Tensor, dim) -> None:
@@ -63,6 +64,20 @@ def maybe_mark_dynamic(t: torch.Tensor, dim) -> None:
     marked = set(getattr(t, _MAYBE_DYNAMIC, set()))
     marked.update(d % t.dim() for d in dims if -t.dim() <= d < t.dim())
     setattr(t, _MAYBE_DYNAMIC, marked)
+
+
+def mark_unbacked(t: torch.Tensor, dim) -> None:
+    """Trace ``t``'s dim ``dim`` with an unbacked symbol (torch's ``torch._dynamo.decorators.mark_unbacked``).
+
+    The size gets a symbol ``u0`` with no example value behind it (Note [An unbacked symbol has no
+    value], shapes/symbolic_shapes.py): no 0/1 specialization, no guard on it, and a question about it
+    that its range (``>= 0``) does not settle is an error, never a guard.
+    """
+    mark_dynamic(t, dim)
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    marked = set(getattr(t, _UNBACKED, set()))
+    marked.update(d % t.dim() for d in dims)
+    setattr(t, _UNBACKED, marked)
 
 
 def mark_static(t: torch.Tensor, dim=None) -> None:
@@ -175,6 +190,7 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     env = shape_env_of(output)
     output.fake_mode.shape_env = env
     output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
+    env.unbacked_inputs.update(f"{source.name()}.size()[{i}]" for i in getattr(value, _UNBACKED, ()))
     kinds = getattr(output, "dim_kinds", {})
     duck = {i: kinds.get((source.name(), i), "DUCK") == "DUCK" for i in dynamic_dims}  # Note [Duck sizing]
     fake = output.fake_mode.from_tensor(value, dynamic_dims=duck, source=source.name())

@@ -22,9 +22,13 @@ class GraphBreak:
     """Why a graph was cut: the explanation object behind every graph break.
 
     ``instruction`` is the opcode with its argument ("CALL 1", "POP_JUMP_FORWARD_IF_FALSE"),
-    ``lineno`` and ``source`` the user line, ``reason`` what we could not trace and
-    ``hint`` what the user can do. Real Dynamo: ``GraphCompileReason`` (reason +
-    user_stack) and the ``gb_type/explanation/hints`` of ``unimplemented``.
+    ``lineno`` and ``source`` the user's line (Note [The user's line of a graph break]),
+    ``reason`` what we could not trace (the explanation), ``hint`` what the user can do,
+    ``gb_id`` the id of torch's registry entry for such a break and ``gb_type`` its words
+    (Note [Graph-break types come from torch's registry]), ``context`` the developer
+    context (our internal names), ``user_stack`` every frame from the compiled one to the
+    break, innermost last (``traceback.FrameSummary``). Real Dynamo: ``GraphCompileReason``
+    (reason + user_stack) and the ``gb_type/context/explanation/hints`` of ``unimplemented``.
     """
 
     reason: str
@@ -36,14 +40,46 @@ class GraphBreak:
     hint: str = ""
     internal: bool = False  # a failure of ours (not an unsupported construct): warned about once
     warn: str = ""  # not a failure, but what the user would not expect to run eagerly: warned once per this key
+    gb_id: str = ""
+    context: str = ""
+    user_stack: list = field(default_factory=list)
+
+    @property
+    def gb_type(self) -> Optional[str]:
+        """torch's words for this kind of break, read from its registry (None: no entry)."""
+        from .graph_break_registry import gb_type
+
+        return gb_type(self.gb_id)
+
+    @property
+    def explanation(self) -> str:
+        """torch's name for ``reason``."""
+        return self.reason
+
+    @property
+    def hints(self) -> list[str]:
+        return [self.hint] if self.hint else []
 
     def __str__(self) -> str:
+        """torch/_dynamo/exc.py ``format_graph_break_message``'s shape, after the user's file:line."""
+        from .graph_break_registry import documentation_link
+
         where = f'File "{_short(self.filename)}", line {self.lineno}, in {self.function}'
-        text = f"Graph break at {self.instruction} ({where}): {self.reason}"
+        gb_type = self.gb_type
+        if gb_type is None:
+            text = f"Graph break at {self.instruction} ({where}): {self.reason}"
+        else:
+            text = f"Graph break at {self.instruction} ({where}): {gb_type} [{self.gb_id}]"
+            text += f"\n  Explanation: {self.reason}"
         if self.source:
             text += f"\n    {self.source.strip()}"
-        if self.hint:
-            text += f"\n  hint: {self.hint}"
+        for hint in self.hints:
+            text += f"\n  Hint: {hint}"
+        if self.context:
+            text += f"\n  Developer debug context: {self.context}"
+        link = documentation_link(self.gb_id)
+        if link:
+            text += f"\n  For more details about this graph break, please visit: {link}"
         return text
 
 
@@ -54,21 +90,29 @@ def _short(filename: str) -> str:
 class Unsupported(Exception):
     """Something the symbolic interpreter cannot trace (a graph break request)."""
 
-    def __init__(self, reason: str, hint: str = "", warn: str = ""):
+    def __init__(self, reason: str, hint: str = "", warn: str = "", gb_id: str = "", context: str = ""):
         super().__init__(reason)
         self.reason = reason
         self.hint = hint
         self.explanation: Optional[GraphBreak] = None  # filled in where the instruction is known
         self.internal = False  # set when this wraps an internal error of the tracer
         self.warn = warn  # say so in one warning per this key, as for an internal error (GraphBreak.warn)
+        self.gb_id = gb_id  # torch's registry id (Note [Graph-break types come from torch's registry])
+        self.context = context  # developer context: internal names stay here, out of the reason
 
     def __str__(self) -> str:
         return str(self.explanation) if self.explanation is not None else self.reason
 
 
-def unimplemented(reason: str, hint: str = "", warn: str = "") -> "NoReturn":  # noqa: F821
-    """Raise :class:`Unsupported` (torch/_dynamo/exc.py ``unimplemented``); ``warn``: tell the user, once per key."""
-    raise Unsupported(reason, hint, warn)
+def unimplemented(reason: str, hint: str = "", warn: str = "", *, gb_id: str = "",
+                  context: str = "") -> "NoReturn":  # noqa: F821
+    """Raise :class:`Unsupported` (torch/_dynamo/exc.py ``unimplemented``).
+
+    ``reason``: the explanation a user reads; ``gb_id``: the id of torch's registry entry
+    for this kind of break (``graph_break_registry.py``); ``context``: developer context;
+    ``warn``: tell the user, once per key.
+    """
+    raise Unsupported(reason, hint, warn, gb_id, context)
 
 
 class FullGraphError(RuntimeError):
@@ -77,6 +121,30 @@ class FullGraphError(RuntimeError):
     def __init__(self, explanation: GraphBreak):
         super().__init__(f"fullgraph=True but the function needs a graph break:\n{explanation}")
         self.explanation = explanation
+
+
+class UncapturedHigherOrderOpError(RuntimeError):
+    """A higher-order op (``torch.cond``, ``checkpoint``) whose body cannot be captured whole.
+
+    torch raises the class of this name (torch/_dynamo/exc.py ``UncapturedHigherOrderOpError``,
+    from ``speculate_subgraph`` in torch/_dynamo/variables/higher_order_ops.py) instead of a graph
+    break: a branch of ``torch.cond`` cannot run half in a graph and half eagerly. The message
+    begins as torch's does.
+    """
+
+    def __init__(self, op: str, reason: str):
+        super().__init__("This higher order operator doesn't work unless it is captured completely with "
+                         f"torch.compile. Got graph break/error:\n\n{reason}\n  Higher Order Operator: {op}")
+        self.op, self.reason = op, reason
+
+
+class TorchRuntimeError(RuntimeError):
+    """An operation that fails on its fake values while tracing, and would fail the same way in eager.
+
+    torch raises the class of this name (torch/_dynamo/exc.py ``TorchRuntimeError``, from
+    ``get_fake_value`` in torch/_dynamo/utils.py): for ``torch.cond`` whose branches return
+    different shapes, eager's ``torch.cond`` fails too. Raised, not turned into a graph break.
+    """
 
 
 @dataclass
@@ -127,6 +195,22 @@ def internal_frame(filename: str) -> bool:
     if filename.startswith(_USER_CODE_DIRS):
         return False
     return filename.startswith(_PACKAGE_DIR) or filename.startswith("<minidynamo")
+
+
+# --- Note [The user's line of a graph break] -----------------------------------------
+# A break may happen deep inside a library the user called (``logging.warning`` reaching
+# ``sys._getframe``); torch's ``user_stack`` then ends in the library. Ours keeps that
+# whole stack (``GraphBreak.user_stack``) and names, as the break's ``file:line``, the
+# innermost frame that is the user's: not library code as Dynamo's trace rules see it
+# (the stdlib, torch, the skip-listed packages: ``trace_rules.is_library_file``), not
+# minidynamo itself (its teaching corpus and exercises are user code). When every frame
+# is library code, it is the innermost frame, as torch's.
+
+
+def is_library_file(filename: str) -> bool:
+    from minidynamo.trace_rules import is_library_file as library
+
+    return internal_frame(filename) or library(filename)
 
 
 def strip_internal_frames(tb):

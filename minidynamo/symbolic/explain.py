@@ -44,11 +44,17 @@ class ExplainOutput:
 
     @property
     def ops_per_graph(self) -> list[list]:
-        """The call targets of each graph (torch's ``ExplainOutput.ops_per_graph``)."""
-        return [[n.target for n in g.graph.nodes if n.op.startswith("call")] for g in self.graphs]
+        """The ``call_function`` targets of each graph, as torch's ``ExplainOutput.ops_per_graph``.
+
+        torch/_dynamo/backends/debugging.py ``_explain_graph_detail`` counts only
+        ``call_function`` nodes: a method call on a tensor (``x.sin()``, a
+        ``call_method`` node) and a submodule call (``call_module``) are not ops there.
+        """
+        return [[n.target for n in g.graph.nodes if n.op == "call_function"] for g in self.graphs]
 
     @property
     def op_count(self) -> int:
+        """``sum(len(ops) for ops in ops_per_graph)``: torch's ``op_count``."""
         return sum(len(ops) for ops in self.ops_per_graph)
 
     @property
@@ -61,7 +67,8 @@ class ExplainOutput:
                  f"Op Count: {self.op_count}"]
         if self.graph_count == 0:
             lines.append("No graph was compiled: every frame ran eagerly (Graph Break Count is graph_count - 1 = "
-                         "-1, as torch computes it). Why, frame by frame, is in the break reasons below.")
+                         "-1, as torch computes it). A break before any op compiles no graph, so it has no break reason "
+                         "here (as in torch); md.set_logs(graph_breaks=True) logs every break.")
         lines.append("Break Reasons:")
         for i, reason in enumerate(self.break_reasons, 1):
             lines.append(f"  Break Reason {i}:")

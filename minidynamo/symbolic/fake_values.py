@@ -23,6 +23,7 @@ import torch
 
 from minidynamo._torch_private import tree_map
 
+from . import graph_break_registry as gb
 from .exc import TracedUserError, unimplemented  # noqa: F401 - TracedUserError: importable from here
 
 
@@ -51,12 +52,14 @@ def _unsupported_errors() -> tuple[type, ...]:
     return (NotImplementedError,) + ((fake.UnsupportedOperatorError,) if hasattr(fake, "UnsupportedOperatorError") else ())
 
 
-def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str) -> Any:
+def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str, dynamic_output=None) -> Any:
     """Run ``fn(*args, **kwargs)`` on fake values (args already hold fake tensors).
 
     A data-dependent op (``.item()``, ``nonzero``) cannot be faked: that is a graph break.
     Any other failure is the user's own error (a shape mismatch), surfaced with the op.
     """
+    from minidynamo.shapes.symbolic_shapes import GuardOnDataDependentSymNode
+
     try:
         # with symbols, as torch's get_fake_value: the Python dispatcher routes CompositeImplicit ops
         # (F.interpolate's upsample_nearest1d.vec) to their Python decompositions, which take SymInts
@@ -64,9 +67,18 @@ def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str) -> 
                     else contextlib.nullcontext()):
             return fn(*args, **kwargs)
     except _data_dependent_errors() as e:
-        unimplemented(f"data-dependent operator {what}: {e}", "the output depends on tensor values")
+        if dynamic_output is not None:  # capture_dynamic_output_shape_ops: an unbacked size (unbacked.py)
+            out = dynamic_output(fn, args, kwargs)
+            if out is not None:
+                return out
+        kind = gb.DYNAMIC_SHAPE_OPERATOR if getattr(e, "dynamic_shape", False) else gb.DATA_DEPENDENT_OPERATOR
+        unimplemented(f"data-dependent operator {what}: its output depends on tensor values", "the output depends on "
+                      "tensor values", gb_id=kind, context=f"{type(e).__name__}: {e}")
+    except GuardOnDataDependentSymNode as e:
+        unimplemented(f"data-dependent decision in {what}", "torch._check the value first",
+                      gb_id=gb.DATA_DEPENDENT_BRANCH, context=f"{type(e).__name__}: {e}")
     except _unsupported_errors() as e:
-        unimplemented(f"{what} is not supported on fake tensors: {e}")
+        unimplemented(f"{what} is not supported on fake tensors", gb_id=gb.NO_FAKE_KERNEL, context=str(e))
     except Exception as e:
         raise TracedUserError(f"{what} raised {type(e).__name__} while tracing on fake tensors: {e}") from e
 

@@ -60,8 +60,9 @@ from minidynamo import events
 
 from . import counters
 from .convert_frame import compile_frame
-from .exc import (EagerFallback, FullGraphError, GraphBreak, InternalError, raised_by_us, runtime_error_explanation,
-                  warn_internal)
+from .exc import (EagerFallback, FullGraphError, GraphBreak, InternalError, TorchRuntimeError, UncapturedHigherOrderOpError,
+                  raised_by_us,
+                  runtime_error_explanation, warn_internal)
 from .fake_values import TracedUserError
 from .guards import Guard
 from .resume_execution import ResumeFunction, vm_can_run
@@ -229,7 +230,8 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         cache.recompiles.append(record)
         counters["recompiles"] += 1
         events.emit("recompile", function=frame.__name__, guard=guard.expr if guard else None, change=change,
-                    record=record, dynamic=dynamic, reasons=reasons)
+                    record=record, dynamic=dynamic, reasons=reasons,
+                    code=frame.code)
         limit = exceeds_recompile_limit(cache, L)
         if limit is not None:
             cache.run_only = limit
@@ -253,7 +255,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             entry = compile_frame(frame, L, config, cache.frame_state)
         except EagerFallback as e:
             fallback = e.explanation
-        except FullGraphError:
+        except (FullGraphError, UncapturedHigherOrderOpError, TorchRuntimeError):  # torch raises these too
             raise
         except TracedUserError:
             # the user's own error (a shape mismatch): eager raises it, as without compile.
@@ -291,6 +293,7 @@ def _add_entry(frame, cache: FrameCache, config: CompileConfig, entry) -> None:
     cache.compiles += 1
     entry.backend_key = config.backend_key
     cache.entries.insert(0, entry)
+    events.emit("cache_entry", function=frame.__name__, entry=entry)
 
 
 def _run_entry(frame, cache: FrameCache, config: CompileConfig, entry, L: dict, G: dict,
@@ -352,9 +355,7 @@ def _eager_for_good(frame, cache: FrameCache, config: CompileConfig, explanation
     warn_internal(explanation)
     events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
                 lineno=explanation.lineno, function=explanation.function, explanation=explanation,
-                whole_frame=True)
-    if config.on_break is not None:
-        config.on_break(explanation)
+                whole_frame=True)  # no graph, so no break reason for md.explain (Note [A break reason comes with a graph])
     cache.skipped = vm_can_run(frame.code, frame.offset)
 
 

@@ -14,6 +14,7 @@ from typing import Optional
 from minidynamo.bytecode import PYTHON_VERSION
 
 from .exc import unimplemented
+from . import graph_break_registry as gb
 from .translator_base import InstructionTranslatorBase
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
@@ -59,7 +60,7 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         """``yield from`` / ``await``: the next value of the inner iterator, or its return value and a jump."""
         sent, it = self.peek(1), self.peek(2)
         if not isinstance(it, ListIteratorVariable) or not (sent.is_python_constant() and sent.as_python_constant() is None):
-            unimplemented(f"send() of {sent} into {it}")
+            unimplemented("send() into a generator", gb_id="GB0253", context=f"send() of {sent} into {it}")
         value = it.next_variable(self)
         self.pop()  # the value sent in (None: only next(), never send())
         if value is not None:

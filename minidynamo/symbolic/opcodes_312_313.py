@@ -14,6 +14,7 @@ import operator
 from minidynamo.bytecode import PYTHON_VERSION
 
 from .exc import unimplemented
+from . import graph_break_registry as gb
 from .variables.builtin import BuiltinVariable, call_operator
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import TupleVariable
@@ -58,7 +59,7 @@ class Py312Py313Opcodes:
         elif inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
             self.push(TupleVariable(self.pop().items))
         else:
-            unimplemented(f"CALL_INTRINSIC_1 {inst.argrepr}")
+            unimplemented(f"CALL_INTRINSIC_1 {inst.argrepr}", gb_id=gb.CALL_INTRINSIC_1)
 
     def LOAD_SUPER_ATTR(self, inst) -> None:
         # 3.12: super().name without the call; arg bit 1: a method load, bit 2: the two-argument form.

@@ -14,6 +14,7 @@ from __future__ import annotations
 from minidynamo.bytecode import NULL_AFTER_CALLABLE, call_target
 
 from .exc import unimplemented
+from . import graph_break_registry as gb
 from .source import globals_source_for
 from .variables.base import VariableTracker
 from .variables.builder import wrap_sourceless
@@ -64,7 +65,7 @@ class CallOpcodes:
         kwargs = {}
         if kwargs_var is not None:
             if not isinstance(kwargs_var, ConstDictVariable):
-                unimplemented(f"**kwargs from {kwargs_var}")
+                unimplemented(f"**kwargs from {kwargs_var}", gb_id="GB0167")
             kwargs = dict(kwargs_var.items)
         self.push(fn.call_function(self, args, kwargs))
 
@@ -78,8 +79,11 @@ class CallOpcodes:
         defaults = self.pop().items if flags & 0x01 else None
         self.push(NestedUserFunctionVariable(code, code.co_qualname, self.f_globals, defaults, kwdefaults, closure))
 
-    def inline_user_function_return(self, fn_var, args: list, kwargs: dict) -> VariableTracker:
-        """Trace a Python function's body on this graph (Note [Binding arguments ...])."""
+    def inline_user_function_return(self, fn_var, args: list, kwargs: dict, output=None) -> VariableTracker:
+        """Trace a Python function's body on this graph (Note [Binding arguments ...]).
+
+        ``output``: another graph to trace it on (a higher-order op's subgraph, higher_order_ops.py).
+        """
         code = fn_var.get_code()
         if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
             unimplemented(f"{code.co_name} is a coroutine")
@@ -93,7 +97,7 @@ class CallOpcodes:
         from .inlining import InliningInstructionTranslator
 
         tracer = InliningInstructionTranslator(
-            code, fn_globals, bound, self.output, closure_cells=fn_var.closure_cells(self),
+            code, fn_globals, bound, self.output if output is None else output, closure_cells=fn_var.closure_cells(self),
             globals_source=globals_source, depth=self.depth + 1,
         )
         tracer.parent = self
@@ -109,7 +113,9 @@ class CallOpcodes:
     def BEFORE_WITH(self, inst) -> None:
         ctx = self.pop()
         if not isinstance(ctx, GradModeVariable):
-            unimplemented(f"with-statement on {ctx}")
+            unimplemented("a with-statement on a context manager minidynamo does not trace (it traces the grad-mode "
+                          "ones)", gb_id=gb.CONTEXT_MANAGER,
+                          context=f"with-statement on {ctx}")
         self.push(WithExitVariable(ctx))
         self.push(ctx.enter(self))
 
@@ -123,7 +129,8 @@ class CallOpcodes:
         self.RETURN_VALUE(inst)
 
     def RAISE_VARARGS(self, inst) -> None:
-        unimplemented("raise statement (the frame runs eagerly, so the exception is raised as usual)")
+        unimplemented("raise statement (the frame runs eagerly, so the exception is raised as usual)",
+                      gb_id=gb.OBSERVED_EXCEPTION)
 
     def LOAD_ASSERTION_ERROR(self, inst) -> None:
-        unimplemented("assert failed while tracing (eager raises AssertionError)")
+        unimplemented("assert failed while tracing (eager raises AssertionError)", gb_id=gb.OBSERVED_EXCEPTION)

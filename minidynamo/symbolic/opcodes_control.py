@@ -14,6 +14,7 @@ from __future__ import annotations
 from minidynamo.bytecode import FOR_ITER_EXIT_SKIP
 
 from .exc import Unsupported, unimplemented
+from . import graph_break_registry as gb
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.lists import ListIteratorVariable
@@ -33,7 +34,7 @@ class ControlFlowOpcodes:
     def FOR_ITER(self, inst) -> None:
         it = self.peek()
         if not isinstance(it, ListIteratorVariable):
-            unimplemented(f"for loop over {it}")
+            unimplemented("a for loop over this value", gb_id=gb.UNSUPPORTED_METHOD, context=f"for loop over {it}")
         value = it.next_variable(self)
         if value is None:
             self.pop()

@@ -15,6 +15,7 @@ import operator
 import torch.fx
 
 from .exc import unimplemented
+from . import graph_break_registry as gb
 from .variables.base import VariableTracker
 from .variables.builtin import call_operator
 from .variables.constant import ConstantVariable
@@ -85,7 +86,7 @@ class DataOpcodes:
             self.push(wrap_fx_proxy(self, "call_function", operator.getitem, (obj.proxy, index.as_proxy()), {}))
         else:
             if isinstance(index, TensorVariable):
-                unimplemented("indexing a Python container with a tensor")
+                unimplemented("indexing a Python container with a tensor", gb_id=gb.INDEX_LIST_WITH_TENSOR)
             self.push(obj.call_method(self, "__getitem__", [index], {}))
 
     def store_subscr(self, obj, index, value) -> VariableTracker:
@@ -156,7 +157,7 @@ class DataOpcodes:
         spec = self.pop().as_python_constant() if flags & 0x04 else ""
         value = self.pop()
         if isinstance(value, TensorVariable):
-            unimplemented("formatting a tensor into a string needs its data")
+            unimplemented("formatting a tensor into a string needs its data", gb_id=gb.BUILTIN_OPERATOR)
         v = value.as_python_constant()
         conv = {0: lambda x: x, 1: str, 2: repr, 3: ascii}[flags & 0x03]
         self.push(ConstantVariable(format(conv(v), spec)))
@@ -165,7 +166,7 @@ class DataOpcodes:
     def _constant_to_format(self) -> object:
         value = self.pop()
         if isinstance(value, TensorVariable):
-            unimplemented("formatting a tensor into a string needs its data")
+            unimplemented("formatting a tensor into a string needs its data", gb_id=gb.BUILTIN_OPERATOR)
         return value.as_python_constant()
 
     def CONVERT_VALUE(self, inst) -> None:
@@ -207,7 +208,8 @@ class DataOpcodes:
         seq = self.pop()
         items = seq.unpack_var_sequence(self)
         if len(items) != inst.arg:
-            unimplemented(f"unpacking {len(items)} values into {inst.arg} names (eager raises ValueError)")
+            unimplemented(f"unpacking {len(items)} values into {inst.arg} names (eager raises ValueError)",
+                          gb_id=gb.UNPACK_LENGTH)
         for item in reversed(items):
             self.push(item)
 

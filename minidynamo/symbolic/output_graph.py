@@ -53,6 +53,23 @@ class OutputGraph:
         self.frame_state: dict = {}
         self.shape_env = None
         self.symbol_proxies: dict = {}
+        self.subgraphs: dict[str, torch.fx.GraphModule] = {}  # higher-order ops' bodies (higher_order_ops.py)
+
+    def install_subgraph(self, prefix: str, gm: torch.fx.GraphModule) -> str:
+        """A higher-order op's body as an attribute of the graph's module: ``cond_true_0``, ``wrap_body_0``."""
+        i = 0
+        while f"{prefix}_{i}" in self.subgraphs:
+            i += 1
+        name = f"{prefix}_{i}"
+        self.subgraphs[name] = gm
+        return name
+
+    def graph_root(self) -> torch.nn.Module:
+        """The module the GraphModule is built from: its ``get_attr`` targets (the subgraphs) as attributes."""
+        root = torch.nn.Module()
+        for name, gm in self.subgraphs.items():
+            setattr(root, name, gm)
+        return root
 
     # --- building -----------------------------------------------------------------
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
@@ -127,6 +144,10 @@ class OutputGraph:
         if self.count_calls() == 0:
             assert not outputs, "graph outputs without any call"
             return None
+        if self.shape_env is not None and self.shape_env.creation_range:  # unbacked ranges (runtime_assert.py)
+            from .runtime_assert import insert_deferred_runtime_asserts
+
+            insert_deferred_runtime_asserts(self.graph, self.shape_env)
         self.graph.output(tuple(outputs))
         # remove_unused_graphargs: inputs nothing reads do not become graph arguments
         used = []
@@ -137,10 +158,11 @@ class OutputGraph:
             else:
                 self.graph.erase_node(node)
         self.graph.lint()
-        gm = lazy_graph_module(torch.nn.Module(), self.graph, class_name=name)  # code written when first run
+        gm = lazy_graph_module(self.graph_root(), self.graph, class_name=name)  # code written when first run
         if code is not None:  # whose graph it is, for a backend's warnings
             gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         example_inputs = [value for _, _, value in used]
+        events.emit("dynamo_graph", gm=gm, name=name, function=code.co_name if code is not None else name)
         if self.symbol_proxies:  # Note [AOT backends specialize per size] (backends.py)
             from minidynamo.backends import compile_symbolic_or_per_size, eager
 
@@ -152,3 +174,67 @@ class OutputGraph:
             compiled = backend(gm, example_inputs)
         counters["graphs"] += 1
         return gm, compiled, [source for source, _, _ in used]
+
+
+class SubgraphTracer:
+    """The graph of a higher-order op's body, traced beside its parent's (torch: ``SubgraphTracer``).
+
+    Note [A subgraph lifts what it reads from outside]
+        A branch of ``torch.cond`` or a checkpointed function is traced into a graph of
+        its own. Everything else about the trace (guards, the fake mode, side effects,
+        the frame's inputs) is the parent's, so this object answers with the parent's
+        attributes; only ``graph``, ``tracer`` and ``create_proxy`` are its own. A value
+        of the parent graph that the body reads (a closure's tensor, a global) becomes a
+        placeholder of the body and is remembered in ``lifted``, so the higher-order op's
+        node passes it in as an operand: torch's ``lift_tracked_freevar_to_input``
+        (torch/_dynamo/output_graph.py). A body inside a body lifts through each level.
+    """
+
+    def __init__(self, parent) -> None:
+        self.__dict__["parent"] = parent
+        self.__dict__["graph"] = torch.fx.Graph()
+        self.__dict__["tracer"] = torch.fx.proxy.GraphAppendingTracer(self.graph)
+        self.__dict__["lifted"] = {}  # parent node -> our placeholder node
+        self.__dict__["subgraphs"] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.parent, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("budget",):  # the instruction budget is the frame's, shared
+            setattr(self.parent, name, value)
+        else:
+            self.__dict__[name] = value
+
+    install_subgraph = OutputGraph.install_subgraph
+    graph_root = OutputGraph.graph_root
+
+    def placeholder(self, name: str, example: Any) -> torch.fx.Proxy:
+        first = next((n for n in self.graph.nodes if n.op != "placeholder"), None)  # placeholders stay first
+        if first is None:
+            node = self.graph.placeholder(name)
+        else:
+            with self.graph.inserting_before(first):
+                node = self.graph.placeholder(name)
+        node.meta["example_value"] = example
+        return torch.fx.Proxy(node, self.tracer)
+
+    def lift(self, proxy: torch.fx.Proxy) -> torch.fx.Proxy:
+        """A parent's (or an ancestor's) value read in the body: a placeholder of ours."""
+        node = proxy.node
+        if node.graph is self.graph:
+            return proxy
+        if node.graph is not self.parent.graph:  # an ancestor's: the parent lifts it first
+            proxy = self.parent.lift(proxy)
+            node = proxy.node
+        if node not in self.lifted:
+            self.lifted[node] = self.placeholder(node.name, node.meta.get("example_value")).node
+        return torch.fx.Proxy(self.lifted[node], self.tracer)
+
+    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
+        lift = lambda a: self.lift(a) if isinstance(a, torch.fx.Proxy) else a  # noqa: E731
+        args = torch.fx.node.map_aggregate(args, lift)
+        kwargs = torch.fx.node.map_aggregate(kwargs, lift)
+        proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+        proxy.node.meta["source_line"] = events.current_line()
+        return proxy

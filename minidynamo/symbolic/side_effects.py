@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .exc import unimplemented
+from . import graph_break_registry as gb
 from .variables.base import VariableTracker
 
 
@@ -46,7 +47,7 @@ class SideEffects:
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
         if obj.source is None:
-            unimplemented(f"setting attribute {name!r} on an object created while tracing")
+            unimplemented(f"setting attribute {name!r} on an object created while tracing", gb_id=gb.SETATTR)
         self.attr_stores[(_key(obj), name)] = (obj, name, value)
 
     def load_attr(self, obj: VariableTracker, name: str) -> Optional[VariableTracker]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dis
 import functools
 import linecache
+import traceback
 import types
 from typing import Optional
 
@@ -24,7 +25,9 @@ from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_
                                  find_exception_handler, get_instructions, offset_to_index)
 
 from . import counters
-from .exc import EagerFallback, GraphBreak, RestartAnalysis, Unsupported, unimplemented
+from .exc import (EagerFallback, GraphBreak, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
+                  Unsupported, is_library_file, unimplemented)
+from . import graph_break_registry as gb
 from .fake_values import TracedUserError
 from .opcodes_312_313 import Py312Py313Opcodes
 from .opcodes_calls import CallOpcodes
@@ -45,7 +48,8 @@ JUMP_OPCODES = set(dis.hasjrel) | set(dis.hasjabs)
 # `while True` generator drained by list()) then breaks with a named reason instead of
 # hanging; eager would hang too only if the loop never ends at run time either.
 MAX_INSTRUCTIONS = 500_000
-_CONTROL_FLOW = (Unsupported, RestartAnalysis, EagerFallback, TracedUserError)
+_CONTROL_FLOW = (Unsupported, RestartAnalysis, EagerFallback, TracedUserError, UncapturedHigherOrderOpError,
+                 TorchRuntimeError)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -62,20 +66,33 @@ def decoded(code: types.CodeType) -> tuple[list, dict]:
 
 
 def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
-    """Fill in the explanation object of a graph break, at the innermost instruction."""
+    """Fill in the explanation object of a graph break: the user's frame, and the stack down to the break."""
     if e.explanation is None:
-        inst = tx.current_inst
-        filename = tx.code.co_filename
+        frames = []  # innermost first
+        t = tx
+        while t is not None:
+            frames.append(t)
+            t = getattr(t, "parent", None)
+        user_stack = [traceback.FrameSummary(t.code.co_filename, t.lineno or 0, t.code.co_name,
+                                             line=linecache.getline(t.code.co_filename, t.lineno or 0).strip())
+                      for t in reversed(frames)]
+        # Note [The user's line of a graph break]: the innermost frame of the user's
+        at = next((t for t in frames if not is_library_file(t.code.co_filename)), tx)
+        inst = at.current_inst
+        filename = at.code.co_filename
         e.explanation = GraphBreak(
             reason=e.reason,
             instruction=f"{inst.opname} {inst.argrepr}".strip() if inst else "?",
-            lineno=tx.lineno,
+            lineno=at.lineno,
             filename=filename,
-            function=tx.code.co_name,
-            source=linecache.getline(filename, tx.lineno or 0),
+            function=at.code.co_name,
+            source=linecache.getline(filename, at.lineno or 0),
             hint=e.hint,
             internal=e.internal,
             warn=e.warn,
+            gb_id=e.gb_id,
+            context=e.context,
+            user_stack=user_stack,
         )
     return e.explanation
 
@@ -121,7 +138,7 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
                                   "without finishing the frame (a loop or generator that does not end?)")
                 if handler is None:
                     unimplemented(f"opcode {inst.opname} is not supported by the symbolic interpreter "
-                                  f"(Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]})")
+                                  f"(Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]})", gb_id=gb.MISSING_BYTECODE)
                 handler(inst)
             except Unsupported as e:
                 explain_unsupported(self, e)
@@ -206,7 +223,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
                 name not in self.cells and name in self.code.co_cellvars and name in self.symbolic_locals):
             return self.LOAD_CLOSURE(inst)  # 3.13: LOAD_CLOSURE is LOAD_FAST of the cell's slot
         if name not in self.symbolic_locals:
-            unimplemented(f"local variable {name!r} referenced before assignment (eager raises UnboundLocalError)")
+            unimplemented(f"local variable {name!r} referenced before assignment (eager raises UnboundLocalError)",
+                          gb_id=gb.UNDEFINED_LOCAL)
         v = self.symbolic_locals[name]
         if isinstance(v, LazyVariableTracker):
             v = self.symbolic_locals[name] = v.realize(self)
@@ -242,7 +260,7 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
 
         if hasattr(builtins, name):
             return wrap_sourceless(self, getattr(builtins, name))
-        unimplemented(f"name {name!r} is not defined (eager raises NameError)")
+        unimplemented(f"name {name!r} is not defined (eager raises NameError)", gb_id=gb.UNDEFINED_NAME)
 
     def push_callable(self, value: VariableTracker) -> None:
         """A callable for a plain call, with its NULL on the side this Python wants it (Note [NULL on the stack])."""
@@ -279,7 +297,7 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
             return self.LOAD_FAST(inst)
         value = cell.value if isinstance(cell, CellVariable) else cell
         if value is None:
-            unimplemented(f"free variable {name!r} referenced before assignment")
+            unimplemented(f"free variable {name!r} referenced before assignment", gb_id=gb.UNINITIALIZED_CELL)
         self.push(value)
 
     def STORE_DEREF(self, inst) -> None:
@@ -324,7 +342,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
             self.output.side_effects.store_attr(obj, inst.argval, value)
             return
-        unimplemented(f"setting attribute {inst.argval!r} on {obj}")
+        unimplemented(f"setting attribute {inst.argval!r} on this object", gb_id=gb.SETATTR,
+                      context=f"setting attribute {inst.argval!r} on {obj}")
 
     def IMPORT_NAME(self, inst) -> None:
         fromlist, level = self.pop(), self.pop()

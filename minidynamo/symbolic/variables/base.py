@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 
 if TYPE_CHECKING:
     from ..codegen import PyCodegen
@@ -37,10 +38,10 @@ class VariableTracker:
         try:
             return type(self.as_python_constant())
         except Exception:  # noqa: BLE001
-            unimplemented(f"python_type of {self}")
+            unimplemented("the Python type of this value is unknown", gb_id="GB4841", context=f"python_type of {self}")
 
     def as_python_constant(self) -> Any:
-        unimplemented(f"{self} is not a Python constant")
+        unimplemented("this value is not a Python constant", gb_id=gb.NOT_A_CONSTANT, context=f"{self}")
 
     def is_python_constant(self) -> bool:
         try:
@@ -63,17 +64,18 @@ class VariableTracker:
             from .misc import GetAttrVariable
 
             return GetAttrVariable(self, name)  # a method, called by the next CALL
-        unimplemented(f"getattr({self}, {name!r})")
+        unimplemented(f"reading attribute {name!r} of this value", gb_id=gb.UNSUPPORTED_METHOD,
+                      context=f"getattr({self}, {name!r})")
 
     def call_function(self, tx, args: list, kwargs: dict) -> "VariableTracker":
-        unimplemented(f"calling {self}")
+        unimplemented("calling this value", gb_id=gb.UNSUPPORTED_FUNCTION, context=f"calling {self}")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> "VariableTracker":
         if name == "__len__" and self.has_unpack_var_sequence(tx):
             from .constant import ConstantVariable
 
             return ConstantVariable(len(self.unpack_var_sequence(tx)))
-        unimplemented(f"method {name} on {self}")
+        unimplemented(f"method {name}() of this value", gb_id=gb.UNSUPPORTED_METHOD, context=f"method {name} on {self}")
 
     def has_unpack_var_sequence(self, tx) -> bool:
         try:
@@ -83,21 +85,22 @@ class VariableTracker:
             return False
 
     def unpack_var_sequence(self, tx) -> list["VariableTracker"]:
-        unimplemented(f"iterating over {self}")
+        unimplemented("iterating over this value", gb_id=gb.UNSUPPORTED_METHOD, context=f"iterating over {self}")
 
     def truth(self, tx) -> bool:
         """bool(value), for jumps; tensors override this to request a graph break."""
         try:
             return bool(self.as_python_constant())
         except Exception:  # noqa: BLE001
-            unimplemented(f"truth value of {self}")
+            unimplemented("the truth value of this object", gb_id="GB0035", context=f"truth value of {self}")
 
     # --- after the graph ------------------------------------------------------
     def reconstruct(self, codegen: "PyCodegen") -> str:
         """A Python expression that rebuilds the real value (Note [Reconstruct is an expression])."""
         if self.source is not None:
             return codegen.source_expr(self.source)
-        unimplemented(f"cannot rebuild {self} after a graph break")
+        unimplemented("a value the graph break needs cannot be rebuilt", gb_id=gb.RECONSTRUCTION,
+                      context=f"cannot rebuild {self} after a graph break")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from ..fake_values import get_fake_value
 from ..resume_execution import ResumeIterator
 from ..source import AttrSource, GetItemSource, Source
@@ -142,7 +143,7 @@ class VariableBuilder:
             return ListIteratorVariable(items, value.resume_index, source=source)
         if isinstance(value, torch.nn.Module):
             if "_modules" not in value.__dict__:  # its own __init__ traced as a frame, before nn.Module.__init__ ran
-                unimplemented(f"a {type(value).__name__} whose nn.Module.__init__ has not run yet")
+                unimplemented(f"a {type(value).__name__} whose nn.Module.__init__ has not run yet", gb_id=gb.UNINITIALIZED_MODULE)
             # Note [Modules are guarded by type and structure]: not by identity, so one entry
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
             # the trace reads is guarded through its own source, parameters are graph inputs.
@@ -252,15 +253,15 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return ConstantVariable(value)
     if isinstance(value, type):
         return BuiltinVariable(value) if is_builtin(value) else UserDefinedClassVariable(value)
-    unimplemented(f"a {type(value).__name__} value produced while tracing")
+    unimplemented(f"a {type(value).__name__} value produced while tracing", gb_id=gb.SOURCELESS)
 
 
 def wrap_sourceless(tx, value: Any) -> VariableTracker:
     """A value with no source (a default, a constant of the code, a library attribute)."""
     if isinstance(value, torch.Tensor):
-        unimplemented("a tensor with no source (e.g. a tensor default argument or a tensor constant)")
+        unimplemented("a tensor with no source (e.g. a tensor default argument or a tensor constant)", gb_id=gb.SOURCELESS)
     if isinstance(value, torch.nn.Module):
-        unimplemented("a module reached without a source")
+        unimplemented("a module reached without a source", gb_id=gb.SOURCELESS)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
     if is_builtin(value) or is_functional(value):
@@ -314,7 +315,10 @@ def wrap_fx_proxy(tx, kind: str, target: Any, args: tuple, kwargs: dict) -> Vari
     else:
         fn = target
     try:
-        example = get_fake_value(output.fake_mode, fn, fargs, fkwargs, what)
+        from .unbacked import dynamic_output_shape
+
+        example = get_fake_value(output.fake_mode, fn, fargs, fkwargs, what,
+                                 dynamic_output=lambda f, a, k: dynamic_output_shape(tx, target, a, k))
     except BaseException:
         output.graph.erase_node(node)
         raise
@@ -376,9 +380,9 @@ def _untraced_tensor(source, value: torch.Tensor) -> None:
                 "a __torch_function__ subclass" if "__torch_function__" in _overrides(cls) else "a subclass")
         unimplemented(f"{where} is a {cls.__module__}.{cls.__qualname__}, {kind} of torch.Tensor; minidynamo "
                       "traces only torch.Tensor and nn.Parameter (Note [Tensor subclasses are not traced])",
-                      hint="torch.compile traces tensor subclasses", warn=f"{cls.__module__}.{cls.__qualname__}")
+                      hint="torch.compile traces tensor subclasses", warn=f"{cls.__module__}.{cls.__qualname__}", gb_id=gb.TENSOR_SUBCLASS)
     layout = "quantized" if value.is_quantized else "nested" if value.is_nested else str(value.layout)
-    unimplemented(f"{where} is a {layout} tensor; minidynamo traces only dense strided tensors", warn=layout)
+    unimplemented(f"{where} is a {layout} tensor; minidynamo traces only dense strided tensors", warn=layout, gb_id=gb.SPARSE_TENSOR)
 
 
 def _overrides(cls: type) -> set:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
@@ -90,7 +91,8 @@ class BuiltinVariable(VariableTracker):
                     obj.del_attr(tx, name.as_python_constant())
                 return ConstantVariable(None)
         if fn in BREAK_BUILTINS:
-            unimplemented(BREAK_BUILTINS[fn], "move it out of the compiled function, or accept the graph break")
+            unimplemented(BREAK_BUILTINS[fn], "move it out of the compiled function, or accept the graph break",
+                          gb_id=gb.BUILTIN_OPERATOR, context=f"builtin {fn.__name__} with arguments {args!r}")
         if getattr(fn, "__module__", None) == "_operator" or fn in vars(operator).values():
             if kwargs:
                 unimplemented(f"operator.{fn.__name__} with keyword arguments")
@@ -119,7 +121,21 @@ class BuiltinVariable(VariableTracker):
                 return wrap_constant_result(fn(*cargs, **ckw))
             except Exception as e:  # noqa: BLE001
                 unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)")
-        unimplemented(f"builtin {getattr(fn, '__name__', fn)} with arguments {args!r}")
+        name = getattr(fn, '__name__', fn)
+        context = f"builtin {name} with arguments {args!r}"
+        if fn is repr and any(isinstance(a, TensorVariable) for a in args):
+            unimplemented("repr() of a tensor needs its data", gb_id=gb.REPR_TENSOR, context=context)
+        if getattr(builtins, str(name), None) is fn:  # a Python builtin (str, format...): torch's BuiltinVariable
+            unimplemented(f"{name}() on these arguments cannot be traced", gb_id=gb.BUILTIN_OPERATOR, context=context)
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, type):  # a C classmethod (datetime.now): torch's call_method on the class
+            unimplemented(f"{owner.__name__}.{name}() is a C method minidynamo does not trace (it runs eagerly)",
+                          "move it out of the compiled function, or accept the graph break",
+                          gb_id=gb.UNSUPPORTED_METHOD, context=context)
+        module = getattr(fn, "__module__", None) or getattr(owner, "__name__", "?")
+        unimplemented(f"{module}.{name} is a C function minidynamo does not trace (it runs eagerly)",
+                      "move it out of the compiled function, or accept the graph break",
+                      gb_id=gb.SKIPPED_FUNCTION, context=context)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .functional import CLASS_METHODS
@@ -164,13 +180,13 @@ class BuiltinVariable(VariableTracker):
         if isinstance(obj, ConstantVariable) and obj.value in (None, True, False) and type(obj.value) in (type(None), bool):
             return ConstantVariable(id(obj.value))
         if isinstance(obj, TensorVariable):
-            unimplemented("id() of a tensor gives a real address")
+            unimplemented("id() of a tensor gives a real address", gb_id=gb.ID)
         if obj.source is None:
             return FakeIdVariable(id(obj))
         try:
             value = obj.source.get(tx.output.L, tx.output.root_globals)  # the object itself, read as the guard reads it
         except Exception:  # noqa: BLE001 - a source we cannot evaluate here
-            unimplemented(f"id() of {obj}", "move it out of the compiled function")
+            unimplemented("id() of this object", "move it out of the compiled function", gb_id=gb.ID, context=f"id() of {obj}")
         tx.output.guards.ID_MATCH(obj.source, value, "the trace read its id()")
         return ConstantVariable(id(value))
 
@@ -283,7 +299,7 @@ class BuiltinVariable(VariableTracker):
 
     def _call_next(self, tx, it, *default):
         if not isinstance(it, ListIteratorVariable):
-            unimplemented(f"next() on {it}")
+            unimplemented("next() on this iterator", gb_id=gb.NEXT, context=f"next() on {it}")
         value = it.next_variable(tx)
         if value is None:
             if default:
@@ -383,11 +399,18 @@ class BuiltinVariable(VariableTracker):
     def _call_bool(self, tx, x=None):
         if x is None:
             return ConstantVariable(False)
+        if isinstance(x, TensorVariable):  # torch: bool() calls Tensor.item()
+            unimplemented("bool(tensor) needs the tensor's data", "keep it a tensor", gb_id=gb.ITEM)
         return ConstantVariable(x.truth(tx))
 
     def _scalar(self, tx, x, kind):
         if isinstance(x, TensorVariable):
-            unimplemented(f"{kind.__name__}(tensor) needs the tensor's data", "keep it a tensor")
+            if kind in (int, float) and x.example_value.dtype.is_floating_point is (kind is float):
+                from minidynamo import config
+
+                if config.capture_scalar_outputs:  # int(t) / float(t): torch's item, an unbacked symbol
+                    return x.call_method(tx, "item", [], {})
+            unimplemented(f"{kind.__name__}(tensor) needs the tensor's data", "keep it a tensor", gb_id=gb.ITEM)
         return None
 
     def _call_int(self, tx, x=None, *rest):

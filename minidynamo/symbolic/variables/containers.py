@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from .. import graph_break_registry as gb
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -61,9 +62,9 @@ class DequeVariable(ListVariable):
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         idx = index.as_python_constant()
         if not isinstance(idx, int):
-            unimplemented(f"deque index of type {type(idx).__name__} (eager raises TypeError)")
+            unimplemented(f"deque index of type {type(idx).__name__} (eager raises TypeError)", gb_id=gb.UNSUPPORTED_METHOD)
         if not -len(self.items) <= idx < len(self.items):
-            unimplemented("deque index out of range (eager raises IndexError)")
+            unimplemented("deque index out of range (eager raises IndexError)", gb_id=gb.UNSUPPORTED_METHOD)
         return self.items[idx]
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -77,16 +78,16 @@ class DequeVariable(ListVariable):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         items = self.items
         if kwargs:
-            unimplemented(f"deque.{name} with keyword arguments")
+            unimplemented(f"deque.{name} with keyword arguments", gb_id=gb.UNSUPPORTED_METHOD)
         if name in self.MUTATING:
             tx.output.side_effects.mutation(self)
         if name == "copy":
             return DequeVariable(items, self.maxlen)
         if name in ("pop", "popleft"):
             if args:
-                unimplemented(f"deque.{name} takes no arguments (eager raises TypeError)")
+                unimplemented(f"deque.{name} takes no arguments (eager raises TypeError)", gb_id=gb.UNSUPPORTED_METHOD)
             if not items:
-                unimplemented(f"deque.{name} of an empty deque (eager raises IndexError)")
+                unimplemented(f"deque.{name} of an empty deque (eager raises IndexError)", gb_id=gb.UNSUPPORTED_METHOD)
             return items.pop(-1 if name == "pop" else 0)
         if name in ("append", "extend"):
             new = [args[0]] if name == "append" else args[0].unpack_var_sequence(tx)
@@ -107,15 +108,15 @@ class DequeVariable(ListVariable):
             return ConstantVariable(None)
         if name == "insert":
             if self.maxlen is not None and len(items) >= self.maxlen:
-                unimplemented("deque.insert into a full bounded deque (eager raises IndexError)")
+                unimplemented("deque.insert into a full bounded deque (eager raises IndexError)", gb_id=gb.UNSUPPORTED_METHOD)
             items.insert(_int(args[0], "deque.insert"), args[1])
             return ConstantVariable(None)
         if name in ("__setitem__", "__delitem__"):
             idx = _int(args[0], f"deque.{name}")
             if not -len(items) <= idx < len(items):
-                unimplemented("deque index out of range (eager raises IndexError)")
+                unimplemented("deque index out of range (eager raises IndexError)", gb_id=gb.UNSUPPORTED_METHOD)
         if not hasattr(collections.deque, name):
-            unimplemented(f"deque has no method {name!r} (eager raises AttributeError)")
+            unimplemented(f"deque has no method {name!r} (eager raises AttributeError)", gb_id=gb.UNSUPPORTED_METHOD)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
@@ -132,10 +133,10 @@ def _deque(tx, iterable=None, maxlen=None):
     items = iterable.unpack_var_sequence(tx) if iterable is not None else []
     if maxlen is not None:
         if not maxlen.is_python_constant():
-            unimplemented("deque's maxlen needs a constant")
+            unimplemented("deque's maxlen needs a constant", gb_id=gb.UNSUPPORTED_METHOD)
         maxlen = maxlen.as_python_constant()
         if maxlen is not None and (not isinstance(maxlen, int) or maxlen < 0):
-            unimplemented("deque's maxlen must be a non-negative int (eager raises ValueError)")
+            unimplemented("deque's maxlen must be a non-negative int (eager raises ValueError)", gb_id=gb.UNSUPPORTED_METHOD)
     return DequeVariable(items, maxlen)
 
 

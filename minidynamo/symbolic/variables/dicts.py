@@ -10,6 +10,7 @@ import collections
 from typing import Any
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
@@ -71,7 +72,7 @@ class ConstDictVariable(VariableTracker):
                 tx.output.side_effects.mutation(self)
                 items[key] = self.default_factory.call_function(tx, [], {})
             if key not in items:
-                unimplemented(f"KeyError {key!r} while tracing")
+                unimplemented(f"key {key!r} not found in the dict (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
             return items[key]
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -111,7 +112,7 @@ class ConstDictVariable(VariableTracker):
                 return items.pop(key)
             if len(args) > 1:
                 return args[1]
-            unimplemented(f"KeyError {key!r} while tracing")
+            unimplemented(f"key {key!r} not found in the dict (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
         if name == "setdefault":
             key = _key(args[0])
             if key not in items:

@@ -28,6 +28,7 @@ import itertools
 from typing import Any
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
@@ -239,7 +240,8 @@ def _signature(tx, fn, **kwargs):
     from .functions import UserFunctionVariable, UserMethodVariable
 
     if kwargs or not isinstance(fn, UserFunctionVariable):
-        unimplemented(f"inspect.signature of {fn} (only plain functions and methods fold)")
+        unimplemented("inspect.signature of this callable (only plain functions and methods fold)",
+                      gb_id=gb.INSPECT, context=f"inspect.signature of {fn}")
     sig = inspect.signature(fn.fn)
     if isinstance(fn, UserMethodVariable):  # bound: inspect drops the first parameter, as for a method object
         sig = sig.replace(parameters=list(sig.parameters.values())[1:])

@@ -19,6 +19,7 @@ import types
 from typing import Any, Optional
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from ..source import AttrSource, ClosureSource
 from .base import VariableTracker
 
@@ -35,7 +36,7 @@ def bind_args(tx, code, name, defaults, kwdefaults, args, kwargs) -> dict:
     try:
         bound = inspect.signature(dummy).bind(*args, **kwargs)
     except TypeError as e:
-        unimplemented(f"calling {name}: {e}")
+        unimplemented(f"calling {name}: {e}", gb_id="GB7312")
     bound.apply_defaults()
     result = {}
     for pname, param in inspect.signature(dummy).parameters.items():

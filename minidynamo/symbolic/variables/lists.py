@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -58,7 +59,7 @@ class BaseListVariable(VariableTracker):
         if isinstance(idx, slice):
             return type(self)(self.items[idx])
         if not isinstance(idx, int):
-            unimplemented(f"{self.kind.__name__} index of type {type(idx).__name__}")
+            unimplemented(f"{self.kind.__name__} index of type {type(idx).__name__}", gb_id=gb.UNSUPPORTED_METHOD)
         return self.items[idx]
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -272,7 +273,7 @@ class LazyGeneratorVariable(ListIteratorVariable):
 
     def reconstruct(self, codegen) -> str:
         if not self.exhausted:
-            unimplemented("a generator suspended at a graph break cannot be rebuilt")
+            unimplemented("a generator suspended at a graph break cannot be rebuilt", gb_id=gb.RECONSTRUCTION)
         return super().reconstruct(codegen)
 
     def python_type(self) -> type:

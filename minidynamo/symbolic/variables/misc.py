@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import inspect
+import logging
 import sys
 import types
 from typing import Any, Optional
@@ -17,6 +18,7 @@ from typing import Any, Optional
 import torch
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
@@ -44,7 +46,7 @@ class CellVariable(VariableTracker):
         self.value = value
 
     def reconstruct(self, codegen) -> str:
-        unimplemented("a closure cell cannot be rebuilt after a graph break")
+        unimplemented("a closure cell cannot be rebuilt after a graph break", gb_id=gb.RECONSTRUCTION)
 
 
 class GetAttrVariable(VariableTracker):
@@ -63,6 +65,20 @@ class GetAttrVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"GetAttrVariable({self.obj!r}, {self.name!r})"
+
+
+class LoggerMethodVariable(GetAttrVariable):
+    """``logger.warning`` read off a ``logging.Logger``: calling it is a graph break.
+
+    torch/_dynamo/variables/misc.py ``LoggingLoggerVariable.call_method``: any method of
+    a logger breaks the graph outside export (unless listed in
+    ``torch._dynamo.config.ignore_logging_functions``); the call then runs eagerly.
+    """
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        unimplemented(f"logger.{self.name}() logs at run time, which the graph cannot hold",
+                      "move it out of the compiled function, or accept the graph break", gb_id=gb.LOGGER_METHOD,
+                      context=f"method: {self.obj.value}.{self.name}")
 
 
 def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
@@ -115,7 +131,7 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         expr = f"torch.backends.cuda.matmul.{name}"
         tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} is {flag}", "the trace read this backend flag", expr)
         return ConstantVariable(flag)
-    unimplemented(f"attribute {name!r} of {type(value).__name__} object")
+    unimplemented(f"attribute {name!r} of {type(value).__name__} object", gb_id=gb.UNSUPPORTED_METHOD)
 
 
 def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, source=None) -> Optional[VariableTracker]:
@@ -209,6 +225,9 @@ class UserDefinedObjectVariable(VariableTracker):
             return GetAttrVariable(self, name)  # called through call_method below
         if name == "warning_once" and _is_warning_once(self.value):
             return WarningOnceVariable(self)
+        if isinstance(self.value, logging.Logger) and callable(getattr(type(self.value), name, None)) \
+                and not name.startswith("_"):
+            return LoggerMethodVariable(self, name)
         if name == "__reduce_ex__":
             from ..polyfills import plain_reduce, reduce_ex_user_defined_object
             from .functions import UserMethodVariable
@@ -231,7 +250,7 @@ class UserDefinedObjectVariable(VariableTracker):
             from .functions import UserMethodVariable
 
             return UserMethodVariable(call, self).call_function(tx, args, kwargs)
-        unimplemented(f"calling a {type(self.value).__name__} object")
+        unimplemented(f"calling a {type(self.value).__name__} object", gb_id=gb.UNSUPPORTED_FUNCTION)
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
@@ -266,7 +285,7 @@ class WarningOnceVariable(VariableTracker):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            unimplemented("logger.warning_once with arguments that are not constants")
+            unimplemented("logger.warning_once with arguments that are not constants", gb_id=gb.LOGGER_METHOD)
         logger = self.logger.value
         cached = inspect.getattr_static(type(logger), "warning_once")
         logger.warning_once(*[a.as_python_constant() for a in args],
@@ -297,7 +316,7 @@ class SuperVariable(VariableTracker):
         mro = obj_type.__mro__
         if self.cls not in mro:  # super() in a classmethod: the second argument is a class
             unimplemented(f"super().{name} whose second argument is a {obj_type.__name__}, not a "
-                          f"{self.cls.__name__} (super() in a classmethod)")
+                          f"{self.cls.__name__} (super() in a classmethod)", gb_id=gb.SUPER)
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in klass.__dict__:
                 if klass is torch.nn.Module and name == "__init__" and getattr(self.obj, "is_new_module", False):
@@ -317,7 +336,7 @@ class SuperVariable(VariableTracker):
                 if klass is dict and name in ("get", "__getitem__", "__contains__"):
                     return GetAttrVariable(DictBaseVariable(self.obj), name)  # super().get of a dict subclass
                 break
-        unimplemented(f"super().{name}")
+        unimplemented(f"super().{name}", gb_id=gb.SUPER)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
@@ -385,7 +404,7 @@ class UserDefinedClassVariable(VariableTracker):
         attr = inspect.getattr_static(self.value, name, None)
         metaclass_slot = isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)) and isinstance(
             self.value, attr.__objclass__)  # cls.__name__: type's own descriptor, not the class's value
-        if isinstance(attr, (staticmethod, classmethod)) or metaclass_slot:
+        if isinstance(attr, (staticmethod, classmethod, types.ClassMethodDescriptorType)) or metaclass_slot:
             attr = getattr(self.value, name)
         elif attr is None:
             unimplemented(f"class {self.value.__name__} has no attribute {name!r}")
@@ -447,7 +466,8 @@ class UserDefinedClassVariable(VariableTracker):
             and "__slots__" not in cls.__dict__
         )
         if not plain:
-            unimplemented(f"constructing a {cls.__name__} object", "construct it outside the compiled function")
+            unimplemented(f"constructing a {cls.__name__} object", "construct it outside the compiled function",
+                          gb_id=gb.SKIPPED_FUNCTION)
         from .functions import UserMethodVariable
         from .new_object import NewObjectVariable
 

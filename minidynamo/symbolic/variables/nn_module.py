@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -125,7 +126,7 @@ class NNModuleVariable(VariableTracker):
                 if value is None:
                     return ConstantVariable(None)
                 if source is None:
-                    unimplemented(f"attribute {name!r} of a module with no source")
+                    unimplemented(f"attribute {name!r} of a module with no source", gb_id="GB0188")
                 return VariableBuilder(tx, source)(value)
         return lookup_python_attr(tx, self, m, name)  # instance dict, then class (as for any object)
 
@@ -139,7 +140,7 @@ class NNModuleVariable(VariableTracker):
             unimplemented(f"calling a {name} module reached without a source")
         _guard_no_global_hooks(tx)
         if m._backward_pre_hooks or m._backward_hooks:  # noqa: SLF001
-            unimplemented(f"{name} has backward hooks (not traced)")
+            unimplemented(f"{name} has backward hooks (not traced)", gb_id=gb.MODULE_BACKWARD_HOOKS)
         pre, post = dict(m._forward_pre_hooks), dict(m._forward_hooks)  # noqa: SLF001
         pre_kw, post_kw = list(m._forward_pre_hooks_with_kwargs), list(m._forward_hooks_with_kwargs)  # noqa: SLF001
         n = src.name()
@@ -201,7 +202,7 @@ class NNModuleVariable(VariableTracker):
             return [ConstantVariable(k) for k in m.keys()]
         if isinstance(m, (torch.nn.ParameterList,)):
             return [self._child(tx, i, p) for i, p in enumerate(m)]
-        unimplemented(f"iterating over {type(m).__name__}")
+        unimplemented(f"iterating over {type(m).__name__}", gb_id=gb.UNSUPPORTED_METHOD)
 
     def unpack_var_sequence(self, tx) -> list:
         return self._children(tx)
@@ -271,7 +272,7 @@ class NNModuleVariable(VariableTracker):
         from .lists import ListIteratorVariable
 
         if args or kwargs or self.source is None:
-            unimplemented(f"Module.{name}() with arguments or without a source")
+            unimplemented(f"Module.{name}() with arguments or without a source", gb_id="GB0202")
         kind = "parameters" if "param" in name else "buffers"
         items = []
         for qualname, tensor in getattr(self.value, f"named_{kind}")():
@@ -288,7 +289,7 @@ class NNModuleVariable(VariableTracker):
         return codegen.constant_expr(self.value)
 
     def as_python_constant(self) -> Any:
-        unimplemented("a module is not a constant")
+        unimplemented("a module is not a constant", gb_id=gb.NOT_A_CONSTANT)
 
 
 def _torch_nn_init(cls: type) -> bool:

@@ -17,12 +17,28 @@ Note [A decision on a size is a guard, not a break]
 
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any
 
 import torch
 import torch.fx
 
 from .base import VariableTracker
+
+
+@contextlib.contextmanager
+def _data_dependent_is_a_break():
+    """A decision on an unbacked symbol (``if u0 > 3``) is a graph break, as torch's ``generic_jump``:
+    ``GuardOnDataDependentSymNode``'s message is the reason (shapes/symbolic_shapes.py)."""
+    from minidynamo.shapes.symbolic_shapes import GuardOnDataDependentSymNode
+
+    from ..exc import unimplemented
+
+    try:
+        yield
+    except GuardOnDataDependentSymNode as e:
+        unimplemented(f"Data-dependent branching: {e}", "use torch.cond, or torch._check the value first")
 
 
 class SymNodeVariable(VariableTracker):
@@ -44,12 +60,14 @@ class SymNodeVariable(VariableTracker):
 
     def as_python_constant(self) -> Any:
         """The value as a Python constant: specializes the symbol (Note [A decision on a size ...])."""
-        value = self.python_type()(self.sym_num)
+        with _data_dependent_is_a_break():
+            value = self.python_type()(self.sym_num)
         self._drop_if_unused()
         return value
 
     def truth(self, tx) -> bool:
-        value = bool(self.sym_num)
+        with _data_dependent_is_a_break():
+            value = bool(self.sym_num)
         self._drop_if_unused()
         return value
 

@@ -18,7 +18,10 @@ from typing import Any
 import torch
 import torch.fx
 
+from minidynamo import config
+
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -30,6 +33,10 @@ CONSTANT_METHODS = {
 CONSTANT_ATTRS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "layout", "is_cuda",
                   "is_sparse", "is_quantized", "is_meta", "itemsize"}
 # Methods that need data (or change autograd state) the tracer cannot fake: graph breaks.
+BREAK_METHOD_TYPES = {  # torch's registry id for each (graph_break_registry.py)
+    "item": gb.ITEM, "__bool__": gb.ITEM, "__int__": gb.ITEM, "__float__": gb.ITEM, "tolist": gb.TOLIST,
+    "numpy": gb.NUMPY, "backward": gb.BACKWARD, "requires_grad_": "GB0125",
+}
 BREAK_METHODS = {
     "item": "Tensor.item() needs the tensor's data (a Python number)",
     "tolist": "Tensor.tolist() needs the tensor's data",
@@ -74,12 +81,13 @@ class TensorVariable(VariableTracker):
         return self.class_type
 
     def as_python_constant(self) -> Any:
-        unimplemented("a tensor is not a Python constant")
+        unimplemented("a tensor is not a Python constant", gb_id=gb.NOT_A_CONSTANT)
 
     def truth(self, tx) -> bool:
         unimplemented(
             "data-dependent control flow: the branch depends on a tensor's value",
             "compute both sides with torch.where, or move the test out of the compiled function",
+            gb_id=gb.DATA_DEPENDENT_BRANCH, context=f"attempted to jump with {self}",
         )
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -99,17 +107,24 @@ class TensorVariable(VariableTracker):
             return wrap_fx_proxy(tx, "call_function", getattr, (self.proxy, name), {})
         if name == "grad":
             unimplemented("reading Tensor.grad is not traced")
-        if name == "data":
-            return self.call_method(tx, "detach", [], {})
+        if name == "data":  # torch: a call_function node (``torch._C._autograd._get_data_attr``), an op of the graph
+            return wrap_fx_proxy(tx, "call_function", torch.detach, (self.proxy,), {})
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
             from .misc import GetAttrVariable
 
             return GetAttrVariable(self, name)
-        unimplemented(f"Tensor attribute {name!r}")
+        unimplemented(f"Tensor attribute {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from .builder import wrap_constant_result, wrap_fx_proxy
 
+        if name in ("__int__", "__float__") and not args and config.capture_scalar_outputs and (
+                self.example_value.dtype.is_floating_point is (name == "__float__")) and self.example_value.numel() == 1:
+            name = "item"  # int(t) of an int tensor, float(t) of a float one: torch's item (unbacked.py)
+        if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
+            from .unbacked import call_item, call_tolist
+
+            return call_item(tx, self) if name == "item" else call_tolist(tx, self)
         if name == "requires_grad_" and self.source is None:
             # on an intermediate tensor it is an ordinary op in the graph, unless what it
             # taints is returned (Note [A requires_grad_() intermediate returned breaks], instruction_translator.py)
@@ -120,7 +135,8 @@ class TensorVariable(VariableTracker):
                 root.note_requires_grad_(self.proxy.node, result.proxy.node)
                 return result
         elif name in BREAK_METHODS:
-            unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region")
+            unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region",
+                          gb_id=BREAK_METHOD_TYPES.get(name, gb.UNSUPPORTED_METHOD), context=f"{self}.{name}()")
         # Note [An in-place view of a graph input breaks the graph]: torch's var_getattr
         # (torch/_dynamo/variables/tensor.py) returns a DelayGraphBreakVariable for an inplace_view
         # method of a tensor with a source ("It's hard to get inplace view (metadata mutation) on
@@ -129,10 +145,11 @@ class TensorVariable(VariableTracker):
         # (chapter 11) still handles these ops when it is given them directly.
         if self.source is not None and is_inplace_view(name):
             unimplemented("Getting an inplace view on a graph input is not supported",
-                          "apply the in-place view to a clone, or outside the compiled function")
+                          "apply the in-place view to a clone, or outside the compiled function",
+                          gb_id="GB0148", context=f"{self}.{name}()")
         if name == "set_" and len(args) + len(kwargs) > 1:
             unimplemented("Dynamo currently does not support tracing `Tensor.set_()` overloads that include "
-                          "more than one argument.")
+                          "more than one argument.", gb_id="GB0128")
         if name in CONSTANT_METHODS:
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -156,7 +173,7 @@ class TensorVariable(VariableTracker):
                 return wrap_fx_proxy(tx, "call_function", torch.select, (self.proxy, 0, args[0].as_proxy()), {})
             return wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, args[0].as_proxy()), {})
         if not hasattr(torch.Tensor, name):
-            unimplemented(f"Tensor has no method {name!r}")
+            unimplemented(f"Tensor has no method {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
         if name == "new" and len(args) == 1 and isinstance(args[0], ConstantVariable) \
                 and isinstance(args[0].value, torch.Size):
             # Note [Tensor.new with a Size]: ``x.new(torch.Size([5, 8]))`` means a shape, but

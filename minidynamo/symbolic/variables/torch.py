@@ -22,10 +22,11 @@ from typing import Any
 import torch
 
 from minidynamo import _torch_private as _private
-from minidynamo._torch_private import TENSOR_BASE
+from minidynamo._torch_private import TENSOR_BASE, TORCH_CHECK_FNS
 from minidynamo.trace_rules import is_library_module
 
 from ..exc import unimplemented
+from .. import graph_break_registry as gb
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -134,20 +135,30 @@ class TorchInGraphFunctionVariable(VariableTracker):
         from .tensor import TensorVariable
 
         fn = self.value
+        from .higher_order_ops import higher_order_handler
+
+        if fn in TORCH_CHECK_FNS:  # facts about unbacked symbols (unbacked.py)
+            from .unbacked import call_check
+
+            return call_check(tx, fn, list(args), dict(kwargs))
+        handler = higher_order_handler(fn)
+        if handler is not None:  # torch.cond, checkpoint: subgraphs and one node (higher_order_ops.py)
+            return handler(tx, list(args), dict(kwargs))
         if is_tensor_method(fn):  # Note [An unbound Tensor method is the method call]
             if args and isinstance(args[0], TensorVariable):
                 return args[0].call_method(tx, fn.__name__, list(args[1:]), kwargs)
             unimplemented(f"torch.Tensor.{fn.__name__} called without a tensor as its first argument "
                           f"({args[0] if args else 'no arguments'})")
         if fn in _graph_break_fns():
-            unimplemented("torch._dynamo.graph_break() asks for a graph break")
+            unimplemented("torch._dynamo.graph_break() asks for a graph break", gb_id=gb.GRAPH_BREAK_CALL)
         if fn in BREAK:
-            unimplemented(BREAK[fn])
+            unimplemented(BREAK[fn], gb_id=gb.SKIPPED_FUNCTION, context=f"torch.{fn.__name__}")
         if fn in COMPILING:
             return wrap_constant_result(COMPILING[fn])
         name = getattr(fn, "__name__", "") or ""
         if name.startswith(_STATE_SETTER_PREFIXES) and not _reads_tensor(args, kwargs):
-            unimplemented(f"torch.{name} changes global state", "call it outside the compiled function")
+            unimplemented(f"torch.{name} changes global state", "call it outside the compiled function",
+                          gb_id=gb.SKIPPED_FUNCTION)
         const_args = all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values())
         if fn in CONSTANT_FOLD or (const_args and fn in (torch.is_tensor,)):
             if not const_args and fn in (torch.is_tensor,):

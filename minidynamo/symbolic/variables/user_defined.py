@@ -25,6 +25,7 @@ import collections.abc
 import os
 from typing import Optional
 
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -160,7 +161,7 @@ class DataclassDictVariable(VariableTracker):
                     return self.fields[key]
                 if name == "get":
                     return args[1] if len(args) > 1 else ConstantVariable(None)
-                unimplemented(f"{self.cls.__name__}[{key!r}]: no such key (eager raises KeyError)")
+                unimplemented(f"{self.cls.__name__}[{key!r}]: no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
             if name == "__getitem__" and isinstance(key, (int, slice)):
                 return self.to_tuple().call_method(tx, "__getitem__", args, {})
         unimplemented(f"{self.cls.__name__}.{name}")
@@ -228,7 +229,7 @@ class DictBaseVariable(VariableTracker):
             return VariableBuilder(tx, GetItemSource(source, key))(dict.__getitem__(value, key))
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
-        unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)")
+        unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
 
 
 def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
@@ -242,7 +243,7 @@ def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
     from .misc import UserDefinedClassVariable
 
     if not dict.__contains__(value, key):
-        unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)")
+        unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
     entry = dict.__getitem__(value, key)
     if not isinstance(entry, type):
         unimplemented(f"super().__getitem__({key!r}) of a {type(value).__name__}: an entry that is not a class")
@@ -363,7 +364,7 @@ class NewObjectDictVariable(VariableTracker):
             return attrs[key]
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
-        unimplemented(f"__dict__[{key!r}] of a new {self.obj.cls.__name__}: no such key (eager raises KeyError)")
+        unimplemented(f"__dict__[{key!r}] of a new {self.obj.cls.__name__}: no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
 
 
 __all__ = ["NewObjectDictVariable", "InstanceDictVariable", "mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable", "DictBaseVariable"]

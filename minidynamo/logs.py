@@ -1,0 +1,230 @@
+"""Logs like ``TORCH_LOGS``: ``md.set_logs(graph_breaks=True, ...)`` and ``MINIDYNAMO_LOGS``.
+
+Place in the pipeline: beside it, as ``events.py``: it reads the event log only
+(every stage already reports its graph breaks, recompiles, cache entries, graphs
+and symbols there) and writes what it reads through Python's ``logging``. Mirrors
+``torch/_logging/_internal.py`` (``set_logs``, ``getArtifactLogger``,
+``TorchLogsFormatter``) and the artifacts of ``torch/_logging/_registrations.py``.
+
+Note [One program, both switches, the same kinds of lines]
+    ``TORCH_LOGS="graph_breaks,recompiles"`` (or ``torch._logging.set_logs(...)``)
+    makes torch log each artifact through a logger of its own, named
+    ``<module>.__<artifact>`` (``torch._dynamo.symbolic_convert.__graph_breaks``),
+    with a prefix that says the level, time, process, the file:line that logged it,
+    the frame and compile ids (``[0/1]``: frame 0, its second compile) and the
+    artifact (``[__graph_breaks]``). Ours uses the same artifact names, logger names
+    of the same form (``minidynamo.symbolic.convert_frame.__graph_breaks``), the same
+    prefix and the same first lines (``Graph break in user code at file:line``,
+    ``Recompiling function f in file:line``, ``TRACED GRAPH``, ``GUARDS:``), so a
+    reader runs one program under ``TORCH_LOGS`` and under ``MINIDYNAMO_LOGS`` and
+    reads them side by side. What follows those first lines is ours (our guards, our
+    graphs). Differences: the ids count our frames and compiles; ``dynamic`` logs the
+    symbols our ShapeEnv creates (torch's logs much more, at INFO).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import Any
+
+from minidynamo import events
+
+__all__ = ["set_logs", "ARTIFACTS", "get_artifact_logger"]
+
+# artifact -> the module of ours that does what torch's logging module does (the logger's name)
+ARTIFACTS = {
+    "graph_breaks": "minidynamo.symbolic.convert_frame",   # torch/_dynamo/symbolic_convert.py
+    "recompiles": "minidynamo.symbolic.frame_cache",      # torch/_dynamo/guards.py
+    "guards": "minidynamo.symbolic.guards",               # torch/_dynamo/guards.py
+    "graph_code": "minidynamo.symbolic.output_graph",     # torch/_dynamo/output_graph.py
+    "aot_graphs": "minidynamo.aot.graph_compile",         # torch/_functorch/_aot_autograd/graph_capture.py
+    "dynamic": "minidynamo.shapes.symbolic_shapes",       # torch/fx/experimental/symbolic_shapes.py (a log)
+}
+_LEVEL = {"dynamic": logging.INFO}  # torch's "dynamic" is a log at INFO; the artifacts log at DEBUG ("V")
+
+_enabled: set[str] = set()
+_handler: logging.Handler | None = None
+_ids: dict[str, list[int]] = {}  # function -> [frame id, compiles so far] (torch's CompileId)
+
+
+def get_artifact_logger(artifact: str) -> logging.Logger:
+    """torch/_logging/_internal.py ``getArtifactLogger``: ``<module>.__<artifact>`` (``dynamic``: the module)."""
+    module = ARTIFACTS[artifact]
+    return logging.getLogger(module if artifact == "dynamic" else f"{module}.__{artifact}")
+
+
+class MinidynamoLogsFormatter(logging.Formatter):
+    """torch/_logging/_internal.py ``TorchLogsFormatter``: every line of a record gets the prefix."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = record.levelname[0] if record.levelno != logging.DEBUG else "V"
+        t = time.localtime(record.created)
+        stamp = time.strftime("%m%d %H:%M:%S", t) + f".{int(record.msecs * 1000):06d}"
+        where = getattr(record, "where", None) or f"{record.pathname}:{record.lineno}"
+        artifact = getattr(record, "artifact", None)
+        compile_id = getattr(record, "compile_id", None)
+        prefix = f"{level}{stamp} {record.process} {where}]"
+        if compile_id:
+            prefix += f" [{compile_id}]"
+        if artifact:
+            prefix += f" [__{artifact}]"
+        return "\n".join(f"{prefix} {line}" for line in record.getMessage().split("\n"))
+
+
+def _emit(artifact: str, text: str, where: str) -> None:
+    logger = get_artifact_logger(artifact)
+    compile_id = "" if _current is None else _compile_id(_current)
+    extra: dict[str, Any] = {"where": where, "compile_id": compile_id,
+                             "artifact": None if artifact == "dynamic" else artifact}
+    logger.log(_LEVEL.get(artifact, logging.DEBUG), text, extra=extra)
+
+
+_current: str | None = None  # the frame being compiled (its name), from the dynamo pass's pass_begin
+
+
+def _compile_id(function: str, new_compile: bool = False) -> str:
+    """torch's ``CompileId`` as it prints it: ``frame/compile`` (``[0/1]``: frame 0, its second compile)."""
+    ids = _ids.get(function)
+    if ids is None:
+        ids = _ids[function] = [len(_ids), 0]
+    elif new_compile:
+        ids[1] += 1
+    return f"{ids[0]}/{ids[1]}"
+
+
+def _emitter() -> str:
+    """``file:line`` of the stage's line that emitted the event (torch's prefix names its logging call)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename in (__file__, events.__file__):
+        f = f.f_back
+    if f is None:
+        return "?"
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    return f"{f.f_code.co_filename.replace(package, '')}:{f.f_lineno}"
+
+
+# --- what each artifact prints, from the events ---------------------------------------
+
+def _graph_break(e) -> None:
+    exp = e.details.get("explanation")
+    if exp is None:
+        return
+    gb = exp.gb_type
+    lines = [f"Graph break in user code at {exp.filename}:{exp.lineno}",
+             f"Graph Break Reason: Encountered graph break when attempting to trace {exp.instruction}:", ""]
+    lines.append(gb if gb else exp.reason)
+    if gb:
+        lines.append(f"  Explanation: {exp.reason}")
+    lines += [f"  Hint: {h}" for h in exp.hints]
+    if exp.context:
+        lines += ["", f"  Developer debug context: {exp.context}"]
+    from minidynamo.symbolic.graph_break_registry import documentation_link
+
+    link = documentation_link(exp.gb_id)
+    if link:
+        lines += ["", f" For more details about this graph break, please visit: {link}"]
+    lines += ["", "User code traceback:"]
+    for fs in exp.user_stack:
+        lines.append(f'  File "{fs.filename}", line {fs.lineno}, in {fs.name}')
+        if fs.line:
+            lines.append(f"    {fs.line}")
+    _emit("graph_breaks", "\n".join(lines) + "\n", _emitter())
+
+
+def _recompile(e) -> None:
+    record = e.details.get("record")
+    code = e.details.get("code")
+    where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "?"
+    global _current
+    reasons = e.details.get("reasons") or [f"{_compile_id(e.function)}: {record or e.details.get('guard')}"]
+    text = (f"Recompiling function {e.function} in {where}\n"
+            f"    triggered by the following guard failure(s):\n"
+            + "\n".join(f"    - {reason}" for reason in reasons))  # the cache's own texts (guard_tree.fail_reason)
+    _current = e.function
+    _compile_id(e.function, new_compile=True)
+    _emit("recompiles", text, _emitter())
+
+
+def _cache_entry(e) -> None:
+    entry = e.details["entry"]
+    _emit("guards", f"GUARDS:\n\n{entry.check}\n", _emitter())
+
+
+def _dynamo_graph(e) -> None:
+    gm = e.details["gm"]
+    code = gm.print_readable(print_output=False)
+    _emit("graph_code", f"TRACED GRAPH\n ===== {e.name} =====\n {code}\n", _emitter())
+
+
+def _aot_graph(e) -> None:
+    gm = e.details["gm"]
+    code = gm.print_readable(print_output=False)
+    _emit("aot_graphs", f"TRACED GRAPH\n ===== {e.which} =====\n {code}\n", _emitter())
+
+
+def _create_symbol(e) -> None:
+    _emit("dynamic", f"create_symbol {e.symbol} = {e.value} for {e.source}", _emitter())
+
+
+_READERS = {
+    "graph_breaks": {"graph_break": _graph_break},
+    "recompiles": {"recompile": _recompile},
+    "guards": {"cache_entry": _cache_entry},
+    "graph_code": {"dynamo_graph": _dynamo_graph},
+    "aot_graphs": {"aot_graph": _aot_graph},
+    "dynamic": {"create_symbol": _create_symbol},
+}
+
+
+def _on_event(e) -> None:
+    global _current
+    if e.kind == "pass_begin" and e.pass_name == events.DYNAMO:
+        _current = e.details.get("function", _current)
+    for artifact in _enabled:
+        reader = _READERS[artifact].get(e.kind)
+        if reader is not None:
+            reader(e)
+
+
+def set_logs(**artifacts: bool) -> None:
+    """Turn artifact logs on or off, as ``torch._logging.set_logs(graph_breaks=True, ...)``.
+
+    Names: ``graph_breaks``, ``recompiles``, ``guards``, ``graph_code``, ``aot_graphs``,
+    ``dynamic``. Each call sets every artifact anew (torch's does too: what it does not
+    name is off). Lines go to stderr through the loggers ``get_artifact_logger`` names.
+    """
+    global _handler
+    unknown = sorted(set(artifacts) - set(ARTIFACTS))
+    if unknown:
+        raise ValueError(f"unknown log artifact(s) {unknown}; known: {sorted(ARTIFACTS)} (torch's names)")
+    for name in ARTIFACTS:
+        logger = get_artifact_logger(name)
+        on = bool(artifacts.get(name, False))
+        logger.setLevel(_LEVEL.get(name, logging.DEBUG) if on else logging.NOTSET)
+        logger.propagate = on
+    _enabled.clear()
+    _enabled.update(n for n, on in artifacts.items() if on)
+    root = logging.getLogger("minidynamo")
+    if _enabled and _handler is None:
+        _handler = logging.StreamHandler(sys.stderr)
+        _handler.setFormatter(MinidynamoLogsFormatter())
+        root.addHandler(_handler)
+        root.propagate = False
+        events.listen(_on_event)
+    elif not _enabled and _handler is not None:
+        root.removeHandler(_handler)
+        _handler = None
+        events.unlisten(_on_event)
+    _ids.clear()
+    global _current
+    _current = None
+
+
+def _from_env() -> None:
+    """``MINIDYNAMO_LOGS="graph_breaks,recompiles"``, read at import (torch reads ``TORCH_LOGS`` so)."""
+    value = os.environ.get("MINIDYNAMO_LOGS", "").strip()
+    if value:
+        set_logs(**{name.strip(): True for name in value.split(",") if name.strip()})
