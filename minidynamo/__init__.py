@@ -18,7 +18,8 @@ Public API::
 
 from __future__ import annotations
 
-__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "mark_static", "mark_unbacked", "set_logs"]
+__all__ = ["compile", "config", "explain", "reset", "mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_unbacked",
+           "set_logs"]
 __version__ = "0.1.0"
 
 from minidynamo import config  # noqa: E402  (torch._dynamo.config's names: md.config.patch(...))
@@ -47,6 +48,13 @@ def compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None):
 def mark_dynamic(t, dim) -> None:
     """Trace dim ``dim`` of tensor ``t`` with a symbolic size from the first call (``torch._dynamo.mark_dynamic``)."""
     from minidynamo.symbolic.dynamic_shapes import mark_dynamic as _mark
+
+    _mark(t, dim)
+
+
+def maybe_mark_dynamic(t, dim) -> None:
+    """Trace dim ``dim`` of ``t`` with a symbol if it can be (``torch._dynamo.maybe_mark_dynamic``)."""
+    from minidynamo.symbolic.dynamic_shapes import maybe_mark_dynamic as _mark
 
     _mark(t, dim)
 

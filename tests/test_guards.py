@@ -86,7 +86,8 @@ def test_guards_are_readable_python_with_sources_and_reasons():
     assert "L['scale'] == 2.0" in exprs  # a closure value read by the trace
     assert "G['G_OFFSET'] == 1" in exprs  # a global read by the trace
     for guard in out.guards:  # the global state (grad mode, ...) is no value of the frame: no source
-        assert (guard.source is not None or guard.kind == "GLOBAL_STATE") and guard.why
+        assert (guard.source is not None or guard.kind in ("GLOBAL_STATE", "TORCH_FUNCTION_STATE", "DEFAULT_DEVICE")
+                ) and guard.why  # torch's GlobalStateSource guards
         compile(guard.expr, "<guard>", "eval")
 
 
@@ -213,7 +214,10 @@ def test_same_tensor_twice_recompiles_like_torch(real_dynamo):
     assert len(cf.cache.entries) == 2  # the second entry (one tensor, reached twice) is reused
 
 
-def test_no_aliasing_guard_checks_the_mutated_inputs_and_leaves_parameters_out():
+def test_no_aliasing_guard_checks_every_pair_and_leaves_parameters_out(real_dynamo):
+    """Torch guards aliasing between every pair of tensor sources but parameters (guards.py NO_TENSOR_ALIASING)."""
+    import torch._dynamo.testing
+
     lin = torch.nn.Linear(3, 3)
 
     def g(x, y, z):
@@ -221,9 +225,12 @@ def test_no_aliasing_guard_checks_the_mutated_inputs_and_leaves_parameters_out()
         return lin(x) + y + z
 
     cf = md.compile(g, backend="eager")
-    cf(torch.randn(3), torch.randn(3), torch.randn(3))
+    torch_backend = torch._dynamo.testing.CompileCounter()
+    tf = torch.compile(g, backend=torch_backend)
+    for fn in (cf, tf):
+        fn(torch.randn(3), torch.randn(3), torch.randn(3))
     guard = [gd for gd in cf.cache.entries[0].check.guards if gd.kind == "NO_TENSOR_ALIASING"]
-    assert len(guard) == 1 and guard[0].operands[0] == ("L['y']",)
+    assert len(guard) == 1 and sorted(guard[0].operands[0]) == ["L['x']", "L['y']", "L['z']"]
     assert sorted(guard[0].operands[1]) == ["L['x']", "L['y']", "L['z']"]  # lin's parameters left out
     for pair in [(0, 1), (1, 2)]:  # y passed again as x or as z: a miss, and eager's answer
         args = [torch.randn(3) for _ in range(3)]
@@ -232,21 +239,29 @@ def test_no_aliasing_guard_checks_the_mutated_inputs_and_leaves_parameters_out()
         ref[pair[0]] = ref[pair[1]]
         torch.testing.assert_close(cf(*args), g(*ref))
     x = torch.randn(3)
-    before = len(cf.cache.entries)
-    cf(x, torch.randn(3), x)  # x twice, but the graph writes only y: the entry holds
-    assert len(cf.cache.entries) == before
+    counts = []
+    for fn, count in ((cf, lambda: len(cf.cache.entries)), (tf, lambda: torch_backend.frame_count)):
+        before = count()
+        fn(x, torch.randn(3), x)  # x twice, though the graph writes only y: both recompile
+        counts.append(count() - before)
+    assert counts[0] == counts[1] == 1
 
 
-def test_a_graph_that_writes_no_input_has_no_aliasing_guard():
+def test_a_graph_that_writes_no_input_still_guards_aliasing(real_dynamo):
+    """``a is b`` was folded while tracing: ``g(z, z)`` after ``g(x, y)`` must not reuse the entry (issue 26)."""
+    import torch._dynamo.testing
+
     def g(a, b):
-        return a * 2 + b
+        return a + 100 if a is b else a + b
 
     cf = md.compile(g, backend="eager")
-    cf(torch.randn(3), torch.randn(3))
-    assert not [gd for gd in cf.cache.entries[0].check.guards if gd.kind == "NO_TENSOR_ALIASING"]
-    x = torch.randn(3)
-    torch.testing.assert_close(cf(x, x), g(x, x))
-    assert len(cf.cache.entries) == 1
+    torch_backend = torch._dynamo.testing.CompileCounter()
+    tf = torch.compile(g, backend=torch_backend)
+    x, y, z = torch.ones(2), torch.ones(2) * 2, torch.ones(2) * 3
+    for fn in (cf, tf):
+        torch.testing.assert_close(fn(x, y), g(x, y))
+        torch.testing.assert_close(fn(z, z), g(z, z))
+    assert len(cf.cache.entries) == torch_backend.frame_count == 2
 
 
 def test_overlapping_view_of_a_mutated_input(real_dynamo):

@@ -124,6 +124,40 @@ def sym_sqrt():
     return torch._sym_sqrt
 
 
+# The global state torch's GlobalStateGuard keeps and its torch-function-mode guards read
+# (torch/csrc/dynamo/guards.cpp GlobalStateGuard, torch/_dynamo/guards.py TORCH_FUNCTION_STATE /
+# DEFAULT_DEVICE): what our GLOBAL_STATE guards read (symbolic/guards.py).
+def cublas_reduced_precision() -> tuple:
+    """``torch._C``'s cuBLAS fp16 and bf16 reduced-precision-reduction settings, each (allow, allow_splitk)."""
+    return (torch._C._get_cublas_allow_fp16_reduced_precision_reduction(),
+            torch._C._get_cublas_allow_bf16_reduced_precision_reduction())
+
+
+def torch_function_state() -> tuple:
+    """(torch function on, all torch function off): ``DisableTorchFunction(Subclass)`` change these."""
+    return torch._C._is_torch_function_enabled(), torch._C._is_torch_function_all_disabled()
+
+
+len_torch_function_stack = torch._C._len_torch_function_stack  # how many TorchFunctionModes are pushed
+
+
+def torch_function_mode_types() -> tuple:
+    """The types of the TorchFunctionModes on the stack, bottom first (torch.overrides' mode stack)."""
+    return tuple(type(torch._C._get_function_stack_at(i)) for i in range(torch._C._len_torch_function_stack()))
+
+
+def default_device_module():
+    """``torch.utils._device``, whose ``CURRENT_DEVICE`` ``torch.set_default_device`` sets."""
+    import torch.utils._device
+
+    return torch.utils._device
+
+
+def default_device_constructors() -> set:
+    """The factory functions ``DeviceContext.__torch_function__`` gives the default device (torch.utils._device)."""
+    return default_device_module()._device_constructors()
+
+
 # --- fake tensors, chapter 06 ----------------------------------------------------------
 # minidynamo.fake runs ATen ops "inside the kernel": Python dispatch off, the Meta
 # key forced into the TLS include set, so a FakeTensor (whose backend keys claim

@@ -64,6 +64,13 @@ def dynamo_instruction_translator_base():
 # --- the symbolic interpreter (our Dynamo), chapters 03-05 -----------------------------
 
 
+def dynamo_global_state_fields() -> set:
+    """The fields of torch's ``GlobalStateGuard`` (torch/csrc/dynamo/guards.cpp), as its ``__getstate__`` lists them."""
+    import json
+
+    return set(json.loads(torch._C._dynamo.guards.GlobalStateGuard().__getstate__()))
+
+
 def dynamo_explain(fn, *args, **kwargs):
     """Oracle: torch._dynamo.explain(fn)(*args, **kwargs) -> its ExplainOutput.
 

@@ -154,7 +154,8 @@ class FakeTensorConverter:
         """
         from minidynamo.shapes.symbolic_shapes import contiguous_strides
 
-        sizes = mode.shape_env.symbolic_sizes(t, source, set(dynamic_dims))
+        sizes = mode.shape_env.symbolic_sizes(t, source, dynamic_dims if isinstance(dynamic_dims, dict)
+                                              else set(dynamic_dims))
         with DisableTorchDispatch(), torch.no_grad(), torch.inference_mode(False):
             elem = torch.empty_strided(sizes, contiguous_strides(sizes), dtype=t.dtype, device="meta")
         fake = FakeTensor(mode, elem, device, requires_grad=t.requires_grad)

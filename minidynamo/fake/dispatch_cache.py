@@ -46,7 +46,7 @@ Note [Views are not cached]
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -238,14 +238,19 @@ def _same(a: Any, b: Any, flat_in: list[torch.Tensor]) -> bool:
 
 
 def cached_dispatch(mode, func, args: tuple, kwargs: dict, flat_in: list[torch.Tensor],
-                    run: Callable[[], Any]) -> Any:
-    """``run()`` (the kernel and the wrapping of its outputs), or its outputs rebuilt from the cache."""
+                    run: Callable[[], Any], out_device: Optional[torch.device] = None) -> Any:
+    """``run()`` (the kernel and the wrapping of its outputs), or its outputs rebuilt from the cache.
+
+    ``out_device`` is the device the outputs claim: part of the key, since a factory's
+    ``device=`` reaches here rewritten to ``meta`` (``torch.ones(2)`` and
+    ``torch.ones(2, device='meta')`` run the same kernel and claim different devices).
+    """
     reason = _op_reason(func)
     if reason is not None or mode.shape_env is not None or not type(mode).cache_enabled:
         _stats.bypass(reason or "symbolic shapes or cache off")
         return run()
     try:
-        key = cache_key(func, args, kwargs)
+        key = (cache_key(func, args, kwargs), out_device)
     except _Bypass as e:
         _stats.bypass(str(e))
         return run()

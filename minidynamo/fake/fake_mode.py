@@ -196,7 +196,8 @@ class FakeTensorMode(TorchDispatchMode):
 
         # 4. Run the Meta kernel on the fakes themselves, 5. wrap its outputs; or rebuild
         # them from the dispatch cache (Note [The dispatch cache], dispatch_cache.py).
-        out = cached_dispatch(self, func, args, kwargs, flat_in, lambda: self._run_kernel(func, args, kwargs, out_device))
+        out = cached_dispatch(self, func, args, kwargs, flat_in, lambda: self._run_kernel(func, args, kwargs, out_device),
+                              out_device)
         if events.is_recording() and not self._quiet_depth:
             self._emit(func, flat_in, out)
         return out

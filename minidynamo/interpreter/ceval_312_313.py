@@ -36,7 +36,10 @@ class NewOpcodes:
         self.push(self.load_fast(inst.argval))
 
     def byte_LOAD_FAST_AND_CLEAR(self, inst: Instruction) -> None:  # 3.12: an inlined comprehension saves x
-        self.push(self.frame.locals.pop(inst.argval, NULL))
+        # Note [A comprehension's variable may be a cell]: the slot holds a cell when the outer
+        # function's closures capture the name; the comprehension saves that cell, not its contents.
+        name = inst.argval
+        self.push(self.frame.cells.pop(name) if name in self.frame.cells else self.frame.locals.pop(name, NULL))
 
     def byte_LOAD_FAST_LOAD_FAST(self, inst: Instruction) -> None:  # 3.13 superinstructions: argval is 2 names
         first, second = inst.argval

@@ -52,9 +52,25 @@ class NameOpcodes:
         except KeyError:
             raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value") from None
 
+    # Note [A comprehension's variable may be a cell]
+    #     CPython keeps a local and a cell variable in one slot (``localsplus``): the slot of
+    #     a cell variable holds the cell. A 3.12+ inlined comprehension (PEP 709) saves the
+    #     slot of its loop variable with LOAD_FAST_AND_CLEAR, makes a fresh cell with
+    #     MAKE_CELL if its own lambdas close over it, and restores the slot with STORE_FAST
+    #     afterwards; a comprehension whose variable is a cell of the outer function but not
+    #     of its own stores plain values into that slot. Ours keeps cells and plain values in
+    #     two dicts, so a name is in at most one: LOAD_FAST_AND_CLEAR takes it from either,
+    #     and STORE_FAST of a cell variable's saved cell puts it back among the cells
+    #     (``[lambda i=i: i for i in range(3)]`` after ``[lambda: i for i in range(3)]``).
     def store_fast(self, name: str, value: Any) -> None:
+        cells = self.frame.cells
+        if name in cells:  # the slot held a cell: a plain value (or NULL) replaces it
+            del cells[name]
         if value is NULL:  # 3.12: restoring a comprehension's variable that was unbound (LOAD_FAST_AND_CLEAR)
             self.frame.locals.pop(name, None)
+        elif type(value) is types.CellType and name in self.frame.code.co_cellvars:  # the saved slot restored
+            self.frame.locals.pop(name, None)
+            cells[name] = value
         else:
             self.frame.locals[name] = value
 

@@ -47,13 +47,17 @@ Note [0/1 specialization]
     which size and why.
 
 Note [Duck sizing]
-    Two input sizes that are equal when the trace starts get the same symbol
+    Under ``dynamic=True`` (torch: ``assume_static_by_default=False``, dims
+    ``DimDynamic.DUCK``), two input sizes that are equal when the trace starts get the same symbol
     (torch's ``duck_shape``): ``x + y`` with ``x: [5]`` and ``y: [5]`` needs no
     broadcast decision then, and the guard ``L['y'].size()[0] == L['x'].size()[0]``
     records the assumption. Sizes that are different get different symbols; if the
     trace then needs them equal (a broadcast of ``s0`` against ``s1``), the decision
     ``Eq(s0, s1)`` is a guard and ``s1`` is *replaced* by ``s0`` from then on, so
-    later expressions are simplified (``replacements``).
+    later expressions are simplified (``replacements``). A dim made dynamic by
+    automatic dynamic or ``mark_dynamic`` is ``DimDynamic.DYNAMIC``: a symbol of its
+    own even when its size equals another's (torch/_dynamo/variables/builder.py,
+    ``_automatic_dynamic``), so ``cat([x, y])`` seen with (6, 6) serves (6, 7) too.
 """
 
 from __future__ import annotations
@@ -217,14 +221,18 @@ class ShapeEnv:
         return {s: tuple(r) for s, r in self.var_to_range.items()}
 
     # -- symbols ---------------------------------------------------------------------------
-    def create_symbol(self, val: int, source: str) -> "sympy.Symbol | int":
-        """The symbol for the size ``val`` read at ``source`` (or ``val`` itself for 0 and 1)."""
+    def create_symbol(self, val: int, source: str, duck: bool = True) -> "sympy.Symbol | int":
+        """The symbol for the size ``val`` read at ``source`` (or ``val`` itself for 0 and 1).
+
+        ``duck``: torch's ``DimDynamic.DUCK`` (share the symbol of an equal size made DUCK
+        before); False is ``DimDynamic.DYNAMIC``, a symbol of its own (Note [Duck sizing]).
+        """
         if val in (0, 1):
             self.specializations.append(Specialization(source, val, f"size {val} is specialized (0/1 "
                                                                     "specialization: broadcasting and emptiness "
                                                                     "depend on it)"))
             return val
-        if self.duck_shape and val in self.val_to_var:
+        if duck and self.duck_shape and val in self.val_to_var:
             sym = self.val_to_var[val]
             self.var_to_sources[sym].append(source)
             self.duck_guards.append((source, self.var_to_sources[sym][0]))
@@ -232,7 +240,8 @@ class ShapeEnv:
         sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True, positive=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
-        self.val_to_var.setdefault(val, sym)
+        if duck:
+            self.val_to_var.setdefault(val, sym)
         events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
         return sym
 
@@ -441,8 +450,9 @@ class ShapeEnv:
         for i, s in enumerate(t.shape):
             if i in dynamic_dims and f"{source}.size()[{i}]" in self.unbacked_inputs:  # md.mark_unbacked
                 sizes.append(self.create_unbacked_symint(f"md.mark_unbacked: {source}.size()[{i}]", 0))
-            elif i in dynamic_dims:
-                sym = self.create_symbol(int(s), f"{source}.size()[{i}]")
+            elif i in dynamic_dims:  # a dict says per dim whether it is DUCK (True) or DYNAMIC (False)
+                duck = dynamic_dims.get(i, True) if isinstance(dynamic_dims, dict) else True
+                sym = self.create_symbol(int(s), f"{source}.size()[{i}]", duck=duck)
                 sizes.append(self.create_symint(sym, int(s)))
             else:
                 sizes.append(int(s))

@@ -32,13 +32,14 @@ from minidynamo import events
 
 from .source import AttrSource, SizeSource, Source
 
-__all__ = ["mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
+__all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
            "install_shape_guards", "automatic_dynamic_changes",
            "int_input"]
 
 _TRACED_DYNAMIC, _STATIC_NOW = "___traced_dynamic", "___static"  # frame_state flags, not sources
 _DYNAMIC = "_minidynamo_dynamic_dims"
 _STATIC = "_minidynamo_static_dims"
+_MAYBE_DYNAMIC = "_minidynamo_maybe_dynamic_dims"
 _UNBACKED = "_minidynamo_unbacked_dims"
 
 
@@ -51,6 +52,18 @@ def mark_dynamic(t: torch.Tensor, dim) -> None:
     marked = set(getattr(t, _DYNAMIC, set()))
     marked.update(d % t.dim() for d in dims)
     setattr(t, _DYNAMIC, marked)
+
+
+def maybe_mark_dynamic(t: torch.Tensor, dim) -> None:
+    """As ``mark_dynamic``, but a trace that specializes the dim is no error (torch's maybe_mark_dynamic).
+
+    Ours never raises for a specialized marked dim (torch's ``mark_dynamic`` does, with a
+    ConstraintViolationError), so the two differ only in that.
+    """
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    marked = set(getattr(t, _MAYBE_DYNAMIC, set()))
+    marked.update(d % t.dim() for d in dims if -t.dim() <= d < t.dim())
+    setattr(t, _MAYBE_DYNAMIC, marked)
 
 
 def mark_unbacked(t: torch.Tensor, dim) -> None:
@@ -79,18 +92,42 @@ def mark_static(t: torch.Tensor, dim=None) -> None:
 
 
 def _static_by_rule(source: Source, value: torch.Tensor) -> bool:
-    """Parameters and module attributes stay static (Note [Automatic dynamic])."""
+    """Parameters (``force_parameter_static_shapes``) and module attributes stay static (Note [Automatic dynamic])."""
+    from minidynamo import config
+
     if isinstance(value, torch.nn.Parameter):
-        return True
+        return config.force_parameter_static_shapes
     return isinstance(source, AttrSource) or any(isinstance(s, AttrSource) for s in source.bases())
 
 
-def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
-    """The dims of input ``value`` that get symbols in this trace (Note [Automatic dynamic])."""
-    from minidynamo.fake.converter import can_be_dynamic
+def effective_dynamic(output) -> tuple[bool, bool]:
+    """(every dim DUCK from the first trace, automatic dynamic on): ``dynamic=`` over ``minidynamo.config``.
+
+    As ``torch.compile(dynamic=...)`` patches torch._dynamo.config: True sets
+    ``assume_static_by_default=False``, False turns ``automatic_dynamic_shapes`` off
+    and keeps every size static; None reads the config.
+    """
+    from minidynamo import config
 
     mode = getattr(output, "dynamic", None)
-    if mode is False or output.frame_state.get(_STATIC_NOW) or value.dim() == 0 or _static_by_rule(source, value):
+    if mode is False:
+        return False, False
+    return mode is True or not config.assume_static_by_default, config.automatic_dynamic_shapes
+
+
+def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
+    """The dims of input ``value`` that get symbols in this trace (Note [Automatic dynamic]).
+
+    Each dim's kind is torch's (``_automatic_dynamic``, torch/_dynamo/variables/builder.py):
+    DYNAMIC (a symbol of its own) when its size changed since the last trace or it was
+    marked dynamic; else DUCK when every size starts dynamic (``dynamic=True``); else STATIC.
+    The kinds are kept in ``output.dim_kinds`` for ``convert_input``.
+    """
+    from minidynamo.fake.converter import can_be_dynamic
+
+    all_dynamic, automatic = effective_dynamic(output)
+    if getattr(output, "dynamic", None) is False or output.frame_state.get(_STATIC_NOW) or value.dim() == 0 \
+            or _static_by_rule(source, value):
         return ()
     name = source.name()
     shape = tuple(int(s) for s in value.shape)
@@ -100,9 +137,17 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     else:
         state = [None if old is None or old != new else old for old, new in zip(state, shape)]
     output.frame_state[name] = state
-    marked = getattr(value, _DYNAMIC, set())
+    marked = getattr(value, _DYNAMIC, set()) | getattr(value, _MAYBE_DYNAMIC, set())
     static = getattr(value, _STATIC, set())
-    wanted = [i for i in range(len(shape)) if (mode is True or state[i] is None or i in marked) and i not in static]
+    kinds = {}
+    for i in range(len(shape)):
+        if i in static:
+            continue
+        if i in marked or (automatic and state[i] is None):
+            kinds[i] = "DYNAMIC"
+        elif all_dynamic:
+            kinds[i] = "DUCK"
+    wanted = list(kinds)
     if not wanted:
         return ()
     env = shape_env_of(output)
@@ -118,6 +163,9 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
                                              "(0/1 specialization: broadcasting and emptiness depend on it)"))
         else:
             dims.append(i)
+    if not hasattr(output, "dim_kinds"):
+        output.dim_kinds = {}
+    output.dim_kinds.update({(name, i): kinds[i] for i in dims})
     return tuple(dims)
 
 
@@ -143,7 +191,9 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     output.fake_mode.shape_env = env
     output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
     env.unbacked_inputs.update(f"{source.name()}.size()[{i}]" for i in getattr(value, _UNBACKED, ()))
-    fake = output.fake_mode.from_tensor(value, dynamic_dims=dynamic_dims, source=source.name())
+    kinds = getattr(output, "dim_kinds", {})
+    duck = {i: kinds.get((source.name(), i), "DUCK") == "DUCK" for i in dynamic_dims}  # Note [Duck sizing]
+    fake = output.fake_mode.from_tensor(value, dynamic_dims=duck, source=source.name())
     for i in dynamic_dims:
         size = fake.shape[i]
         if not isinstance(size, torch.SymInt):
@@ -193,17 +243,21 @@ def int_input(tx, source: Source, value: int):
     never. An int where a tensor was (or the reverse) counts as a change. Returns
     the ``SymNodeVariable``, or None to keep the int a constant.
     """
+    from minidynamo import config
+
     output = tx.output
     mode = getattr(output, "dynamic", None)
-    if mode is False or output.frame_state.get(_STATIC_NOW) or _int_static_by_rule(output, source):
+    if mode is False or config.specialize_int or output.frame_state.get(_STATIC_NOW) \
+            or _int_static_by_rule(output, source):
         return None
+    all_dynamic, automatic = effective_dynamic(output)
     name = source.name()
     ints = output.frame_state.setdefault(_INTS, {})
     if name not in ints:
         ints[name] = None if name in output.frame_state else value  # a tensor was here before: changed
     elif ints[name] is not None and ints[name] != value:
         ints[name] = None
-    if mode is not True and ints[name] is not None:
+    if not all_dynamic and (ints[name] is not None or not automatic):
         return None
     from .variables.sym_node import SymNodeVariable
 
@@ -250,8 +304,9 @@ def size_variable(tx, tensor_var, value: Any, how: tuple):
             proxy.node.meta["example_value"] = v
         return SymNodeVariable(proxy, v)
 
-    if isinstance(value, (tuple, list)):  # x.size() / x.shape / x.stride()
-        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)])
+    if isinstance(value, (tuple, list)):  # x.size() / x.shape (a torch.Size, as eager's) / x.stride() (a tuple)
+        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)],
+                             tuple_cls=torch.Size if isinstance(value, torch.Size) else tuple)
     return one(value, name, args)
 
 

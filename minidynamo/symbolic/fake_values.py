@@ -15,6 +15,8 @@ Note [One door to the fake mode]
 
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any, Callable
 
 import torch
@@ -59,7 +61,10 @@ def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str, dyn
     from minidynamo.shapes.symbolic_shapes import GuardOnDataDependentSymNode
 
     try:
-        with mode:
+        # with symbols, as torch's get_fake_value: the Python dispatcher routes CompositeImplicit ops
+        # (F.interpolate's upsample_nearest1d.vec) to their Python decompositions, which take SymInts
+        with mode, (mode._symbolic_kernels() if getattr(mode, "shape_env", None) is not None
+                    else contextlib.nullcontext()):
             return fn(*args, **kwargs)
     except _data_dependent_errors() as e:
         if dynamic_output is not None:  # capture_dynamic_output_shape_ops: an unbacked size (unbacked.py)

@@ -51,31 +51,33 @@ def _no_aliasing_guard(guard_set: GuardSet) -> Optional[Guard]:
         recompiles, and the new trace sees one tensor reached twice. Like torch
         (``skip_no_tensor_aliasing_guards_on_parameters``), parameters are left out.
 
-        Only a write can make the difference: a graph that mutates no input
-        computes the same values whether or not two inputs are one tensor. So
-        ours checks just the inputs the trace wrote to (their fake tensor's
-        version counter moved), each against every other tensor input, as
-        identity tests: with 3 mutated inputs out of 200 that is 600 of them,
-        cheaper than building a set of 200 ids. Where the C++ extension is
-        built they run in one call, ``___no_aliasing(3, ___s1, ..., ___s200)``
-        (the written ones first; ~12 us as unrolled ``is`` bytecode, under 1 us
-        in C), or inside the one ``ItemsMatch`` call when all of them are items of
-        one tuple (Note [A sequence of tensors is one C++ call]); elsewhere as unrolled ``is`` tests. When the
-        mutated inputs are not known, every pair is checked, as torch does.
+        A write is not the only way the difference shows: ``a is b`` (or
+        ``a.data_ptr() == b.data_ptr()``) read while tracing was folded to a
+        constant, so ``def g(a, b): return a + 100 if a is b else a + b`` traced
+        with two tensors must not serve ``g(z, z)``. So, as torch
+        (``install_no_tensor_aliasing_guard`` in torch/_dynamo/guards.py, over
+        every tensor source but parameters), every pair of tensor inputs is
+        checked, whether or not the graph writes to one. Where the C++ extension
+        is built that is one call, ``___no_aliasing(200, ___s1, ..., ___s200)``
+        (pairs while few, a sorted copy of the pointers when many, as torch's
+        C++ uses a set), or part of the one ``ItemsMatch`` call when all of them
+        are items of one tuple (Note [A sequence of tensors is one C++ call]);
+        elsewhere unrolled ``is`` tests for a few, a set of ids for many.
     """
     sources = [n for n in guard_set.tensor_names if n not in guard_set.duplicate_sources]
-    mutated = guard_set.mutated_sources
-    written = sources if mutated is None else [n for n in sources if n in mutated]
-    if len(sources) < 2 or not written:
+    written = sources
+    if len(sources) < 2:
         return None
     expr = f"___check_not_aliased(({', '.join(written)},), ({', '.join(sources)},))"
-    why = "the graph takes these tensors as distinct inputs; the graph writes to " + ", ".join(written)
+    why = "the graph takes these tensors as distinct inputs (torch's NO_TENSOR_ALIASING)"
     return Guard(None, "NO_TENSOR_ALIASING", expr, why, operands=(tuple(written), tuple(sources)))
 
 
 def _unrolled_not_aliased(guard: Guard, bound: dict[str, str]) -> str:
     """``___s1 is ___s2 or ___s1 is ___s3 ...``: true when some mutated input is another input."""
     written, sources = guard.operands
+    if len(written) == len(sources) and len(sources) > 6:  # every pair of many: a set of ids
+        return f"len({{{', '.join(f'id({bound.get(n, n)})' for n in sources)}}}) != {len(sources)}"
     tests, done = [], set()
     for w in written:
         done.add(w)
@@ -153,7 +155,8 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
             " and ".join(f"({_hoist_torch_constants(g.expr, scope)})" for g in global_state)
         lines += [f"    if not ({tests}):", "        return False"]
     for g in guards:  # a flag read as a constant (allow_tf32), warning_once's cache, a class attribute inlined
-        if g.source is None and g.kind in ("BACKEND_FLAG", "LRU_CACHE", "CLASS_ATTRIBUTE"):
+        if g.source is None and g.kind in ("BACKEND_FLAG", "LRU_CACHE", "CLASS_ATTRIBUTE", "TORCH_FUNCTION_STATE",
+                                           "DEFAULT_DEVICE"):
             test = _class_attribute_test(g.expr, scope) if g.kind == "CLASS_ATTRIBUTE" else None
             lines += [f"    if not ({test or _hoist_torch_constants(g.expr, scope)}):", "        return False"]
     bound: dict[str, str] = {}  # source name -> the local holding it

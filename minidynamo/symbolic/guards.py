@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 import torch
 
+from minidynamo import _torch_private as _private
 from minidynamo import events
 
 from . import tensor_match
@@ -74,6 +75,8 @@ def _is_literal(value: Any) -> bool:
 
 def check_not_aliased(mutated: tuple, tensors: tuple) -> bool:
     """True when each mutated tensor is passed once among ``tensors`` (which include it)."""
+    if len(mutated) == len(tensors):  # every pair (Note [Distinct tensors stay distinct], guard_codegen.py)
+        return len({id(t) for t in tensors}) == len(tensors)
     return all(sum(t is m for t in tensors) == 1 for m in mutated)
 
 
@@ -91,6 +94,17 @@ def deterministic_algorithms() -> tuple:
     return torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
 
 
+# Note [The torch function mode stack is guarded]
+#     ``torch.set_default_device('meta')`` pushes a ``DeviceContext`` (a TorchFunctionMode)
+#     that makes ``torch.ones(3)`` a meta tensor; ``torch.set_default_device('cpu')`` later
+#     keeps the mode and changes ``torch.utils._device.CURRENT_DEVICE``. A graph traced
+#     without the mode has the CPU baked into its factory calls. So, as torch's
+#     ``OutputGraph.init_ambient_guards`` (torch/_dynamo/output_graph.py) installs
+#     TORCH_FUNCTION_STATE (the stack's mode types, ``make_torch_function_mode_stack_guard``
+#     in torch/_dynamo/guards.py) and DEFAULT_DEVICE (``CURRENT_DEVICE``) on every entry,
+#     every entry of ours keeps both; with no mode pushed the first is one C call,
+#     ``___len_torch_function_stack() == 0``.
+
 # Note [Global state is one guard]
 #     A trace depends on state that is in no argument: grad mode decides whether
 #     the graph records autograd (AOTAutograd builds a training or an inference
@@ -99,7 +113,9 @@ def deterministic_algorithms() -> tuple:
 #     kernels run; and ``torch.is_grad_enabled()`` or ``torch.get_default_dtype()``
 #     read while tracing are folded into the trace as constants. So every entry
 #     keeps the state it was traced under, as torch's ``GlobalStateGuard``
-#     (torch/csrc/dynamo/guards.cpp) does: five readable GLOBAL_STATE guards
+#     (torch/csrc/dynamo/guards.cpp) does, with its fields (cuBLAS TF32 and
+#     reduced-precision reductions, the thread count, torch function on or off,
+#     the autocast cache, besides the five here): readable GLOBAL_STATE guards
 #     (``torch.is_grad_enabled() is True``, ...), the ones you read and the ones
 #     ``first_failure`` evaluates to name what changed. On the hot path they are
 #     one C++ call, ``___global_state()``, a ``GlobalState`` made at compile time
@@ -112,12 +128,24 @@ _GLOBAL_STATE_WHY = {
     "autocast": "autocast when traced: the device types it is on for, with their dtype",
     "dtype": "the default dtype when traced (torch.ones(3) makes this dtype)",
     "deterministic": "torch.use_deterministic_algorithms(on, warn_only) when traced",
+    "tf32": "torch.backends.cuda.matmul.allow_tf32 when traced (which cuBLAS matmul kernels run)",
+    "reduced_precision": "cuBLAS fp16/bf16 reduced-precision reductions (allow, allow_splitk) when traced",
+    "num_threads": "torch.get_num_threads() when traced",
+    "torch_function": "torch function on / all off when traced (DisableTorchFunction(Subclass) change them)",
+    "autocast_cache": "the autocast weight cache when traced",
 }
+_TORCH_FUNCTION_WHY = ("the TorchFunctionMode stack when traced, by type (torch.set_default_device pushes a "
+                       "DeviceContext): torch's TORCH_FUNCTION_STATE guard")
+_DEFAULT_DEVICE_WHY = "the default device when traced (torch.set_default_device): torch's DEFAULT_DEVICE guard"
 
 # Names a guard expression may use besides L and G; objects matched by identity are
 # added per guard set as ___obj<N>.
 _BASE_SCOPE = {"torch": torch, "sys": sys, "___check_not_aliased": check_not_aliased, "___autocast_state": autocast_state,
-               "___deterministic_algorithms": deterministic_algorithms}
+               "___deterministic_algorithms": deterministic_algorithms,
+               "___cublas_reduced_precision": _private.cublas_reduced_precision,
+               "___torch_function_state": _private.torch_function_state,
+               "___len_torch_function_stack": _private.len_torch_function_stack,
+               "___torch_function_mode_types": _private.torch_function_mode_types}
 
 
 def _guard_event_details(source, kind: str, expr: str, why: str) -> dict[str, Any]:
@@ -190,8 +218,37 @@ class GuardSet:
                  "torch.get_default_dtype()")
         self.add(None, "GLOBAL_STATE", f"___deterministic_algorithms() == {deterministic_algorithms()!r}",
                  _GLOBAL_STATE_WHY["deterministic"], "___deterministic_algorithms()")
+        # the rest of torch's GlobalStateGuard (torch/csrc/dynamo/guards.cpp): GlobalStateGuard().__getstate__() lists them
+        self.add(None, "GLOBAL_STATE", f"torch.backends.cuda.matmul.allow_tf32 is {torch.backends.cuda.matmul.allow_tf32}",
+                 _GLOBAL_STATE_WHY["tf32"], "torch.backends.cuda.matmul.allow_tf32")
+        self.add(None, "GLOBAL_STATE", f"___cublas_reduced_precision() == {_private.cublas_reduced_precision()!r}",
+                 _GLOBAL_STATE_WHY["reduced_precision"], "___cublas_reduced_precision()")
+        self.add(None, "GLOBAL_STATE", f"torch.get_num_threads() == {torch.get_num_threads()}",
+                 _GLOBAL_STATE_WHY["num_threads"], "torch.get_num_threads()")
+        self.add(None, "GLOBAL_STATE", f"___torch_function_state() == {_private.torch_function_state()!r}",
+                 _GLOBAL_STATE_WHY["torch_function"], "___torch_function_state()")
+        self.add(None, "GLOBAL_STATE", f"torch.is_autocast_cache_enabled() is {torch.is_autocast_cache_enabled()}",
+                 _GLOBAL_STATE_WHY["autocast_cache"], "torch.is_autocast_cache_enabled()")
+        self.TORCH_FUNCTION_STATE()
         kind = tensor_match.global_state()
         self.global_state = kind() if kind is not None else None
+
+    def TORCH_FUNCTION_STATE(self) -> None:
+        """The TorchFunctionMode stack by type, and the default device (Note [The torch function mode stack is guarded])."""
+        types = _private.torch_function_mode_types()
+        if not types:
+            self.add(None, "TORCH_FUNCTION_STATE", "___len_torch_function_stack() == 0", _TORCH_FUNCTION_WHY,
+                     "___torch_function_mode_types()")
+        else:
+            names = ", ".join(self.name_for(t, t.__name__) for t in types)
+            self.add(None, "TORCH_FUNCTION_STATE", f"___torch_function_mode_types() == ({names},)", _TORCH_FUNCTION_WHY,
+                     "___torch_function_mode_types()")
+        device_module = _private.default_device_module()
+        self.scope["___utils_device"] = device_module
+        current = device_module.CURRENT_DEVICE
+        test = "___utils_device.CURRENT_DEVICE is None" if current is None else \
+            f"___utils_device.CURRENT_DEVICE == {self.name_for_constant(torch.device(current))}"
+        self.add(None, "DEFAULT_DEVICE", test, _DEFAULT_DEVICE_WHY, "___utils_device.CURRENT_DEVICE")
 
     def TYPE_MATCH(self, source: Source, value: Any, why: str) -> None:
         t = type(value)

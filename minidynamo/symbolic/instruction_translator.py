@@ -15,7 +15,7 @@ import torch
 
 from minidynamo.bytecode import find_exception_handler
 
-from .exc import EagerFallback, RestartAnalysis, Unsupported
+from .exc import EagerFallback, RestartAnalysis, Unsupported, unimplemented
 from .resume_execution import vm_can_run
 from .translator_base import JUMP_OPCODES, InstructionTranslatorBase, _exception_table, explain_unsupported
 from .variables.ctx_manager import WithExitVariable
@@ -41,6 +41,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.entry_grad_mode = torch.is_grad_enabled()
         self.visits: dict[int, int] = {}
         self.checkpoint = None  # (offset, visit) of the last instruction met with an empty stack
+        self.requires_grad_calls: list = []  # (node, offset of the root CALL, explanation): requires_grad_() on an intermediate
+        self.output.root_tx = self
 
     def step(self) -> None:
         inst = self.instructions[self.ip]
@@ -104,7 +106,44 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def RETURN_VALUE(self, inst) -> None:
         self.result = ("return", self.pop())
+        self._check_requires_grad_leak(self.result[1])
         self.done = True
+
+    # Note [A requires_grad_() intermediate returned breaks]
+    #     ``y = x * 2; y.requires_grad_(); return y`` makes a leaf that requires grad
+    #     inside the function. Traced, the graph's output is an output of AOTAutograd's
+    #     compiled function, whose functionalization drops the requires_grad_(): the
+    #     caller's ``y.sum().backward()`` would raise. Torch 2.13 traces the call, and
+    #     when a tensor it tainted (it or one derived from it) that requires grad is among
+    #     the outputs, restarts with a graph break at the requires_grad_() call
+    #     (``OutputGraph.compile_and_call_fx_graph`` raising ``RequiresGradRestartAnalysis``,
+    #     ``TensorVariable.method_requires_grad_`` in torch/_dynamo/variables/tensor.py,
+    #     "requires_grad_() intermediate leaked as output"). Ours does the same at RETURN_VALUE.
+    def note_requires_grad_(self, *nodes) -> None:
+        """``requires_grad_()`` on an intermediate made these nodes: a break here if they are returned."""
+        try:
+            unimplemented("requires_grad_() intermediate leaked as output: an intermediate tensor with "
+                          "requires_grad_() called on it (or a tensor derived from it) is returned from the compiled region",
+                          "call .detach() before returning if you only need values, or move requires_grad_() "
+                          "outside the compiled function")
+        except Unsupported as e:
+            explanation = explain_unsupported(self, e)
+        self.requires_grad_calls += [(node, self.current_inst.offset, explanation) for node in nodes]
+
+    def _check_requires_grad_leak(self, value) -> None:
+        if not self.requires_grad_calls:
+            return
+        tainted = {node for node, _, _ in self.requires_grad_calls}
+        for node in self.output.graph.nodes:
+            if node not in tainted and any(i in tainted for i in node.all_input_nodes):
+                tainted.add(node)
+        for var in _tensor_leaves(value):
+            if var.proxy.node in tainted and getattr(var.example_value, "requires_grad", False):
+                _, offset, explanation = self.requires_grad_calls[0]
+                if self.output.fullgraph:
+                    unimplemented("returning intermediate with requires_grad_(): AOTAutograd's functionalization "
+                                  "drops the requires_grad_() effect on graph outputs", explanation.hint)
+                raise RestartAnalysis(offset, explanation)
 
     def CALL(self, inst) -> None:
         self._breakable_call(inst, super().CALL)
@@ -145,3 +184,15 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.check_can_break(e.explanation)
         self.result = ("jump", inst, value, jump_if, pop, e.explanation)
         self.done = True
+
+
+def _tensor_leaves(value) -> list:
+    """The TensorVariables in a returned value (a tensor, or tuples/lists/dicts of them)."""
+    if isinstance(value, TensorVariable):
+        return [value]
+    items = getattr(value, "items", None)
+    if isinstance(items, dict):
+        items = list(items.values())
+    if isinstance(items, (list, tuple)):
+        return [t for v in items for t in _tensor_leaves(v)]
+    return []

@@ -26,6 +26,8 @@ class Py312Py313Opcodes:
 
 
     def LOAD_FAST_AND_CLEAR(self, inst) -> None:  # 3.12: an inlined comprehension saves its variable
+        if inst.argval in self.cells:  # the slot holds a cell (Note [A comprehension's variable may be a cell], ceval_names.py)
+            return self.push(self.cells.pop(inst.argval))
         value = self.symbolic_locals.pop(inst.argval, None)
         self.push(NullVariable() if value is None else self.realize(value))
 

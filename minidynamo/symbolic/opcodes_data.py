@@ -78,6 +78,11 @@ class DataOpcodes:
         if isinstance(obj, TensorVariable):
             from .variables.builder import wrap_fx_proxy
 
+            if type(index).__name__ == "SymNodeVariable":
+                # x[x.size(0) - 1]: indexing calls the SymInt's __index__, which would fix the size;
+                # torch records torch.select(x, 0, i) instead (TensorVariable.method___getitem__)
+                self.push(wrap_fx_proxy(self, "call_function", torch.select, (obj.proxy, 0, index.as_proxy()), {}))
+                return
             self.push(wrap_fx_proxy(self, "call_function", operator.getitem, (obj.proxy, index.as_proxy()), {}))
         else:
             if isinstance(index, TensorVariable):

@@ -30,7 +30,9 @@
 // GlobalState is the same idea for the state every trace depends on (torch's
 // GlobalStateGuard in torch/csrc/dynamo/guards.cpp): made at compile time, it
 // keeps grad mode, inference mode, autocast (per device type: on or off, and
-// its dtype when on), the default dtype and the deterministic-algorithms flags;
+// its dtype when on), the default dtype, the deterministic-algorithms flags, cuBLAS
+// TF32 and fp16/bf16 reduced-precision reductions, the thread count, whether torch
+// function is on (DisableTorchFunction(Subclass)) and the autocast cache;
 // called with no argument it says whether they are all still the same. One
 // call replaces the GLOBAL_STATE guards of guards.py (Note [Global state is one
 // guard]), which test exactly these fields.
@@ -54,6 +56,8 @@
 #include <Python.h>
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
@@ -62,6 +66,7 @@
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <utility>
@@ -207,6 +212,11 @@ struct State {
   bool autocast[kNumAutocast];
   at::ScalarType autocast_dtype[kNumAutocast];  // compared only where autocast is on
   at::ScalarType default_dtype;
+  // the rest of torch's GlobalStateGuard (torch/csrc/dynamo/guards.cpp): cuBLAS TF32 and reduced-precision
+  // reductions, the intra-op thread count, torch function on / all off, the autocast weight cache
+  bool allow_tf32, torch_function, torch_function_all_disabled, autocast_cache;
+  uint8_t allow_fp16_reduce, allow_bf16_reduce;
+  int num_threads;
 
   static State now() {
     State s;
@@ -219,12 +229,23 @@ struct State {
       s.autocast_dtype[i] = s.autocast[i] ? at::autocast::get_autocast_dtype(kAutocastDevices[i]) : at::kFloat;
     }
     s.default_dtype = c10::get_default_dtype_as_scalartype();
+    auto& ctx = at::globalContext();
+    s.allow_tf32 = ctx.allowTF32CuBLAS();
+    s.allow_fp16_reduce = static_cast<uint8_t>(ctx.allowFP16ReductionCuBLAS());
+    s.allow_bf16_reduce = static_cast<uint8_t>(ctx.allowBF16ReductionCuBLAS());
+    s.num_threads = at::get_num_threads();
+    s.torch_function = at::impl::PythonTorchFunctionTLS::get_disabled_state() == at::impl::TorchFunctionDisabledState::ENABLED;
+    s.torch_function_all_disabled = at::impl::torch_function_all_disabled();
+    s.autocast_cache = at::autocast::is_autocast_cache_enabled();
     return s;
   }
 
   bool operator==(const State& o) const {
     if (grad_mode != o.grad_mode || inference_mode != o.inference_mode || deterministic != o.deterministic ||
-        deterministic_warn_only != o.deterministic_warn_only || default_dtype != o.default_dtype)
+        deterministic_warn_only != o.deterministic_warn_only || default_dtype != o.default_dtype ||
+        allow_tf32 != o.allow_tf32 || allow_fp16_reduce != o.allow_fp16_reduce ||
+        allow_bf16_reduce != o.allow_bf16_reduce || num_threads != o.num_threads || torch_function != o.torch_function ||
+        torch_function_all_disabled != o.torch_function_all_disabled || autocast_cache != o.autocast_cache)
       return false;
     for (int i = 0; i < kNumAutocast; ++i)
       if (autocast[i] != o.autocast[i] || (autocast[i] && autocast_dtype[i] != o.autocast_dtype[i])) return false;
@@ -414,6 +435,33 @@ PyTypeObject ModuleMatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // --- ItemsMatch ------------------------------------------------------------------
 
+// True when no object appears twice among objs: every pair compared while few, else one pass over
+// an open-addressing table of the pointers (NO_TENSOR_ALIASING over every tensor input, as torch's
+// check_no_aliasing, which uses a set): 200 inputs cost well under a microsecond.
+bool all_distinct(const std::vector<PyObject*>& objs) {
+  size_t n = objs.size();
+  if (n <= 16) {
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = i + 1; j < n; ++j)
+        if (objs[i] == objs[j]) return false;
+    return true;
+  }
+  size_t cap = 64;
+  while (cap < 2 * n) cap <<= 1;
+  thread_local std::vector<PyObject*> table;
+  table.assign(cap, nullptr);
+  for (PyObject* o : objs) {
+    uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(o) >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = static_cast<size_t>(h >> 32) & (cap - 1);
+    while (table[i] != nullptr) {
+      if (table[i] == o) return false;
+      i = (i + 1) & (cap - 1);
+    }
+    table[i] = o;
+  }
+  return true;
+}
+
 // ItemsMatch(indices, types, matchers, written, distinct)(seq) -> bool: the guards of
 // the tensor items of one tuple or list in one call (guards.py, Note [A sequence of
 // tensors is one C++ call]): for each k, type(seq[indices[k]]) is types[k] and
@@ -451,6 +499,16 @@ PyObject* items_match_call(PyObject* self_, PyObject* const* args, size_t nargsf
     if (i >= n || reinterpret_cast<PyObject*>(Py_TYPE(items[i])) != self->types[k]) Py_RETURN_FALSE;
     int ok = tensor_matches(self->matchers[k], items[i]);
     if (ok <= 0) return ok < 0 ? nullptr : (Py_INCREF(Py_False), Py_False);
+  }
+  if (!self->written.empty() && self->written.size() == self->distinct.size()) {  // every pair (the usual case)
+    std::vector<PyObject*> objs;
+    objs.reserve(self->distinct.size());
+    for (Py_ssize_t d : self->distinct) {
+      if (d >= n) Py_RETURN_FALSE;
+      objs.push_back(items[d]);
+    }
+    if (!all_distinct(objs)) Py_RETURN_FALSE;
+    Py_RETURN_TRUE;
   }
   for (Py_ssize_t w : self->written) {
     if (w >= n) Py_RETURN_FALSE;
@@ -541,6 +599,11 @@ PyObject* no_aliasing(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (written < 0 || written > nargs - 1) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "no_aliasing: n_written out of range");
     return nullptr;
+  }
+  if (written == nargs - 1) {  // every pair: sorted when many
+    std::vector<PyObject*> objs(args + 1, args + nargs);
+    if (!all_distinct(objs)) Py_RETURN_FALSE;
+    Py_RETURN_TRUE;
   }
   for (Py_ssize_t w = 1; w <= written; ++w)
     for (Py_ssize_t i = w + 1; i < nargs; ++i)

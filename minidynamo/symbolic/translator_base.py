@@ -219,7 +219,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
 
     def LOAD_FAST(self, inst) -> None:
         name = inst.argval
-        if inst.opname == "LOAD_FAST" and (name in self.code.co_cellvars or name in self.code.co_freevars):
+        if inst.opname == "LOAD_FAST" and (name in self.code.co_cellvars or name in self.code.co_freevars) and not (
+                name not in self.cells and name in self.code.co_cellvars and name in self.symbolic_locals):
             return self.LOAD_CLOSURE(inst)  # 3.13: LOAD_CLOSURE is LOAD_FAST of the cell's slot
         if name not in self.symbolic_locals:
             unimplemented(f"local variable {name!r} referenced before assignment (eager raises UnboundLocalError)",
@@ -230,11 +231,16 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         self.push(v)
 
     def STORE_FAST(self, inst) -> None:
-        value = self.pop()
+        value, name = self.pop(), inst.argval
+        self.cells.pop(name, None)  # a cell variable's slot: a plain value replaces the cell (ceval_names.py,
+        # Note [A comprehension's variable may be a cell]); a comprehension's saved cell is put back
         if isinstance(value, NullVariable):  # 3.12: an inlined comprehension restores an unbound variable
-            self.symbolic_locals.pop(inst.argval, None)
+            self.symbolic_locals.pop(name, None)
+        elif isinstance(value, CellVariable) and name in self.code.co_cellvars:
+            self.symbolic_locals.pop(name, None)
+            self.cells[name] = value
         else:
-            self.symbolic_locals[inst.argval] = value
+            self.symbolic_locals[name] = value
 
     def DELETE_FAST(self, inst) -> None:
         self.symbolic_locals.pop(inst.argval, None)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from .base import VariableTracker
@@ -98,6 +100,16 @@ class TupleVariable(BaseListVariable):
 
     def fields(self) -> tuple:
         return getattr(self.tuple_cls, "_fields", None) or getattr(self.tuple_cls, "__match_args__", ())
+
+    def as_python_constant(self) -> Any:
+        if self.tuple_cls is torch.Size:
+            return torch.Size(v.as_python_constant() for v in self.items)
+        return super().as_python_constant()
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        if self.tuple_cls is torch.Size and isinstance(_index(index), slice):  # x.shape[1:] is a torch.Size too
+            return TupleVariable(self.items[_index(index)], tuple_cls=torch.Size)
+        return super().getitem(tx, index)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in self.fields():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import inspect
 import logging
+import sys
 import types
 from typing import Any, Optional
 
@@ -176,6 +177,14 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
                                  "the trace inlined this method, looked up on the instance as Python does", n)
         return UserMethodVariable(cls_attr, obj_var, source=source)
     return None
+
+
+def _user_class(cls: Any) -> bool:
+    """A class defined by user code (not the stdlib's, torch's or a skip-listed package's)."""
+    from minidynamo.trace_rules import is_library_module
+
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    return isinstance(cls, type) and module is not None and not is_library_module(module)
 
 
 def guard_class_attribute(tx, cls: type, name: str, cls_attr: Any) -> None:
@@ -401,6 +410,12 @@ class UserDefinedClassVariable(VariableTracker):
             unimplemented(f"class {self.value.__name__} has no attribute {name!r}")
         if self.source is not None:
             return VariableBuilder(tx, AttrSource(self.source, name))(attr)
+        if not metaclass_slot and _user_class(self.value):
+            # Note [A class read through cls is guarded]: ``cls.K`` in a classmethod called
+            # as ``obj.f(x)`` reads ``type(obj).K``, a class with no source here; the value
+            # is folded into the trace, so ``M.K = 5`` later must recompile, as torch's
+            # guard on ``type(L['obj']).K`` makes it. A CLASS_ATTRIBUTE guard keeps it.
+            guard_class_attribute(tx, self.value, name, inspect.getattr_static(self.value, name, None))
         return wrap_sourceless(tx, attr)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:

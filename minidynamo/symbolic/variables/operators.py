@@ -80,6 +80,41 @@ _OUT_OF_PLACE = {getattr(operator, f"i{n.rstrip('_')}"): getattr(operator, n) fo
     "add", "and_", "floordiv", "lshift", "matmul", "mod", "mul", "or_", "pow", "rshift", "sub", "truediv", "xor")}
 
 
+class _Decided:
+    """A sequence item compared as Python would: ``==`` asks the tracker and makes the answer a bool."""
+
+    def __init__(self, tx, var: VariableTracker):
+        self.tx, self.var = tx, var
+
+    def _cmp(self, fn, other):
+        result = call_operator(self.tx, fn, [self.var, other.var])
+        return result.as_python_constant() if result.is_python_constant() else result.truth(self.tx)
+
+    def __eq__(self, other):
+        return self._cmp(operator.eq, other)
+
+    def __ne__(self, other):
+        return self._cmp(operator.ne, other)
+
+    def __lt__(self, other):
+        return self._cmp(operator.lt, other)
+
+    def __le__(self, other):
+        return self._cmp(operator.le, other)
+
+    def __gt__(self, other):
+        return self._cmp(operator.gt, other)
+
+    def __ge__(self, other):
+        return self._cmp(operator.ge, other)
+
+    __hash__ = None
+
+
+def _decided_items(tx, seq: VariableTracker) -> list:
+    return [_Decided(tx, v) for v in seq.items]
+
+
 def _is_none(v: VariableTracker) -> bool:
     return isinstance(v, ConstantVariable) and v.value is None
 
@@ -136,6 +171,12 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
     if (fn is operator.mul and len(args) == 2 and isinstance(args[1], (ListVariable, TupleVariable))
             and isinstance(a, ConstantVariable) and type(a.value) is int):
         return type(args[1])(args[1].items * a.value)  # `n * [x]`: the same items, repeated
+    if fn in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge) and len(args) == 2 \
+            and isinstance(a, (ListVariable, TupleVariable)) and isinstance(args[1], (ListVariable, TupleVariable)) \
+            and isinstance(a, ListVariable) == isinstance(args[1], ListVariable):
+        # ``x.shape == y.shape`` with symbolic sizes: as Python compares sequences, item by item, each
+        # ``==`` made a bool (a guard where it is symbolic), as torch's Dynamo does on SymInts
+        return wrap_constant_result(fn(_decided_items(tx, a), _decided_items(tx, args[1])))
     if fn in (operator.eq, operator.ne) and len(args) == 2:
         a, b = args
         if not isinstance(a, TensorVariable) and not isinstance(b, TensorVariable):

@@ -126,7 +126,14 @@ class TensorVariable(VariableTracker):
 
             return call_item(tx, self) if name == "item" else call_tolist(tx, self)
         if name == "requires_grad_" and self.source is None:
-            pass  # on an intermediate tensor it is an ordinary op in the graph
+            # on an intermediate tensor it is an ordinary op in the graph, unless what it
+            # taints is returned (Note [A requires_grad_() intermediate returned breaks], instruction_translator.py)
+            root = getattr(tx.output, "root_tx", None)
+            if root is not None and getattr(root, "current_inst", None) is not None:
+                result = wrap_fx_proxy(tx, "call_method", name, (self.proxy,) + tuple(a.as_proxy() for a in args),
+                                       {k: v.as_proxy() for k, v in kwargs.items()})
+                root.note_requires_grad_(self.proxy.node, result.proxy.node)
+                return result
         elif name in BREAK_METHODS:
             unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region",
                           gb_id=BREAK_METHOD_TYPES.get(name, gb.UNSUPPORTED_METHOD), context=f"{self}.{name}()")
@@ -162,6 +169,8 @@ class TensorVariable(VariableTracker):
         if name == "__getitem__" and len(args) == 1 and not kwargs:  # x.__getitem__(i), torch.Tensor.__getitem__(x, i)
             import operator
 
+            if type(args[0]).__name__ == "SymNodeVariable":  # as BINARY_SUBSCR: torch.select keeps it symbolic
+                return wrap_fx_proxy(tx, "call_function", torch.select, (self.proxy, 0, args[0].as_proxy()), {})
             return wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, args[0].as_proxy()), {})
         if not hasattr(torch.Tensor, name):
             unimplemented(f"Tensor has no method {name!r}", gb_id=gb.UNSUPPORTED_METHOD)

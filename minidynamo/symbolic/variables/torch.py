@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from minidynamo import _torch_private as _private
 from minidynamo._torch_private import TENSOR_BASE, TORCH_CHECK_FNS
 from minidynamo.trace_rules import is_library_module
 
@@ -87,6 +88,17 @@ BREAK = {
     torch.save: "torch.save does I/O",
     torch.load: "torch.load does I/O",
 }
+# Note [The RNG state is read and written eagerly]
+#     ``s = torch.get_rng_state(); a = torch.rand(3); torch.set_rng_state(s)`` reads and
+#     rewinds the generator between two draws. Torch 2.13 marks these functions skipped
+#     (``SkipFunctionVariable`` in ``manual_torch_name_rule_map``, torch/_dynamo/trace_rules.py):
+#     calling one is a graph break ("Attempted to call function marked as skipped"), so
+#     it runs eagerly between the graphs and the draws are eager's. Ours breaks the same.
+for _name in ("get_rng_state", "set_rng_state", "cuda.get_rng_state", "cuda.set_rng_state", "xpu.get_rng_state",
+              "xpu.set_rng_state", "random.get_rng_state", "random.set_rng_state"):
+    for _fn in _fns(_name):
+        BREAK[_fn] = (f"Attempted to call function marked as skipped: torch.{_name} reads or writes the global RNG "
+                      "state (torch/_dynamo/trace_rules.py marks it SkipFunctionVariable)")
 
 
 def _graph_break_fns() -> tuple:
@@ -161,6 +173,21 @@ class TorchInGraphFunctionVariable(VariableTracker):
             return wrap_constant_result(isinstance(args[0], TensorVariable))
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             unimplemented(f"constructing {fn.__name__} inside the compiled function")
+        if fn is torch.tensor and args and type(args[0]).__name__ == "SymNodeVariable" and len(args) == 1 \
+                and set(kwargs) <= {"dtype", "device"}:
+            # Note [torch.tensor of a symbolic size]: ``torch.tensor(x.size(0))`` keeps the size
+            # symbolic, as torch does by tracing ``torch._refs.tensor`` (handle_torch_tensor in
+            # torch/_dynamo/variables/torch.py); ours records the same 0-d tensor as
+            # ``torch.scalar_tensor(s0, dtype=torch.int64)`` (a SymFloat: the default dtype).
+            value = args[0].sym_num
+            dtype = torch.int64 if isinstance(value, torch.SymInt) else torch.get_default_dtype()
+            kwargs = {"dtype": ConstantVariable(dtype), **kwargs}
+            return TorchInGraphFunctionVariable(torch.scalar_tensor).call_function(tx, args, kwargs)
+        device = _default_device()
+        if device is not None and fn in _private.default_device_constructors() and (
+                "device" not in kwargs or (kwargs["device"].is_python_constant()
+                                           and kwargs["device"].as_python_constant() is None)):
+            kwargs = {**kwargs, "device": ConstantVariable(device)}  # Note [The default device is a mode's work]
         pargs = tuple(a.as_proxy() for a in args)
         pkw = {k: v.as_proxy() for k, v in kwargs.items()}
         result = wrap_fx_proxy(tx, "call_function", fn, pargs, pkw)
@@ -168,6 +195,21 @@ class TorchInGraphFunctionVariable(VariableTracker):
             unimplemented(f"torch.{name or fn}() returned a non-tensor ({result!r:.60}) that depends on state no "
                           "guard covers", "call it outside the compiled function and pass the value in")
         return result
+
+
+# Note [The default device is a mode's work]
+#     ``torch.set_default_device('meta')`` pushes a ``DeviceContext``, a TorchFunctionMode
+#     whose ``__torch_function__`` adds ``device=meta`` to every factory call that names
+#     no device (torch/utils/_device.py). Our trace computes fake values below that mode,
+#     so it does the mode's work itself: the graph's ``torch.ones(2)`` becomes
+#     ``torch.ones(2, device=device(type='meta'))``, as torch's Dynamo traces the mode.
+#     The entry's TORCH_FUNCTION_STATE and DEFAULT_DEVICE guards (guards.py) keep it to
+#     calls under the same default device.
+def _default_device():
+    """``torch.utils._device.CURRENT_DEVICE`` (a torch.device) while a default device is set, else None."""
+    module = sys.modules.get("torch.utils._device")
+    current = getattr(module, "CURRENT_DEVICE", None)
+    return None if current is None else torch.device(current)
 
 
 def _has_tensor(var: VariableTracker) -> bool:
