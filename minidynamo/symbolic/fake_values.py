@@ -16,6 +16,7 @@ Note [One door to the fake mode]
 from __future__ import annotations
 
 import contextlib
+import sys
 
 from typing import Any, Callable
 
@@ -52,14 +53,19 @@ def _unsupported_errors() -> tuple[type, ...]:
     return (NotImplementedError,) + ((fake.UnsupportedOperatorError,) if hasattr(fake, "UnsupportedOperatorError") else ())
 
 
+def _guard_on_data_dependent() -> tuple[type, ...]:
+    """Our ShapeEnv's GuardOnDataDependentSymNode, only once the ShapeEnv is loaded: without it no
+    unbacked symbol exists, and a static compile never imports sympy (tests/test_cold_start.py)."""
+    module = sys.modules.get("minidynamo.shapes.symbolic_shapes")
+    return (module.GuardOnDataDependentSymNode,) if module is not None else ()
+
+
 def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str, dynamic_output=None) -> Any:
     """Run ``fn(*args, **kwargs)`` on fake values (args already hold fake tensors).
 
     A data-dependent op (``.item()``, ``nonzero``) cannot be faked: that is a graph break.
     Any other failure is the user's own error (a shape mismatch), surfaced with the op.
     """
-    from minidynamo.shapes.symbolic_shapes import GuardOnDataDependentSymNode
-
     try:
         # with symbols, as torch's get_fake_value: the Python dispatcher routes CompositeImplicit ops
         # (F.interpolate's upsample_nearest1d.vec) to their Python decompositions, which take SymInts
@@ -74,7 +80,7 @@ def get_fake_value(mode, fn: Callable, args: tuple, kwargs: dict, what: str, dyn
         kind = gb.DYNAMIC_SHAPE_OPERATOR if getattr(e, "dynamic_shape", False) else gb.DATA_DEPENDENT_OPERATOR
         unimplemented(f"data-dependent operator {what}: its output depends on tensor values", "the output depends on "
                       "tensor values", gb_id=kind, context=f"{type(e).__name__}: {e}")
-    except GuardOnDataDependentSymNode as e:
+    except _guard_on_data_dependent() as e:
         unimplemented(f"data-dependent decision in {what}", "torch._check the value first",
                       gb_id=gb.DATA_DEPENDENT_BRANCH, context=f"{type(e).__name__}: {e}")
     except _unsupported_errors() as e:
