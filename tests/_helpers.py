@@ -66,3 +66,14 @@ class MulSavedInBackward(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         x.mul_(2)
         return g * x
+
+
+@contextlib.contextmanager
+def setting(get, set_, value):
+    """Set a global (``set_(value)``) for a ``with`` block, restoring ``get()``'s value after it."""
+    old = get()
+    set_(value)
+    try:
+        yield
+    finally:
+        set_(old)

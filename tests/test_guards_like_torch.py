@@ -21,6 +21,8 @@ import torch
 import minidynamo as md
 from minidynamo.interpreter import run as vm_run
 
+from _helpers import setting as _setting  # tests/ is on sys.path (no package)
+
 pytestmark = [pytest.mark.ch04]
 
 
@@ -145,14 +147,6 @@ def test_comprehension_cells_in_the_interpreter_and_compiled(fn):
 # --- global state: torch's GlobalStateGuard fields ---------------------------------------------
 
 
-@contextlib.contextmanager
-def _setting(get, set_, value):
-    old = get()
-    set_(value)
-    try:
-        yield
-    finally:
-        set_(old)
 
 
 _MATMUL = torch.backends.cuda.matmul

@@ -22,6 +22,7 @@ from minidynamo.symbolic.guards import GuardSet
 from minidynamo.symbolic.source import LocalSource
 
 from _global_state import default_dtype, deterministic  # tests/ is on sys.path (no package)
+from _helpers import setting as _set
 
 pytestmark = pytest.mark.ch04
 
@@ -321,14 +322,6 @@ def _state_changes() -> list:
     ]
 
 
-@contextlib.contextmanager
-def _set(get, set_, value):
-    old = get()
-    set_(value)
-    try:
-        yield
-    finally:
-        set_(old)
 
 
 def _flag(obj, name: str, value):
