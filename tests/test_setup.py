@@ -23,9 +23,15 @@ def _run(code: str) -> subprocess.CompletedProcess:
 
 
 def _torchvision_installed() -> bool:
-    import importlib.util
+    """Installed in the environment: asked of its metadata, not of sys.modules, where minidynamo.zoo's
+    stand-in for timm (Note [timm without torchvision]) may sit after an earlier test in this worker."""
+    import importlib.metadata
 
-    return importlib.util.find_spec("torchvision") is not None
+    try:
+        importlib.metadata.distribution("torchvision")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def test_transformers_imports_in_a_learners_script():
