@@ -373,7 +373,7 @@ def philox_state_tracker():
     """Oracle: torch's ``PhiloxStateTracker`` (``torch/_decomp/decompositions_for_rng.py``), chapter 12.
 
     ``create_aot_state`` (``torch/_functorch/aot_autograd.py``) enters it around every
-    AOT compile; its ``reset`` builds ``PhiloxState``\ s whose seed and offset are
+    AOT compile; its ``reset`` builds ``PhiloxState`` objects whose seed and offset are
     ``torch.tensor(())``, which under the fake mode are ``aten.lift_fresh`` dispatches.
     """
     from torch._decomp.decompositions_for_rng import PhiloxStateTracker
