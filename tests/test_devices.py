@@ -40,9 +40,7 @@ def Block():  # the block python -m minidynamo.check_device compiles, at width 8
     return check_device.Block(d=8)
 
 
-def chapter13_model():
-    """Chapter 13's model and loss (notebooks/13_end_to_end.ipynb)."""
-    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+chapter13_model = check_device.chapter13_model  # notebooks/13_end_to_end.ipynb's model, seeded
 
 
 # ---------------------------------------------------------------- the comparison
@@ -208,8 +206,11 @@ def test_none_grad_becomes_zeros_on_the_outputs_device(device, monkeypatch):
     check(f, _args(device, (3, 4), (3, 4)), backward=lambda outs: outs[1].sum().backward())
 
 
-def test_synthetic_base(device):
-    # Two inputs that are overlapping views of one base, one of them mutated: one synthetic base.
+@pytest.mark.parametrize("common_base", [True, False], ids=["one_base", "two_bases_one_storage"])
+def test_synthetic_base(device, common_base):
+    # Two inputs that are overlapping views of one storage, one of them mutated: one synthetic base.
+    # Without a common ._base (one view made through base.detach()) the synthetic base is a new tensor
+    # set_ to that storage (runtime_wrappers.py, torch's synthetic_base.set_), on its device.
     def f(a, b, w):
         a.mul_(2)
         return (a + b) * w
@@ -218,22 +219,8 @@ def test_synthetic_base(device):
         torch.manual_seed(0)
         base = torch.randn(3, 4, device=device)
         w = torch.randn(4, device=device, requires_grad=True)
-        return [base[:2], base[1:], w], [w]
-    check(f, make)
-
-
-def test_synthetic_base_without_a_common_base(device):
-    # Views of one storage through two different ._base tensors: the synthetic base is a new
-    # tensor set_ to that storage (runtime_wrappers.py, torch's synthetic_base.set_), on its device.
-    def f(a, b, w):
-        a.mul_(2)
-        return (a + b) * w
-
-    def make():
-        torch.manual_seed(0)
-        base = torch.randn(3, 4, device=device)
-        w = torch.randn(4, device=device, requires_grad=True)
-        return [base.detach()[:2], base[1:], w], [w]
+        first = base[:2] if common_base else base.detach()[:2]
+        return [first, base[1:], w], [w]
     check(f, make)
 
 
