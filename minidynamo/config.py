@@ -25,7 +25,6 @@ Note [Our config is a module of plain attributes]
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 import types
 
@@ -74,7 +73,7 @@ capture_scalar_outputs: bool = False
 capture_dynamic_output_shape_ops: bool = False
 
 _NAMES = frozenset(name for name in dir() if not name.startswith("_") and name not in {
-    "annotations", "contextlib", "functools", "sys", "types"})
+    "annotations", "contextlib", "sys", "types"})
 
 
 class _ConfigModule(types.ModuleType):
@@ -131,7 +130,7 @@ class _Patch(contextlib.ContextDecorator):
                 if name.startswith("test") and callable(attr):
                     setattr(fn, name, self.__class__(self.changes)(attr))
             return fn
-        return functools.wraps(fn)(super().__call__(fn))
+        return super().__call__(fn)  # ContextDecorator wraps with functools.wraps itself
 
 
 def get_config_copy() -> dict:
