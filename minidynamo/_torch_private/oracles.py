@@ -301,6 +301,23 @@ def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_in
     )
 
 
+def torch_fx_graph_cse(graph):
+    """Oracle: torch's ``fx_graph_cse`` (torch/_functorch/compile_utils.py): a new graph, duplicates merged.
+
+    It writes ``mutation_region_id`` into the meta of ``graph``'s nodes: pass a copy.
+    """
+    from torch._functorch.compile_utils import fx_graph_cse
+
+    return fx_graph_cse(graph)
+
+
+def functorch_config_patch(**changes):
+    """``torch._functorch.config.patch`` (e.g. ``cse=False``): a context manager and decorator."""
+    from torch._functorch import config
+
+    return config.patch(**changes)
+
+
 def torch_min_cut_ban_reasons(joint_module, *, num_fwd_outputs) -> dict[str, str]:
     """Oracle: why torch's min-cut partition may not recompute each node, as torch words it.
 
