@@ -83,6 +83,30 @@ def _step(fn, args):
     return out
 
 
+def _print_break_reasons(name: str, model, args) -> None:
+    """Why our Dynamo broke the graph or ran a frame eagerly: a second, untimed trace (backend
+    ``eager``) that listens to the ``graph_break`` events; each reason's first line, once."""
+    import warnings
+
+    import minidynamo as md
+    from minidynamo import events
+
+    reasons: dict[str, int] = {}
+
+    def on(event) -> None:
+        if event.kind == "graph_break":
+            reason = str(event.details.get("reason", "")).strip().splitlines()
+            key = reason[0] if reason else "?"
+            reasons[key] = reasons.get(key, 0) + 1
+
+    md.reset()
+    with events.subscribe(on), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md.compile(model, backend="eager")(*args)
+    for reason, count in reasons.items():
+        print(f"{name} (ours) graph break x{count}: {reason[:200]}", file=sys.stderr)
+
+
 def worker(name: str, system: str, out_path: str, rounds: int) -> None:
     """One fresh process: compile, first step, then paired rounds; figures and results to ``out_path``."""
     import copy
@@ -119,6 +143,8 @@ def worker(name: str, system: str, out_path: str, rounds: int) -> None:
         t2 = time.perf_counter()
         ratios.append((t2 - t1) / (t1 - t0))
     ratios.sort()
+    if system == "ours" and graphs.split("/")[1:] != ["0", "0"]:
+        _print_break_reasons(name, copy.deepcopy(eager_model), args)
     torch.save({"out": out.detach(), "grads": grads}, out_path + ".pt")
     with open(out_path, "w") as f:
         json.dump({"compile_s": compile_s, "per_call_ratio": ratios[len(ratios) // 2] if ratios else None,
