@@ -19,6 +19,14 @@ Note [One boundary between our fakes and Inductor's]
     recomputes every node's value in that mode. Nothing else crosses: the graph,
     its ops and its partition are ours.
 
+Note [A graph crosses once]
+    In training, the joint graph crosses (its values recomputed in torch's mode) before
+    Inductor's joint-graph passes and our partition; the forward and backward graphs cut
+    from it copy its nodes with their values, so they are torch's already and are not
+    propagated again (torch's, too, carry the values of the joint trace). Only their
+    example inputs may differ: a saved activation in the layout Inductor chose for the
+    forward (graph_compile's Note [Saved activations in the forward's layout]).
+
 Note [Our symbols in Inductor's ShapeEnv]
     A graph over our symbols (``s0`` for a dynamic batch) reaches Inductor once, for
     every size, as torch's does. At the same boundary (:class:`_Symbols`), each
@@ -50,7 +58,8 @@ Note [What a warm cache saves us, and what it saves torch]
     the next, so their keys are. torch's ``AOTAutogradCache``
     (``torch/_functorch/_aot_autograd/autograd_cache.py``) also skips its AOTAutograd,
     Inductor's joint-graph passes (``partition_fn``) included; ours is not that cache, so
-    a warm compile of ours still traces, runs the joint-graph passes (their pattern
+    a warm compile of ours still traces, carries the joint graph's values into torch's
+    mode (once: Note [A graph crosses once]), runs the joint-graph passes (their pattern
     registration, ``joint_graph.lazy_init``, is the larger part) and partitions. The rest
     of a warm compile, ours or torch's, is importing Inductor, probing the CPU's vector
     ISA and loading the cached kernels.
@@ -157,6 +166,22 @@ def _fake_like(mode: Any, symbols: _Symbols, v: Any) -> Any:
     return symbols.value(v)
 
 
+def _crossed(gm: fx.GraphModule, mode: Any, env: Any) -> bool:
+    """Every value of ``gm`` is already torch's: a forward or backward cut from a joint graph that crossed."""
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            continue
+        if "val" not in n.meta:
+            return False
+        v = n.meta["val"]
+        if n.op == "placeholder":
+            if isinstance(v, torch.Tensor) and getattr(v, "fake_mode", None) is not mode:
+                return False
+            if isinstance(v, torch.SymInt) and v.node.shape_env is not env:
+                return False
+    return True
+
+
 def _torch_fake_inputs(ti: Any, gm: fx.GraphModule, mode: Any, symbols: _Symbols,
                        example_inputs: list[Any] | None = None) -> list[Any]:
     """Note [One boundary between our fakes and Inductor's]: torch fakes for ``gm``'s inputs, values re-propagated.
@@ -167,13 +192,17 @@ def _torch_fake_inputs(ti: Any, gm: fx.GraphModule, mode: Any, symbols: _Symbols
     with its own strides, as torch's ``as_strided`` of the example input.
     """
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    fakes = [_fake_like(mode, symbols, n.meta.get("val")) for n in placeholders]
-    symbols.give_guards()
-    for n in gm.graph.nodes:
-        n.meta.pop("val", None)
-        n.meta.pop("tensor_meta", None)
-    with mode:
-        ti.FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fakes)
+    if _crossed(gm, mode, symbols.env):  # Note [A graph crosses once]
+        fakes = [n.meta["val"] for n in placeholders]
+        symbols.give_guards()
+    else:
+        fakes = [_fake_like(mode, symbols, n.meta.get("val")) for n in placeholders]
+        symbols.give_guards()
+        for n in gm.graph.nodes:
+            n.meta.pop("val", None)
+            n.meta.pop("tensor_meta", None)
+        with mode:
+            ti.FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fakes)
     for i, ours in enumerate(example_inputs or ()):
         if isinstance(ours, torch.Tensor) and isinstance(fakes[i], torch.Tensor):
             stride = tuple(symbols.value(d) for d in ours.stride())
