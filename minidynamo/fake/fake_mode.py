@@ -164,12 +164,20 @@ class FakeTensorMode(TorchDispatchMode):
         with self:
             return tuple(o.clone() for o in true_fn(*operands))
 
+    def _while_loop(self, cond_fn, body_fn, carried, additional):
+        """torch's ``while_loop_fake_tensor_mode``: the body run once on the fakes, its outputs fresh;
+        Dynamo checked that they match the carries."""
+        with self:
+            return tuple(o.clone() for o in body_fn(*carried, *additional))
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is _PRIM_DEVICE:
             return self._device_of(args[0])
         if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
                 return self._cond(*args, **(kwargs or {}))
+            if func is torch.ops.higher_order.while_loop:
+                return self._while_loop(*args, **(kwargs or {}))
             return NotImplemented
         kwargs = dict(kwargs) if kwargs else {}
 

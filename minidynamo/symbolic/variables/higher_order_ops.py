@@ -2,12 +2,13 @@
 
 Place in the pipeline: a call of ``torch.cond`` or ``torch.utils.checkpoint.checkpoint``
 reaches ``TorchInGraphFunctionVariable.call_function`` (``torch.py``), which hands it here.
-Each function argument (a branch, the checkpointed function) is traced into a graph of
+Each function argument (a branch, a loop's ``cond_fn`` and ``body_fn``, the checkpointed function) is traced into a graph of
 its own (:func:`speculate_subgraph`), installed as an attribute of the graph's module, and
 the call becomes one node whose target is torch's own operator:
-``torch.ops.higher_order.cond`` or ``torch.ops.higher_order.tag_activation_checkpoint``.
+``torch.ops.higher_order.cond``, ``torch.ops.higher_order.while_loop`` or
+``torch.ops.higher_order.tag_activation_checkpoint``.
 Mirrors ``torch/_dynamo/variables/higher_order_ops.py`` (``speculate_subgraph``,
-``CondHigherOrderVariable``, ``CheckpointHigherOrderVariable``).
+``CondHigherOrderVariable``, ``CheckpointHigherOrderVariable``, ``_call_while_loop``).
 
 Note [A branch is traced, never run]
     Python's ``if`` on a tensor's value is a graph break: the trace cannot know which
@@ -91,7 +92,7 @@ class Subgraph:
 
 
 def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTracker], op: str,
-                       pure: bool = False, fn_kwargs: dict | None = None) -> Subgraph:
+                       pure: bool = False, fn_kwargs: dict | None = None, constant_ok: bool = False) -> Subgraph:
     """Trace ``fn_var(*operands)`` into a graph of its own (torch: ``speculate_subgraph``).
 
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
@@ -116,6 +117,8 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
     tx.output = sub
     try:
         result = fn_var.call_function(tx, args, dict(fn_kwargs or {}))  # a tensor among them is lifted
+        if constant_ok and result.is_python_constant():  # while_loop's cond_fn may answer a Python bool
+            return Subgraph(sub, operand_nodes, [], ("constant", result.as_python_constant()))
         outputs, spec = _flatten(result, op)
         out_nodes = tuple(sub.lift(v.as_proxy()).node for v in outputs)
     except Unsupported as e:
@@ -295,6 +298,107 @@ def _constant_partial(var: VariableTracker):
                              **{k: v.as_python_constant() for k, v in var.keywords.items()})
 
 
+_WHILE = "torch.while_loop"
+
+
+def _plain_uncaptured(op: str, message: str) -> UncapturedHigherOrderOpError:
+    """torch raises some HOP errors with its own message, not the "captured completely" preamble."""
+    err = UncapturedHigherOrderOpError(op, message)
+    err.args = (f"{message}\n  Higher Order Operator: {op}",)
+    return err
+
+
+def _meta_diff(lhs: torch.Tensor, rhs: torch.Tensor) -> list[str]:
+    """torch's ``check_meta_consistency`` fields (torch/_higher_order_ops/utils.py), grad and contiguity left out."""
+    out = [f"'{what}: {a} vs {b}'" for what, a, b in (
+        ("shape", lhs.shape, rhs.shape), ("stride", lhs.stride(), rhs.stride()), ("dtype", lhs.dtype, rhs.dtype))
+        if a != b]
+    if lhs.device != rhs.device:
+        out.append("device")
+    return out
+
+
+def call_while_loop(tx, args: list, kwargs: dict) -> VariableTracker:
+    """``torch.while_loop(cond_fn, body_fn, carried_inputs)``: one ``while_loop`` node, two subgraphs.
+
+    Note [A loop is two subgraphs and a carry]
+        ``while cond_fn(*carry): carry = body_fn(*carry)`` cannot be unrolled by the trace: how
+        many times it runs depends on data. So, as ``torch.cond``, both functions are traced
+        once each into a subgraph (``cond_fn_0``, ``body_fn_0``) and the graph keeps one node,
+        ``while_loop(cond_fn_0, body_fn_0, carried_inputs, additional_inputs)``. Since the body's
+        outputs are the next iteration's inputs, they must match the carries one for one
+        (shape, stride, dtype, device), and ``cond_fn`` must return a boolean scalar tensor.
+        Both subgraphs take the carries first, then the values they read from outside
+        (torch's ``additional_inputs``: those both read, then ``cond_fn``'s own, then
+        ``body_fn``'s), as torch's ``_call_while_loop`` (torch/_dynamo/variables/higher_order_ops.py)
+        orders them. Where ours is simpler: torch turns an ``int`` carry into an unbacked
+        symbol (``u0``) and lets a body mutate a carry under ``no_grad``; ours traces tensor
+        carries only (an ``int`` carry is a graph break) and refuses every mutation.
+    """
+    from .lists import ListVariable, TupleVariable
+
+    names = ["cond_fn", "body_fn", "carried_inputs", "additional_inputs"]
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in bound:
+            unimplemented(f"torch.while_loop() got an unexpected keyword argument {k!r}")
+        bound[k] = v
+    if len(bound) < 3:
+        unimplemented("torch.while_loop expects cond_fn, body_fn and carried_inputs "
+                      "(Usage: while_loop(cond_fn, body_fn, operands))")
+    cond_fn, body_fn, carried_var = bound["cond_fn"], bound["body_fn"], bound["carried_inputs"]
+    if not isinstance(carried_var, (TupleVariable, ListVariable)):
+        unimplemented(f"torch.while_loop's carried_inputs must be a tuple or list, not {carried_var}")
+    carried = carried_var.unpack_var_sequence(tx)
+    extra = bound.get("additional_inputs")
+    additional = [] if extra is None else extra.unpack_var_sequence(tx)
+    for c in carried + additional:
+        if not isinstance(c, TensorVariable):
+            unimplemented(f"torch.while_loop with the carry {c}: torch traces an int carry as an unbacked "
+                          "symbol, minidynamo traces tensor carries only", "carry a tensor (torch.tensor(0))")
+    operands = carried + additional
+    cond_br = speculate_subgraph(tx, cond_fn, operands, _WHILE, pure=True, constant_ok=True)
+    if isinstance(cond_br.spec, tuple) and cond_br.spec[0] == "constant":
+        if cond_br.spec[1]:
+            raise UncapturedHigherOrderOpError(_WHILE, "torch.while_loop: infinite loop detected\n  Explanation: "
+                                               "Infinite loop detected because while_loop's cond_fn always returns "
+                                               f"the same value {cond_br.spec[1]}.")
+        return TupleVariable(list(carried))  # torch: a loop that never runs returns its carries
+    pred = cond_br.outputs[0].example_value if len(cond_br.outputs) == 1 and cond_br.spec is None else None
+    if pred is None or pred.dtype != torch.bool or pred.shape != torch.Size([]):
+        got = pred.shape if pred is not None else f"{len(cond_br.outputs)} values"
+        raise UncapturedHigherOrderOpError(_WHILE, "torch.while_loop: unsupported cond_fn return type\n  "
+                                           f"Explanation: Expected cond_fn to return a scalar tensor or a bool but "
+                                           f"got {got}.")
+    out_node = cond_br.sub.graph.find_nodes(op="output")[0]
+    out_node.args = (out_node.args[0][0],)  # cond_fn_0 returns the boolean itself, as torch's
+    body_br = speculate_subgraph(tx, body_fn, operands, _WHILE, pure=True)
+    outs = [o.example_value for o in body_br.outputs]
+    ins = [c.example_value for c in carried]
+    if len(outs) != len(ins):
+        raise _plain_uncaptured(_WHILE, "Expected body_fn_output and carried_inputs to have same number of outputs "
+                                        f"but got lhs:{outs} and rhs:{ins}")
+    diffs = [f"pair[{i}] differ in {', '.join(d)}" for i, d in enumerate(map(_meta_diff, outs, ins)) if d]
+    if diffs:
+        raise _plain_uncaptured(_WHILE, "Expected body_fn_output and carried_inputs to have same metadata but "
+                                        "found:\n" + "\n".join(diffs))
+    shared = [n for n in cond_br.freevars if n in body_br.sub.lifted]
+    freevars = shared + [n for n in cond_br.freevars if n not in body_br.sub.lifted] + [
+        n for n in body_br.freevars if n not in cond_br.sub.lifted]
+    cond_name = tx.output.install_subgraph("cond_fn", None)
+    body_name = tx.output.install_subgraph("body_fn", None)
+    tx.output.subgraphs[cond_name] = cond_br.graph_module(freevars, cond_name)
+    tx.output.subgraphs[body_name] = body_br.graph_module(freevars, body_name)
+    c = tx.output.create_proxy("get_attr", cond_name, (), {})
+    b = tx.output.create_proxy("get_attr", body_name, (), {})
+    extra_proxies = tuple(a.as_proxy() for a in additional) + tuple(
+        torch.fx.Proxy(n, tx.output.tracer) for n in freevars)
+    proxy = tx.output.create_proxy("call_function", torch.ops.higher_order.while_loop,
+                                   (c, b, tuple(a.as_proxy() for a in carried), extra_proxies), {})
+    examples = tuple(_fresh(tx, v) for v in outs)
+    return _rebuild(tx, proxy, examples, TupleVariable)
+
+
 def higher_order_handler(fn: Any):
     """The handler for a torch callable that is a higher-order op here, or None."""
     import sys
@@ -304,6 +408,10 @@ def higher_order_handler(fn: Any):
         return call_cond
     if fn is torch.ops.higher_order.cond:
         return call_cond
+    while_mod = sys.modules.get("torch._higher_order_ops.while_loop")
+    if fn is getattr(torch, "while_loop", None) or fn is getattr(torch.ops.higher_order, "while_loop", None) or (
+            while_mod is not None and fn is getattr(while_mod, "while_loop", None)):
+        return call_while_loop
     ckpt = sys.modules.get("torch.utils.checkpoint")
     if ckpt is not None and fn is ckpt.checkpoint:
         return call_checkpoint
