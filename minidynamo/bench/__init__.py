@@ -47,7 +47,8 @@ by phase).
 The modules: ``bench/workloads.py`` (what is compiled), ``bench/measure.py`` (one worker:
 what it times, and the processes it runs in), ``bench/stats.py`` (medians and intervals),
 ``bench/report.py`` (table, regressions, plot), ``bench/imports.py`` (the import-time
-breakdown), ``bench/dynamic.py`` (the dynamic-shape row), ``bench/frame_hook.py``
+breakdown), ``bench/dynamic.py`` (the dynamic-shape row), ``bench/checkpoint.py`` (checkpointing's
+saved tensors and a cond compile), ``bench/frame_hook.py``
 (``--frame-hook``); this one is the driver and the command line.
 """
 
@@ -257,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
     dynamic_row = not args.only or "dynamic_shapes" in workloads  # bench/dynamic.py: 20 batch sizes
-    workloads = tuple(w for w in workloads if w != "dynamic_shapes")
+    checkpoint_rows = not args.only or "checkpoint" in workloads  # bench/checkpoint.py: saved tensors, cond
+    workloads = tuple(w for w in workloads if w not in ("dynamic_shapes", "checkpoint"))
     unknown = [w for w in workloads if w not in _BUILDERS]
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
@@ -275,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
 
         report["dynamic_shapes"] = bench_dynamic.run(args.quick)
         print(bench_dynamic.format_report(report["dynamic_shapes"]))
+    if checkpoint_rows:
+        from minidynamo.bench import checkpoint as bench_checkpoint
+
+        report["checkpoint"] = bench_checkpoint.run(args.quick)
+        print(bench_checkpoint.format_report(report["checkpoint"]))
     if "_imports" in report:
         print(format_imports(report["_imports"]))
     compare = args.compare or (PREVIOUS if os.path.exists(PREVIOUS) else None)
