@@ -161,6 +161,9 @@ def run_while_loop(cond_gm: fx.GraphModule, body_gm: fx.GraphModule, carried: tu
     """
     carried, additional = tuple(carried), tuple(additional)
     operands = list(carried) + list(additional)
+    if not all(isinstance(o, torch.Tensor) for o in operands):
+        raise NotImplementedError("torch.while_loop with an int carry: torch's AOTAutograd traces it as an unbacked "
+                                  "symbol; minidynamo's traces tensor carries only (the graph runs eagerly)")
     if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) and o.requires_grad for o in operands):
         raise NotImplementedError(
             "torch.while_loop with an input that requires grad: its backward reads the loop count with .item(); "
