@@ -146,6 +146,21 @@ def _trace_cond_fn(fn: Callable, values: list) -> fx.GraphModule:
     return gm
 
 
+_FAKE_RULE: list = []
+
+
+def _register_fake_rule() -> None:
+    """Our FakeTensorMode's rule for ``while_loop``, registered the way torch registers its own
+    (``@while_loop_op.py_impl(FakeTensorMode)`` in torch/_higher_order_ops/while_loop.py): the operator
+    calls it, with the mode popped, when our mode is the one on top."""
+    from minidynamo.fake import FakeTensorMode
+
+    if not _FAKE_RULE:
+        torch.ops.higher_order.while_loop.py_impl(FakeTensorMode)(
+            lambda mode, *args, **kwargs: mode._while_loop(*args, **kwargs))
+        _FAKE_RULE.append(True)
+
+
 def run_while_loop(cond_gm: fx.GraphModule, body_gm: fx.GraphModule, carried: tuple, additional: tuple) -> tuple:
     """Dynamo's ``while_loop`` node, run by AOT for inference: its two subgraphs traced to ATen ops.
 
@@ -169,6 +184,7 @@ def run_while_loop(cond_gm: fx.GraphModule, body_gm: fx.GraphModule, carried: tu
             "torch.while_loop with an input that requires grad: its backward reads the loop count with .item(); "
             "torch 2.13's aot_eager fails there too (DataDependentOutputException: aten._local_scalar_dense) "
             "unless capture_scalar_outputs=True (Note [while_loop has no backward here])")
+    _register_fake_rule()
     cond_aten = _trace_cond_fn(cond_gm, operands)
     body_aten = _trace_branch(body_gm, operands, "body_fn")
     with AutoDispatchBelowAutograd():

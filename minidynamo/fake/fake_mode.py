@@ -166,7 +166,8 @@ class FakeTensorMode(TorchDispatchMode):
 
     def _while_loop(self, cond_fn, body_fn, carried, additional):
         """torch's ``while_loop_fake_tensor_mode``: the body run once on the fakes, its outputs fresh;
-        Dynamo checked that they match the carries."""
+        Dynamo checked that they match the carries. Registered as torch registers its own rule,
+        ``while_loop.py_impl(FakeTensorMode)`` (aot/higher_order.py, on first use)."""
         with self:
             return tuple(o.clone() for o in body_fn(*carried, *additional))
 
@@ -176,8 +177,6 @@ class FakeTensorMode(TorchDispatchMode):
         if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
                 return self._cond(*args, **(kwargs or {}))
-            if func is torch.ops.higher_order.while_loop:
-                return self._while_loop(*args, **(kwargs or {}))
             return NotImplemented
         kwargs = dict(kwargs) if kwargs else {}
 
