@@ -91,8 +91,23 @@ def wl_int_carry_used(x):
     return t * 2, n
 
 
+def wl_in_cond(x):
+    def t(a):
+        return torch.while_loop(lambda i, u: i < 3, lambda i, u: (i + 1, u.sin()), (torch.tensor(0), a))[1]
+
+    return torch.cond(x.sum() > 0, t, lambda a: a.cos(), (x,))
+
+
+def wl_in_wl(x):
+    def body(i, u):
+        inner = torch.while_loop(lambda j, v: j < 2, lambda j, v: (j + 1, v * 2), (torch.tensor(0), u))[1]
+        return i + 1, inner.tanh()
+
+    return torch.while_loop(lambda i, u: i < 2, body, (torch.tensor(0), x))[1]
+
+
 TENSOR_CARRIES = [wl_counter, wl_closure, wl_data_dependent, wl_module, wl_cond_reads_closure, wl_two_loops,
-                  wl_never_runs, wl_then_ops]
+                  wl_never_runs, wl_then_ops, wl_in_cond, wl_in_wl]
 INT_CARRIES = [wl_int_carry, wl_int_carry_used]  # torch: each int a fresh unbacked symbol in the subgraphs
 PROGRAMS = TENSOR_CARRIES + INT_CARRIES
 ids = [f.__name__ for f in PROGRAMS]
@@ -178,13 +193,20 @@ def test_inference_aot_graph_matches_torch_aot_eager(fn, real_dynamo):
     assert errors == [] and all(a.fallback is None for a in arts)
     ours = [a.fw_module for a in arts]
     assert [hops(g) for g in ours] == [hops(g) for g in theirs]
-    for gm in ours:
+
+    def aten_only(gm):  # every call in every subgraph, nested ones too, an ATen op or a higher-order op
         for n in gm.graph.nodes:
-            if n.target is torch.ops.higher_order.while_loop:
-                for sub in n.args[:2]:
-                    body = getattr(gm, sub.target)
-                    assert all(isinstance(m.target, torch._ops.OpOverload)
-                               for m in body.graph.nodes if m.op == "call_function")
+            if n.op == "call_function" and isinstance(n.target, torch._ops.HigherOrderOperator):
+                for sub in n.args:
+                    if isinstance(sub, torch.fx.Node) and sub.op == "get_attr":
+                        body = getattr(gm, sub.target)
+                        assert all(isinstance(m.target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator))
+                                   or m.target is __import__("operator").getitem
+                                   for m in body.graph.nodes if m.op == "call_function"), body.code
+                        aten_only(body)
+
+    for gm in ours:
+        aten_only(gm)
 
 
 TRAINING = [wl_counter, wl_closure, wl_data_dependent, wl_then_ops]

@@ -66,10 +66,27 @@ def _trace_branch(fn: Callable, values: list, name: str) -> fx.GraphModule:
 
     with disable_current_modes():
         mode, fakes = _fresh_fakes(values)
-        gm = make_fx(lambda *a: tuple(fn(*a)), fake_mode=mode, pass_name=None,
+        gm = make_fx(lambda *a: tuple(_run_nested(fn, a)), fake_mode=mode, pass_name=None,
                      placeholder_names=[f"arg{i}_1" for i in range(len(fakes))])(*fakes)
     gm.meta["hop_branch"] = name
     return gm
+
+
+class _NestedLoops(fx.Interpreter):
+    """A Dynamo subgraph run while a branch is traced: a ``while_loop`` inside it goes through
+    :func:`run_while_loop`, so its own subgraphs are traced to ATen ops too (torch: ``reenter_make_fx``)."""
+
+    def run_node(self, n: fx.Node) -> Any:
+        if n.op == "call_function" and n.target is getattr(torch.ops.higher_order, "while_loop", None):
+            return run_while_loop(*self.fetch_args_kwargs_from_env(n)[0])
+        return super().run_node(n)
+
+
+def _run_nested(fn: Callable, args: tuple) -> Any:
+    if isinstance(fn, fx.GraphModule) and any(
+            n.target is getattr(torch.ops.higher_order, "while_loop", None) for n in fn.graph.nodes):
+        return _NestedLoops(fn).run(*args)
+    return fn(*args)
 
 
 def _vjp(branch: fx.GraphModule, num_operands: int) -> Callable:

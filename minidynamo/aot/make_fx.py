@@ -212,7 +212,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def _while_loop(self, cond_fn, body_fn, carried, additional):
         """torch's ``while_loop_tracing`` (torch/_higher_order_ops/while_loop.py): the subgraphs become
-        ``while_loop_cond_graph_0`` / ``while_loop_body_graph_0``, the call one node."""
+        ``while_loop_cond_graph_0`` / ``while_loop_body_graph_0``, the call one node; the subgraphs
+        arrive traced to ATen ops (aot/higher_order.py: ``run_while_loop``)."""
         tracer = self.tracer
         i = 0
         while hasattr(tracer.root, f"while_loop_cond_graph_{i}"):
