@@ -22,5 +22,6 @@ def test_checkpoint_rows(tmp_path):
         for w in ("mlp", "block"):  # checkpointing frees what it was written to free, in both systems
             assert r[system][f"{w}_checkpointed"]["saved_bytes"] < r[system][w]["saved_bytes"]
     assert r["cond_compile_ratio"] > 0 and all(v > 0 for v in r["time_ratio"].values())
-    assert set(r["same_saved_as_torch"]) == {"mlp", "mlp_checkpointed", "block", "block_checkpointed"}
+    # issue 28: the checkpointed workloads save the same number of tensors and bytes as torch's aot_eager
+    assert r["same_saved_as_torch"] == {w: True for w in ("mlp", "mlp_checkpointed", "block", "block_checkpointed")}
     assert "activation checkpointing, training" in proc.stdout and "torch.cond model" in proc.stdout
