@@ -26,8 +26,13 @@ def unchecked(x, n):
     return x * n.sum().item()
 
 
-@pytest.mark.parametrize("fn, dims", [(mixed, {0: 0}), (two_items, {}), (unchecked, {0: 0})],
-                         ids=["mixed", "two_items", "unchecked"])
+def nonzero_rows(x, n):
+    idx = (x > 0).nonzero()
+    return idx.sum() + n.sum().item()
+
+
+@pytest.mark.parametrize("fn, dims", [(mixed, {0: 0}), (two_items, {}), (unchecked, {0: 0}), (nonzero_rows, {})],
+                         ids=["mixed", "two_items", "unchecked", "nonzero"])
 def test_symbols_agree_with_torch(fn, dims, real_dynamo):
     m = symbol_map(fn, torch.randn(6, 3), torch.tensor([2, 3]), dynamic_dims=dims)
 

@@ -14,7 +14,8 @@ Note [Where a bound comes from]
     A backed size's lower bound is 2, set by 0/1 specialization (a size of 0 or 1 gets
     its own graph, so a symbol never stands for one); its upper bound is open. An
     unbacked value starts unbounded (``.item()`` of an int tensor could be anything) and
-    only the user's ``torch._check`` narrows it. Torch records the user line of each
+    only the user's ``torch._check`` narrows it (or the op that made it: ``nonzero`` has at
+    most as many rows as its input has elements). Torch records the user line of each
     narrowing (``var_to_range_sloc``); ours records the fact itself
     (``torch._check(u0 >= 1)``), so the two columns say the same thing in two forms.
 """
@@ -83,12 +84,24 @@ def _env_of(gm) -> Any:
 
 
 def _creators(gm) -> dict:
-    """Symbol name -> what made it, from the node whose example value is that symbol (``Tensor.item()``)."""
+    """Symbol name -> what made it: the first node whose example value is that symbol (``Tensor.item()``) or has
+    it among its sizes (``Tensor.nonzero()``)."""
     out = {}
     for n in gm.graph.nodes:
         v = n.meta.get("example_value")
-        if isinstance(v, (torch.SymInt, torch.SymFloat)) and n.op == "call_method":
-            out.setdefault(str(v.node.expr), f"Tensor.{n.target}()")
+        if n.op == "call_method":
+            what = f"Tensor.{n.target}()"
+        elif n.op == "call_function":
+            what = f"torch.{getattr(n.target, '__name__', n.target)}()"
+        else:
+            continue
+        if isinstance(v, (torch.SymInt, torch.SymFloat)):
+            out.setdefault(str(v.node.expr), what)
+        elif isinstance(v, torch.Tensor):
+            for size in v.shape:
+                if isinstance(size, torch.SymInt):
+                    for sym in size.node.expr.free_symbols:
+                        out.setdefault(str(sym), what)
     return out
 
 
@@ -101,8 +114,9 @@ def _ours(gm) -> list[SymbolRow]:
     for sym in env.unbacked:
         lo, hi = env.var_to_range[sym]
         facts = [g for g in env.deferred_runtime_asserts if sym in g.expr.free_symbols]
-        lo_why = next((g.why for g in facts if lo is not None and _sets_low(g.expr, sym, lo)), "unbounded")
-        hi_why = next((g.why for g in facts if hi is not None and _sets_high(g.expr, sym, hi)), "unbounded")
+        made = env.unbacked_why.get(sym, "?")  # a bound no fact set came with the value (nonzero: [0, numel])
+        lo_why = "unbounded" if lo is None else next((g.why for g in facts if _sets_low(g.expr, sym, lo)), made)
+        hi_why = "unbounded" if hi is None else next((g.why for g in facts if _sets_high(g.expr, sym, hi)), made)
         rows.append(SymbolRow(str(sym), "unbacked", env.unbacked_why.get(sym, "?"), None, lo, hi, lo_why, hi_why,
                               [str(g.expr) for g in facts]))
     return rows
@@ -137,25 +151,31 @@ def _torch(gm) -> list[SymbolRow]:
     env = _env_of(gm)
     made = _creators(gm)
     slocs = getattr(env, "var_to_range_sloc", {})
-    values = getattr(env, "backed_var_to_val", None) or env.var_to_val
+    values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
     rows = []
     for sym, vr in env.var_to_range.items():
         backed = sym in env.var_to_sources
         lo, hi = _bound(vr.lower), _bound(vr.upper)
         sloc = slocs.get(sym)
         facts = [str(r.expr) for r in env.deferred_runtime_asserts.get(sym, [])]
-        rows.append(SymbolRow(
-            str(sym), "backed" if backed else "unbacked",
-            env.var_to_sources[sym][0].name if backed else made.get(str(sym), "?"),
-            int(values[sym]) if backed else None, lo, hi,
-            _user_line(sloc.lower) if sloc is not None and lo is not None else "unbounded",
-            _user_line(sloc.upper) if sloc is not None and hi is not None else "unbounded", facts))
+        origin = env.var_to_sources[sym][0].name if backed else made.get(str(sym), "?")
+
+        def why(end, bound):
+            if bound is None:
+                return "unbounded"
+            line = _user_line(getattr(sloc, end, None))
+            # a bound the user did not state came with the value (the kernel's range: nonzero's [0, numel])
+            return line if backed or line.startswith("torch._check") else origin
+
+        rows.append(SymbolRow(str(sym), "backed" if backed else "unbacked", origin,
+                              int(values[sym]) if backed else None, lo, hi, why("lower", lo), why("upper", hi), facts))
     rows.sort(key=lambda r: (r.kind != "backed", r.symbol))
     return rows
 
 
 def symbol_map(fn: Callable, *args, dynamic_dims: dict | None = None) -> SymbolMap:
-    """Trace ``fn(*args)`` with ours and torch's Dynamo (``capture_scalar_outputs``); each side's symbols.
+    """Trace ``fn(*args)`` with ours and torch's Dynamo (``capture_scalar_outputs`` and
+    ``capture_dynamic_output_shape_ops``); each side's symbols.
 
     ``dynamic_dims``: ``{arg index: dim}`` marked dynamic before each trace (``mark_dynamic``).
     """
@@ -174,9 +194,9 @@ def symbol_map(fn: Callable, *args, dynamic_dims: dict | None = None) -> SymbolM
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         md.reset()
-        with md.config.patch(capture_scalar_outputs=True):
+        with md.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True):
             ours = md.explain(fn, *fresh(md.mark_dynamic)).graphs
-        with dynamo_config_patch(capture_scalar_outputs=True):
+        with dynamo_config_patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True):
             theirs = dynamo_recorded_graphs(fn, *fresh(dynamo_mark_dynamic))
         dynamo_reset()
         md.reset()
