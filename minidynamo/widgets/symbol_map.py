@@ -126,14 +126,16 @@ def _sets_low(expr, sym, lo) -> bool:
     import sympy
 
     return expr.lhs == sym and expr.rhs.is_Integer and (
-        (isinstance(expr, sympy.Ge) and int(expr.rhs) == lo) or (isinstance(expr, sympy.Gt) and int(expr.rhs) + 1 == lo))
+        (isinstance(expr, sympy.Ge) and int(expr.rhs) == lo)
+        or (isinstance(expr, sympy.Gt) and int(expr.rhs) + 1 == lo))
 
 
 def _sets_high(expr, sym, hi) -> bool:
     import sympy
 
     return expr.lhs == sym and expr.rhs.is_Integer and (
-        (isinstance(expr, sympy.Le) and int(expr.rhs) == hi) or (isinstance(expr, sympy.Lt) and int(expr.rhs) - 1 == hi))
+        (isinstance(expr, sympy.Le) and int(expr.rhs) == hi)
+        or (isinstance(expr, sympy.Lt) and int(expr.rhs) - 1 == hi))
 
 
 def _user_line(sloc) -> str:
@@ -221,7 +223,8 @@ def plot_symbol_map(m: SymbolMap):
             color = "tab:blue" if r.kind == "backed" else "tab:orange"
             ax.barh(y, hi - lo, left=lo, height=0.35, color=color, alpha=0.6)
             if r.hi is None:
-                ax.annotate("", xy=(right, y), xytext=(right * 0.93, y), arrowprops={"arrowstyle": "->", "color": color})
+                ax.annotate("", xy=(right, y), xytext=(right * 0.93, y),
+                            arrowprops={"arrowstyle": "->", "color": color})
             if r.example is not None:
                 ax.plot([r.example], [y], "o", color="black", zorder=3)
                 ax.annotate(f"example {r.example}", (r.example, y), xytext=(0, -14), textcoords="offset points",

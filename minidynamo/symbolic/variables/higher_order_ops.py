@@ -1,9 +1,10 @@
-"""Higher-order operators while tracing: ``torch.cond`` and activation checkpointing as subgraphs.
+"""Higher-order operators while tracing: ``torch.cond``, ``torch.while_loop`` and checkpointing as subgraphs.
 
-Place in the pipeline: a call of ``torch.cond`` or ``torch.utils.checkpoint.checkpoint``
-reaches ``TorchInGraphFunctionVariable.call_function`` (``torch.py``), which hands it here.
-Each function argument (a branch, a loop's ``cond_fn`` and ``body_fn``, the checkpointed function) is traced into a graph of
-its own (:func:`speculate_subgraph`), installed as an attribute of the graph's module, and
+Place in the pipeline: a call of ``torch.cond``, ``torch.while_loop`` or
+``torch.utils.checkpoint.checkpoint`` reaches ``TorchInGraphFunctionVariable.call_function``
+(``torch.py``), which hands it here. Each function argument (a branch, a loop's ``cond_fn``
+and ``body_fn``, the checkpointed function) is traced into a graph of its own
+(:func:`speculate_subgraph`), installed as an attribute of the graph's module, and
 the call becomes one node whose target is torch's own operator:
 ``torch.ops.higher_order.cond``, ``torch.ops.higher_order.while_loop`` or
 ``torch.ops.higher_order.tag_activation_checkpoint``.
