@@ -361,14 +361,15 @@ def call_while_loop(tx, args: list, kwargs: dict) -> VariableTracker:
     bound = dict(zip(names, args))
     for k, v in kwargs.items():
         if k not in names or k in bound:
-            unimplemented(f"torch.while_loop() got an unexpected keyword argument {k!r}")
+            unimplemented(f"torch.while_loop() got an unexpected keyword argument {k!r}", gb_id="GB0303")
         bound[k] = v
     if len(bound) < 3:
         unimplemented("torch.while_loop expects cond_fn, body_fn and carried_inputs "
-                      "(Usage: while_loop(cond_fn, body_fn, operands))")
+                      "(Usage: while_loop(cond_fn, body_fn, operands))", gb_id="GB0303")
     cond_fn, body_fn, carried_var = bound["cond_fn"], bound["body_fn"], bound["carried_inputs"]
     if not isinstance(carried_var, (TupleVariable, ListVariable)):
-        unimplemented(f"torch.while_loop's carried_inputs must be a tuple or list, not {carried_var}")
+        unimplemented(f"torch.while_loop's carried_inputs must be a tuple or list, not {carried_var}",
+                      gb_id="GB0303")
     carried = carried_var.unpack_var_sequence(tx)
     extra = bound.get("additional_inputs")
     additional = [] if extra is None else extra.unpack_var_sequence(tx)
