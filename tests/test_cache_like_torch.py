@@ -169,6 +169,52 @@ def calls_module_argument(make):
         yield f, (m, torch.ones(2, 4))
 
 
+# Note [Run-only reaches the frames it calls] (frame_cache.py): ``f`` hits the limit on its
+# third string; from then on the frames it calls are run-only too, a hit or a miss of ``f``:
+# ``other`` (never compiled before) runs eagerly, ``helper``'s resume function is not
+# recompiled when ``SCALE`` changes, nor ``helper`` for a float64 input.
+SCALE = 2
+
+
+def other(x):
+    return x.sin() + 1
+
+
+def leaf(x):
+    return x * SCALE
+
+
+def helper(x):
+    y = x + 1
+    print("", end="")  # a graph break: helper is compiled on its own, and so is its resume function
+    return leaf(y)
+
+
+def reads_k_then_calls(x, k):
+    x = x * len(k)
+    if k == "ccc":
+        x = other(x)
+    return helper(x) - 1
+
+
+def calls_run_only_callees(make):
+    global SCALE
+    f = _with_eager(make(reads_k_then_calls), reads_k_then_calls)
+    seq = [("a", torch.float32, 2), ("bb", torch.float32, 2), ("ccc", torch.float32, 2), ("a", torch.float32, 2),
+           ("a", torch.float32, 3), ("ccc", torch.float32, 3), ("a", torch.float64, 3), ("bb", torch.float32, 3)]
+    try:
+        for k, dtype, scale in seq:
+            SCALE = scale
+            yield f, (torch.ones(3, dtype=dtype), k)
+    finally:
+        SCALE = 2
+
+
+def calls_module_instances_not_inlined(make):
+    """torch 2.13 ignores ``inline_inbuilt_nn_modules=False`` (deprecated): the instances still share an entry."""
+    yield from calls_module_instances(make)
+
+
 SEQUENCES = {
     "sizes": (calls_sizes, None),
     "dtypes": (calls_dtypes, None),
@@ -180,6 +226,9 @@ SEQUENCES = {
     "accumulated_limit": (calls_dtypes, {"accumulated_recompile_limit": 2}),
     "module_instances": (calls_module_instances, None),
     "module_argument": (calls_module_argument, None),
+    "run_only_callees": (calls_run_only_callees, {"recompile_limit": 2}),
+    "module_instances_inline_false": (calls_module_instances_not_inlined, {"inline_inbuilt_nn_modules": False}),
+    "module_argument_inline_false": (calls_module_argument, {"inline_inbuilt_nn_modules": False}),
 }
 
 
