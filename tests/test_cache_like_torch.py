@@ -329,11 +329,14 @@ def test_the_guard_tree_walk_agrees_with_the_generated_check():
     tree = check.tree
     text = str(tree)
     assert text.startswith("TREE_GUARD_MANAGER:\n+- RootGuardManager\n| +- GLOBAL_STATE: ")
-    assert "| +- GuardManager: source=L['xs'], accessed_by=FrameLocalsGuardAccessor(key='xs')" in text
-    assert "| | +- GuardManager: source=L['xs'][0], accessed_by=TupleGetItemGuardAccessor(0)" in text
-    assert "| | +- TENSOR_MATCH: check_tensor(L['x'], torch.float32, device=None, requires_grad=False, size=[2]" in text
+    assert ("| +- GuardManager: source=L['xs'], accessed_by=FrameLocalsGuardAccessor(key='xs', framelocals_idx=1), "
+            "type=<class 'tuple'>, tag_safe=(False, False)") in text
+    assert "| | +- GuardManager: source=L['xs'][0], accessed_by=TupleGetItemGuardAccessor(0), type=<class 'torch.Tensor'>" in text
+    assert ("| | +- TENSOR_MATCH: check_tensor(L['x'], Tensor, DispatchKeySet(CPU, BackendSelect, ADInplaceOrView, "
+            "AutogradCPU), torch.float32, device=None, requires_grad=False, size=[2]") in text
     variants = [args, (torch.ones(3), args[1], 2), (torch.ones(2), (torch.ones(2),), 2), (torch.ones(2), args[1], 3),
-                (torch.ones(2, dtype=torch.float64), args[1], 2), (torch.ones(2), [torch.ones(2)] * 2, 2)]
+                (torch.ones(2, dtype=torch.float64), args[1], 2), (torch.ones(2), [torch.ones(2)] * 2, 2),
+                (args[0], (args[0], args[1][1]), 2), (torch.ones(2), (args[1][0],) * 2, 2)]
     for x, xs, n in variants:
         L = {"x": x, "xs": xs, "n": n}
         assert tree.check(L, g.__globals__, check.scope) == check(L, g.__globals__)

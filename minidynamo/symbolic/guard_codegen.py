@@ -426,6 +426,7 @@ class CheckFunction:
             self.scope["___global_state"] = guard_set.global_state
         self.tensor_specs = dict(guard_set.tensor_specs)  # source -> TENSOR_MATCH's fields (the tree's leaves)
         self._tree = None
+        self._printed: dict = {}  # what the tree prints beside the guards (note_values)
         specs = guard_set.tensor_specs if tensor_match.get() is not None else None
         self.source = _check_fn_source(self.guards, self.scope, specs, guard_set)
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
@@ -461,8 +462,40 @@ class CheckFunction:
         if self._tree is None:
             from .guard_tree import build_tree
 
-            self._tree = build_tree(self.guards, self.tensor_specs)
+            self._tree = build_tree(self.guards, self.tensor_specs, **self._printed)
         return self._tree
+
+    def note_values(self, L: dict, G: dict, code) -> None:
+        """Keep what the tree prints of the traced values: each source's type, each local's index
+        in the frame, each tensor's dispatch keys (Note [The tree prints as torch's], guard_tree.py).
+
+        Called once per entry when it is made; only types and strings are kept, never the values.
+        """
+        from minidynamo.dispatch import key_set
+
+        scope = dict(self.scope, L=L, G=G)
+        types, keys = {}, {}
+        for g in self.guards:
+            if g.source is None:
+                continue
+            for source in (g.source, *g.source.bases()):
+                name = source.name()
+                if name in types:
+                    break
+                try:
+                    value = eval(name, scope)  # noqa: S307 - our own source expression
+                except Exception:  # noqa: BLE001 - not readable now: printed without its type
+                    break
+                types[name] = type(value)
+                if name in self.tensor_specs and isinstance(value, torch.Tensor):
+                    try:  # torch's check_tensor prints the class and the key set the dispatcher computes
+                        keys[name] = (f"{type(value).__name__}, "
+                                      f"DispatchKeySet({', '.join(reversed(key_set.keys(value)))})")
+                    except Exception:  # noqa: BLE001 - a tensor our key-set model does not cover
+                        pass
+        names = code.co_varnames + tuple(n for n in code.co_cellvars if n not in code.co_varnames) + code.co_freevars
+        self._printed = {"value_types": types, "local_index": {n: i for i, n in enumerate(names)}, "tensor_keys": keys}
+        self._tree = None
 
     def record_failure(self, L: dict, G: dict) -> None:
         """These guards failed in a lookup: count it in the tree, as torch's managers do (guard_tree.py)."""
