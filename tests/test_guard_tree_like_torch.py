@@ -129,3 +129,19 @@ def test_root_leaves_come_in_torchs_order_and_kinds():
     ours, theirs = trees("tensors")
     root = lambda text: [r[1] for r in rows(text) if r[0] == 1 and r[1] != "manager"]
     assert root(ours) == root(theirs) == ["GLOBAL_STATE", "TORCH_FUNCTION_MODE_STACK", "DEFAULT_DEVICE"]
+
+
+def test_the_guards_log_prints_the_tree_as_torchs_guards_log():
+    """``MINIDYNAMO_LOGS=guards`` (``md.set_logs(guards=True)``): ``GUARDS:``, a blank line, then the tree,
+    as ``TORCH_LOGS=guards`` logs ``GUARDS:`` then ``str(guard_manager)`` (torch/_dynamo/guards.py)."""
+    import subprocess
+    import sys
+
+    program = ("import torch, minidynamo as md\n"
+               "md.compile(lambda x, y: x * y, backend='eager')(torch.ones(2), torch.ones(2))\n")
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "MINIDYNAMO_LOGS": "guards"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    body = [line.split("[__guards] ", 1)[1] for line in proc.stderr.splitlines() if "[__guards] " in line]
+    assert body[:4] == ["GUARDS:", "", "TREE_GUARD_MANAGER:", "+- RootGuardManager"]
+    assert any(line.startswith("| | +- NO_TENSOR_ALIASING: check_no_aliasing(L['x'], L['y'])") for line in body)

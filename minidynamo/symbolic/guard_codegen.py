@@ -473,8 +473,11 @@ class CheckFunction:
         """
         from minidynamo.dispatch import key_set
 
+        from .guard_tree import _code
+
         scope = dict(self.scope, L=L, G=G)
         types, keys = {}, {}
+        tls_in, tls_out = set(key_set.tls_included()), set(key_set.tls_excluded())  # as key_set.keys, once
         for g in self.guards:
             if g.source is None:
                 continue
@@ -483,14 +486,14 @@ class CheckFunction:
                 if name in types:
                     break
                 try:
-                    value = eval(name, scope)  # noqa: S307 - our own source expression
+                    value = eval(_code(name), scope)  # noqa: S307 - our own source expression
                 except Exception:  # noqa: BLE001 - not readable now: printed without its type
                     break
                 types[name] = type(value)
                 if name in self.tensor_specs and isinstance(value, torch.Tensor):
                     try:  # torch's check_tensor prints the class and the key set the dispatcher computes
-                        keys[name] = (f"{type(value).__name__}, "
-                                      f"DispatchKeySet({', '.join(reversed(key_set.keys(value)))})")
+                        names = (set(key_set.tensor_keys(value)) | tls_in) - tls_out
+                        keys[name] = f"{type(value).__name__}, DispatchKeySet({', '.join(reversed(key_set.order(names)))})"
                     except Exception:  # noqa: BLE001 - a tensor our key-set model does not cover
                         pass
         names = code.co_varnames + tuple(n for n in code.co_cellvars if n not in code.co_varnames) + code.co_freevars
