@@ -84,17 +84,22 @@ def rows(text: str, rename=lambda s: s) -> list[tuple]:
     return out
 
 
-def trees(name: str) -> tuple[str, str]:
+def trees(name: str, **flags) -> tuple[str, str]:
+    """Our tree and torch's for one case, under the same config flags in both."""
+    from minidynamo._torch_private import dynamo_config_patch
+
     fn, args = _cases()[name]
     code = (type(fn).forward if isinstance(fn, torch.nn.Module) else fn).__code__
     dynamo_reset()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.compile(fn, backend="eager")(*args)
+        with dynamo_config_patch(**flags):
+            torch.compile(fn, backend="eager")(*args)
         theirs = dynamo_guard_tree(code)
-    dynamo_reset()
-    md.reset()
-    ours = str(md.explain(fn, *args).guards)
+        dynamo_reset()
+        md.reset()
+        with md.config.patch(**flags):
+            ours = str(md.explain(fn, *args).guards)
     md.reset()
     return ours, theirs
 
@@ -111,11 +116,13 @@ def _torch_module_path(name: str) -> str:
     return name
 
 
-def test_a_module_tree_has_torchs_managers_and_tensor_leaves():
+@pytest.mark.parametrize("flags", [{}, {"inline_inbuilt_nn_modules": False}], ids=["default", "inline_false"])
+def test_a_module_tree_has_torchs_managers_and_tensor_leaves(flags):
     """The module reads its submodules through other sources than torch (attributes, not ``__dict__``
     items), so the paths differ; the managers of the frame's locals, the tensor leaves and the
-    absence of NO_TENSOR_ALIASING over parameters are the same."""
-    ours, theirs = trees("module")
+    absence of NO_TENSOR_ALIASING over parameters are the same. ``inline_inbuilt_nn_modules=False``
+    changes nothing in either (deprecated in torch 2.13: Note [A deprecated flag does nothing])."""
+    ours, theirs = trees("module", **flags)
     ours_rows, theirs_rows = rows(ours), rows(theirs, _torch_module_path)
     locals_ = lambda rs: sorted(r for r in rs if r[1] == "manager" and r[2].startswith("L[") and r[2].endswith("]")
                                 and r[2].count("[") == 1)
