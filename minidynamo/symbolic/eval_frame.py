@@ -202,7 +202,7 @@ class CompileConfig:
         With the frame hook, the call runs with the hook on: the frames it makes pass the cache.
         """
         if self.hook is not None:
-            callback = self.run_only_callback if RUN_ONLY[0] else self.frame_callback  # Note [Run-only reaches ...]
+            callback = self.run_only_callback if RUN_ONLY.depth else self.frame_callback  # Note [Run-only reaches ...]
             if isinstance(fn, torch.nn.Module) or is_user_function(fn) or (
                     isinstance(fn, types.MethodType) and is_user_function(fn.__func__)) or _user_call_method(fn) \
                     or isinstance(fn, functools.partial) and self.compiled_callee(fn.func) is not fn.func:

@@ -54,7 +54,7 @@ Note [Run-only reaches the frames it calls]
     one with no cache yet runs eagerly; and the frames *they* call are run-only too. So
     a helper the run-only frame calls eagerly is not compiled on its own, and a helper
     whose guards now fail (a global changed) is not recompiled. Ours: ``RUN_ONLY`` counts
-    the run-only frames active now; while it is set, ``_call_frame`` only looks up, and
+    the run-only frames active now on this thread; while it is set, ``_call_frame`` only looks up, and
     with the frame hook the frame runs with ``CompileConfig.run_only_callback`` as its
     callees' callback (``frame_hook.c``'s ``(DEFAULT, callback)`` answer).
 """
@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import itertools
 import textwrap
+import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -151,17 +152,23 @@ def reset_code_caches() -> None:
     _frame_ids = itertools.count()
 
 
-# Note [Run-only reaches the frames it calls]: run-only frames running now (torch: the callback is False)
-RUN_ONLY = [0]
+class _RunOnly(threading.local):
+    """Run-only frames running now on this thread (torch: this thread's callback is False)."""
+
+    depth = 0
+
+
+# Note [Run-only reaches the frames it calls]: per thread, as torch's eval-frame callback
+RUN_ONLY = _RunOnly()
 
 
 def run_only_mode(fn: Callable, *args: Any) -> Any:
     """``fn(*args)`` with the frames it calls in run-only mode (torch's recursive RUN_ONLY)."""
-    RUN_ONLY[0] += 1
+    RUN_ONLY.depth += 1
     try:
         return fn(*args)
     finally:
-        RUN_ONLY[0] -= 1
+        RUN_ONLY.depth -= 1
 
 
 def lookup(cache: FrameCache, L: dict, G: dict, backend_key: Any) -> Any:
@@ -171,7 +178,7 @@ def lookup(cache: FrameCache, L: dict, G: dict, backend_key: Any) -> Any:
     passes ``Py_False`` as the backend); the run-only frame itself still matches its backend.
     """
     entries = cache.entries
-    any_backend = RUN_ONLY[0] > 0
+    any_backend = RUN_ONLY.depth > 0
     for i, entry in enumerate(entries):
         key = entry.backend_key
         if key is not backend_key and not any_backend and key != backend_key:
@@ -235,7 +242,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
 
     cache = config.frames.get(_frame_key(frame))
     G = frame.f_globals
-    if RUN_ONLY[0]:  # called from a run-only frame: look up, never trace (Note [Run-only reaches ...])
+    if RUN_ONLY.depth:  # called from a run-only frame: look up, never trace (Note [Run-only reaches ...])
         entry = None if cache is None or cache.fallback is not None else lookup(cache, L, G, config.backend_key)
         if entry is None:
             return _run_only_miss(frame, L, eager, run_skipped, looked_up)
