@@ -210,6 +210,26 @@ def calls_run_only_callees(make):
         SCALE = 2
 
 
+def cos3(x):
+    return x.cos() * 3
+
+
+def calls_a_compiled_function_from_a_run_only_frame(make):
+    """A compiled function called from a run-only frame sets its own callback: it compiles (torch's
+    ``_TorchDynamoContext`` wrapper calls ``set_eval_frame``), until its own limit makes it run-only."""
+    inner = make(cos3)
+
+    def outer(x, k):
+        x = x * len(k)
+        print("", end="")
+        return inner(x) + 1
+
+    f = _with_eager(make(outer), outer)
+    for k, dtype in (("a", torch.float32), ("bb", torch.float32), ("bb", torch.float64), ("a", torch.float16),
+                     ("a", torch.float32)):
+        yield f, (torch.ones(3, dtype=dtype), k)
+
+
 def calls_module_instances_not_inlined(make):
     """torch 2.13 ignores ``inline_inbuilt_nn_modules=False`` (deprecated): the instances still share an entry."""
     yield from calls_module_instances(make)
@@ -227,6 +247,8 @@ SEQUENCES = {
     "module_instances": (calls_module_instances, None),
     "module_argument": (calls_module_argument, None),
     "run_only_callees": (calls_run_only_callees, {"recompile_limit": 2}),
+    "compiled_function_from_run_only_frame": (calls_a_compiled_function_from_a_run_only_frame,
+                                              {"recompile_limit": 1}),
     "module_instances_inline_false": (calls_module_instances_not_inlined, {"inline_inbuilt_nn_modules": False}),
     "module_argument_inline_false": (calls_module_argument, {"inline_inbuilt_nn_modules": False}),
 }
