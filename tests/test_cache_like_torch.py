@@ -386,3 +386,32 @@ def _random_calls(seed, dynamic=False):
 def test_random_sequences_are_served_as_torch_serves_them(seed, dynamic):
     ours, theirs = both(_random_calls(seed, dynamic), limit={"recompile_limit": 4})
     assert ours == theirs, f"per call (graphs that ran, compiles so far): ours {ours}, torch {theirs}"
+
+
+def add_three(a, b, c):
+    return a + b * c
+
+
+def test_an_aliasing_recompile_names_the_duplicate_tensors_as_torch():
+    """``0/0: Duplicate tensors found: ["a", "b"]`` (``recompilation_reason_for_no_tensor_aliasing_guard``)."""
+    from minidynamo._torch_private import dynamo_guard_failures
+
+    def strip(reason):  # torch's comment (the user's line) after two spaces
+        return reason.split("/", 1)[1].split("  ")[0].split("\n")[0].rstrip()
+
+    x, y, z = torch.ones(3), torch.ones(3), torch.ones(3)
+    md.reset()
+    dynamo_reset()
+    ours = md.compile(add_three, backend="eager")
+    theirs = torch.compile(add_three, backend="eager")
+    # (a fourth call (x, x, x) would name the guards of the entry traced with (y, z, y), whose kept
+    # tensor of the pair differs: torch keeps the one its lazy trackers realize first, b * c before a)
+    for args in ((x, y, z), (x, x, z), (y, z, y)):
+        torch.testing.assert_close(ours(*args), add_three(*args))
+        theirs(*args)
+    mine = [strip(r) for rec in ours.cache.recompiles for r in rec.reasons]
+    torchs = [strip(r) for r in dynamo_guard_failures(add_three.__code__)]
+    dynamo_reset()
+    md.reset()
+    assert any("Duplicate tensors found" in r for r in torchs)
+    assert mine == torchs

@@ -24,8 +24,9 @@ Note [The tree is walked by one generated function]
     One place differs from torch on purpose: a tensor's TENSOR_MATCH is five
     readable guards that run as one C++ call, printed here as one leaf. The size
     guards of dynamic shapes run after the children, as torch's epilogue
-    ``LAMBDA_GUARD``s; NO_TENSOR_ALIASING sits on each of its tensors' nodes and is
-    checked at the first (torch's ``RelationalGuard``).
+    ``LAMBDA_GUARD``s; NO_TENSOR_ALIASING sits on each of its tensors' nodes, each node
+    checking its own tensor against those before it (torch's ``RelationalGuard``, Note [A
+    relational guard fails where the duplicate shows]).
 
 Note [The tree prints as torch's]
     ``GuardManagerWrapper.__str__`` (``torch/_dynamo/guards.py``) prints a manager as
@@ -75,7 +76,7 @@ class GuardManager:
     tensor_check: Any = None  # the C++ TensorMatch of this node's TENSOR_MATCH leaf, where the extension is built
     value_type: Optional[type] = None  # the type of the value when traced (Note [The tree prints as torch's])
     tensor_keys: str = ""  # "Tensor, DispatchKeySet(CPU, ...)": what TENSOR_MATCH printed, when traced
-    relational: list = field(default_factory=list)  # [guard, checked here]: NO_TENSOR_ALIASING over this node and others
+    relational: list = field(default_factory=list)  # [guard, index of this node's tensor among its operands]
 
     def lines(self, depth: int, printed: set) -> list[str]:
         bar = "| " * depth
@@ -129,8 +130,8 @@ class GuardManager:
                 continue
             if not _holds(g, scope):
                 return [g]
-        for g, here in self.relational:  # checked at its first node, over all its tensors
-            if here and not _holds(g, scope):
+        for g, i in self.relational:  # Note [A relational guard fails where the duplicate shows]
+            if i and _is_duplicate(g.operands[1], i, scope):
                 return [g]
         return None
 
@@ -318,15 +319,38 @@ def build_tree(guards: list[Guard], tensor_specs: Optional[dict] = None, value_t
             node.tensor_keys = (tensor_keys or {}).get(g.source.name(), "")
             if node.tensor_spec is not None and make_matcher is not None:
                 node.tensor_check = make_matcher(*node.tensor_spec)
-    for g in relational:  # on each of its tensors' nodes, checked at the first (Note [The tree prints as torch's])
+    for g in relational:  # on each of its tensors' nodes (Note [A relational guard fails where the duplicate shows])
         nodes = [_find(root, name) for name in g.operands[1]]
         if any(n is None for n in nodes):
             root.after_children.append(g)
             continue
         for i, n in enumerate(nodes):
-            n.relational.append([g, i == 0])
+            n.relational.append([g, i])
     root.leaves.sort(key=lambda g: g.kind != "GLOBAL_STATE")  # GLOBAL_STATE is checked first
     return root
+
+
+def _is_duplicate(names: tuple, i: int, scope: Any) -> bool:
+    """Note [A relational guard fails where the duplicate shows]
+
+    Torch's NO_TENSOR_ALIASING is one ``RelationalGuard`` (``guards.cpp``) that each of its
+    tensors' managers calls with its value: it remembers the tensors seen so far in this
+    walk and fails at the first one seen twice. So ``f(a, b, c)`` traced with three tensors
+    and called with ``(y, z, y)`` fails at ``c``'s node, after ``b``'s leaves. Ours checks,
+    at the node of the ``i``-th tensor, that it is none of the ones before it.
+    """
+    try:
+        value = _value(names[i], scope)
+        return any(_value(name, scope) is value for name in names[:i])
+    except Exception:  # noqa: BLE001 - a value that cannot be read fails the guard
+        return True
+
+
+def _value(name: str, scope: Any) -> Any:
+    code = _code(name)
+    if type(scope) is tuple:
+        return eval(code, scope[0], scope[1])  # noqa: S307 - our own source expression
+    return eval(code, scope)  # noqa: S307
 
 
 def _find(root: GuardManager, name: str) -> Optional[GuardManager]:
@@ -472,6 +496,15 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
         text = tensor_mismatch(strip_local_scope(name), tensor_specs[name], value)
         if text is not None:
             return text
+    if g.kind == "NO_TENSOR_ALIASING" and g.operands:  # guards.py: recompilation_reason_for_no_tensor_aliasing_guard
+        groups: dict[int, list] = {}
+        for name in g.operands[1]:
+            try:
+                groups.setdefault(id(eval(_code(name), scope)), []).append(name)  # noqa: S307 - our own source
+            except Exception:  # noqa: BLE001 - not readable: not a duplicate
+                pass
+        duplicates = ", ".join(f"{names}" for names in groups.values() if len(names) > 1)
+        return strip_local_scope(f"Duplicate tensors found: {duplicates}")
     if g.kind == "GLOBAL_STATE":
         changed = [_GLOBAL_STATE_FIELDS.get(x.value_expr, x.value_expr) for x in failed]
         return "GLOBAL_STATE changed: " + "".join(f"{c} " for c in dict.fromkeys(changed))
