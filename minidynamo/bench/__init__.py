@@ -221,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", metavar="PATH", help="save a matplotlib figure")
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few rounds (for tests)")
     parser.add_argument("--only", "--workloads", dest="only", metavar="NAMES",
-                        help=f"comma-separated subset of {','.join(WORKLOADS)} (and dynamic_shapes, guards: "
-                             "the dynamic-shape row, the guard-check rows)")
+                        help=f"comma-separated subset of {','.join(WORKLOADS)} (and dynamic_shapes, guards, "
+                             "checkpoint: the dynamic-shape row, the guard-check rows, the checkpointing rows)")
     parser.add_argument("--no-scaling", action="store_true", help="skip the chain-length curve")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start measurements")
     parser.add_argument("--repeats", type=int, default=None, metavar="N",
