@@ -125,6 +125,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     silence_dynamo_logs,
     functorch_config_patch,
     torch_aot_eager_saved,
+    torch_aot_eager_forward_graphs,
     torch_fx_graph_cse,
     torch_aot_function,
     torch_aot_keeping_graphs,
