@@ -24,7 +24,8 @@ from minidynamo.bytecode import call_target
 from . import counters
 from .codegen import PyCodegen, assemble, graph_args
 from .dynamic_shapes import install_shape_guards
-from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported, unimplemented, warn_internal
+from .exc import (EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, TensorifyScalarRestartAnalysis,
+                  Unsupported, unimplemented, warn_internal)
 from .guard_codegen import CheckFunction
 from .guards import Guard
 from .output_graph import OutputGraph
@@ -113,6 +114,8 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
                 raise FullGraphError(tx.result[-1])
             try:
                 return finish(tx, frame, config)
+            except TensorifyScalarRestartAnalysis:  # Note [Tensorify before AOT] (dynamic_shapes.py)
+                continue
             except Unsupported as e:  # a value at the break cannot be rebuilt
                 explanation = explain_unsupported(tx, e)
                 at_break = tx.result[-1] if tx.result and isinstance(tx.result[-1], GraphBreak) else None

@@ -34,7 +34,7 @@ from .source import AttrSource, SizeSource, Source
 
 __all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
            "install_shape_guards", "automatic_dynamic_changes",
-           "int_input"]
+           "int_input", "float_input"]
 
 _TRACED_DYNAMIC, _STATIC_NOW = "___traced_dynamic", "___static"  # frame_state flags, not sources
 _DYNAMIC = "_minidynamo_dynamic_dims"
@@ -276,6 +276,138 @@ def int_input(tx, source: Source, value: int):
     return SymNodeVariable(proxy, symint, source=source)
 
 
+# --- float inputs ----------------------------------------------------------------------
+
+
+def float_input(tx, source: Source, value: float):
+    """Note [A float input is lifted once it changes]
+
+    torch 2.13 (``specialize_float=False``, torch/_dynamo/config.py) traces a float
+    argument as a constant the first time (guard ``L['scale'] == 0.5``). When a call
+    passes another value, the frame's record of it says "changed" (the same record an
+    int has: a float where an int was, or the reverse, is a change), and the next trace
+    lifts it (``VariableBuilder.wrap_symfloat``, torch/_dynamo/variables/builder.py): the
+    graph takes a 0-d float64 tensor (``L_scale_``, read at the call as
+    ``torch.tensor(L['scale'], dtype=torch.float64)``: torch's ``FloatTensorSource``) and
+    calls ``.item()`` on it, a ``SymFloat`` over a backed symbol ``zf0`` (Note [A float
+    input becomes a symbol]). Later values reuse that graph. A decision on it
+    (``if scale > 1``) is a guard (``L['scale'] > 1``), so a value on the other side
+    compiles one more graph, which later values on that side reuse. ``dynamic=True``
+    lifts from the first call, ``dynamic=False`` or ``specialize_float=True`` never;
+    nan and inf stay constants (torch: "our guard modeling in ShapeEnv cannot deal with
+    nan"). Unlike ints, globals, defaults and module attributes are lifted too.
+
+    Simpler than torch: under an AOT backend, torch's ``tensorify_python_scalars``
+    (torch/fx/passes/_tensorify_python_scalars.py) rewrites the ``.item()`` uses into
+    tensor ops, or restarts the trace with the float a constant where it cannot
+    (``TensorifyScalarRestartAnalysis``); ours does the same on the Dynamo graph,
+    before AOT (Note [Tensorify before AOT], backends.py). Returns the tracker, or None
+    to keep the float a constant.
+    """
+    import math
+
+    from minidynamo import config
+
+    output = tx.output
+    if config.specialize_float or getattr(output, "dynamic", None) is False or output.frame_state.get(_STATIC_NOW):
+        return None
+    name = source.name()
+    scalars = output.frame_state.setdefault(_INTS, {})
+    if name not in scalars:
+        scalars[name] = None if name in output.frame_state else value
+    elif scalars[name] is not None and scalars[name] != value:
+        scalars[name] = None
+    if math.isnan(value) or math.isinf(value) or name in output.frame_state.get(_SPECIALIZED_FLOATS, ()):
+        return None
+    all_dynamic, automatic = effective_dynamic(output)
+    if not all_dynamic and (scalars[name] is not None or not automatic):
+        return None
+    from minidynamo.shapes.symbolic_shapes import SymNode
+
+    from .source import FloatTensorSource
+    from .variables.sym_node import SymNodeVariable
+
+    env = shape_env_of(output)
+    output.fake_mode.shape_env = env
+    output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
+    tensor_source = FloatTensorSource(source)
+    wrapped = torch.tensor(value, dtype=torch.float64)
+    node = output._new_placeholder(tensor_source.fx_name())
+    fake = output.fake_mode.from_tensor(wrapped)
+    node.meta["example_value"] = fake
+    node.meta["source"] = tensor_source.name()
+    output.graphargs.append((tensor_source, node, wrapped))
+    output.guards.TYPE_MATCH(source, value, "a float input lifted to a graph input (specialize_float=False)")
+    sym = env.create_float_symbol(value, name)
+    symfloat = torch.SymFloat(SymNode(sym, env, float, value))
+    proxy = output.create_proxy("call_method", "item", (torch.fx.Proxy(node, output.tracer),), {})
+    proxy.node.meta["example_value"] = symfloat
+    proxy.node.meta["float_input"] = name
+    output.symbol_proxies[sym] = proxy
+    return SymNodeVariable(proxy, symfloat, source=source)
+
+
+_SPECIALIZED_FLOATS = "___specialized_floats"  # frame_state: float sources a restart made constants
+
+
+import operator as _op
+
+# where a lifted float may flow for torch's tensorify to turn it into tensor compute: SymFloat
+# arithmetic (``_sympy_interp``), and ops that decompose to its SUPPORTED_OPS (mul/add/sub/div
+# .Tensor, the comparisons; ``s - x`` is ``aten.rsub.Scalar``, not among them)
+_SYMFLOAT_ARITHMETIC = {_op.mul, _op.add, _op.sub, _op.truediv, _op.neg, _op.pow}
+_TENSOR_OPS = {_op.mul, _op.add, _op.truediv, _op.sub, torch.mul, torch.add, torch.sub, torch.div, torch.true_divide,
+               _op.gt, _op.lt, _op.ge, _op.le, _op.eq, _op.ne, _op.iadd, _op.imul, _op.isub, _op.itruediv}
+_TENSOR_METHODS = {"mul", "add", "sub", "div", "true_divide", "mul_", "add_", "sub_", "div_", "gt", "lt", "ge", "le",
+                   "eq", "ne", "__mul__", "__add__", "__sub__", "__truediv__"}
+_FLIPS_TO_RSUB = {_op.sub, _op.isub, torch.sub}
+
+
+def check_tensorify(graph: torch.fx.Graph, frame_state: dict) -> None:
+    """Note [Tensorify before AOT]
+
+    Under an AOT backend torch lowers the graph to ATen and runs
+    ``tensorify_python_scalars``: each ``.item()`` of a lifted float whose uses are all
+    SymFloat arithmetic feeding ``aten.mul/add/sub/div.Tensor`` or a comparison is
+    rewritten into tensor compute on the 0-d input; if any use is something else
+    (``torch.full(..., s)``, ``x.clamp(min=s)``, ``x ** s``, ``s - x``, ``int(s)``, a float
+    returned), the float is marked to specialize and Dynamo restarts
+    (``TensorifyScalarRestartAnalysis``), so that graph is traced with the float a
+    constant and each new value compiles again. Ours makes the same decision on the
+    Dynamo graph, from the torch-level op each use will decompose to, before AOT
+    sees it (our AOT then traces the ``.item()`` symbolically: the results are the
+    same, the compile counts are torch's). The eager backend and user callables get
+    the graph with its ``.item()``, as torch's do.
+    """
+    failed = set()
+    for node in graph.nodes:
+        name = node.meta.get("float_input") if node.op == "call_method" else None
+        if name and not _tensorifiable(node):
+            failed.add(name)
+    if failed:
+        from .exc import TensorifyScalarRestartAnalysis
+
+        frame_state.setdefault(_SPECIALIZED_FLOATS, set()).update(failed)
+        raise TensorifyScalarRestartAnalysis(failed)
+
+
+def _tensorifiable(node: torch.fx.Node) -> bool:
+    for user in node.users:
+        value = user.meta.get("example_value")
+        if user.op == "call_function" and user.target in _SYMFLOAT_ARITHMETIC and isinstance(value, torch.SymFloat):
+            if not _tensorifiable(user):
+                return False
+        elif user.op == "call_function" and user.target in _TENSOR_OPS and isinstance(value, torch.Tensor):
+            if user.target in _FLIPS_TO_RSUB and user.args and user.args[0] is node:
+                return False
+        elif user.op == "call_method" and user.target in _TENSOR_METHODS and isinstance(value, torch.Tensor):
+            if user.args and user.args[0] is node:
+                return False
+        else:
+            return False
+    return True
+
+
 # --- sizes read in the trace --------------------------------------------------------------
 
 
@@ -379,8 +511,9 @@ def automatic_dynamic_changes(frame_state: dict, L: dict, G: dict, dynamic) -> l
     return changed
 
 
-def _int_changed(now, recorded: int) -> bool:
-    return type(now) is int and now != recorded
+def _int_changed(now, recorded) -> bool:
+    """An int or float input that is now another int or float (Note [A float input is lifted once it changes])."""
+    return type(now) in (int, float) and now != recorded
 
 
 def _read(name: str, L: dict, G: dict, default):

@@ -134,6 +134,8 @@ class OutputGraph:
             if (node.op == "call_function" and not node.users and id(node) not in keep
                     and (node.target is operator.getitem or isinstance(node.meta.get("example_value"), sym))):
                 self.graph.erase_node(node)
+            elif node.op == "call_method" and not node.users and id(node) not in keep and node.meta.get("float_input"):
+                self.graph.erase_node(node)  # a lifted float only decided on (``if scale > 1``): no input of the graph
 
     def compile_graph(self, outputs: list[torch.fx.Node], backend: Callable, name: str, code: Any = None):
         """Turn the graph into a GraphModule, call the backend; returns (gm, compiled, input sources).
@@ -158,15 +160,19 @@ class OutputGraph:
             else:
                 self.graph.erase_node(node)
         self.graph.lint()
+        if self.symbol_proxies and backend_is_aot(backend):  # Note [Tensorify before AOT] (dynamic_shapes.py)
+            from .dynamic_shapes import check_tensorify
+
+            check_tensorify(self.graph, self.frame_state)
         gm = lazy_graph_module(self.graph_root(), self.graph, class_name=name)  # code written when first run
         if code is not None:  # whose graph it is, for a backend's warnings
             gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         example_inputs = [value for _, _, value in used]
         events.emit("dynamo_graph", gm=gm, name=name, function=code.co_name if code is not None else name)
         if self.symbol_proxies:  # Note [AOT backends specialize per size] (backends.py)
-            from minidynamo.backends import compile_symbolic_or_per_size, eager
+            from minidynamo.backends import compile_symbolic_or_per_size
 
-            if backend is eager or not getattr(backend, "__module__", "").startswith("minidynamo.backends"):
+            if not backend_is_aot(backend):
                 compiled = backend(gm, example_inputs)
             else:
                 compiled = compile_symbolic_or_per_size(backend, gm, example_inputs, name)
@@ -174,6 +180,13 @@ class OutputGraph:
             compiled = backend(gm, example_inputs)
         counters["graphs"] += 1
         return gm, compiled, [source for source, _, _ in used]
+
+
+def backend_is_aot(backend: Callable) -> bool:
+    """One of our backends that runs AOTAutograd (not ``eager``, not a user's callable)."""
+    from minidynamo.backends import eager
+
+    return backend is not eager and getattr(backend, "__module__", "").startswith("minidynamo.backends")
 
 
 class SubgraphTracer:
