@@ -154,8 +154,12 @@ class OutputGraph:
         # remove_unused_graphargs: inputs nothing reads do not become graph arguments
         used = []
         for source, node, value in self.graphargs:
-            if node.users or (isinstance(node.meta.get("example_value"), torch.SymInt)  # a size's symbol stays,
-                              and ".size()" in source.name()):  # as torch's; an unused int input goes
+            example = node.meta.get("example_value")
+            if isinstance(example, torch.SymInt) and ".size()" in source.name() and not _still_symbolic(example):
+                node.replace_all_uses_with(int(example))  # the trace fixed this size (a guard ``== 6``): a constant
+            if node.users or (_still_symbolic(node.meta.get("example_value"))  # a size's symbol stays, as
+                              and ".size()" in source.name()):  # torch's, unless the trace fixed it to a
+                # constant (``torch.as_tensor(x.size(0))``); an unused int input goes
                 used.append((source, node, value))
             else:
                 self.graph.erase_node(node)
@@ -180,6 +184,14 @@ class OutputGraph:
             compiled = backend(gm, example_inputs)
         counters["graphs"] += 1
         return gm, compiled, [source for source, _, _ in used]
+
+
+def _still_symbolic(value: Any) -> bool:
+    """A SymInt whose expression still has a symbol (not replaced by a constant after a guard ``s0 == 6``)."""
+    if not isinstance(value, torch.SymInt):
+        return False
+    expr = getattr(value.node, "expr", None)
+    return expr is None or bool(getattr(expr, "free_symbols", True))
 
 
 def backend_is_aot(backend: Callable) -> bool:
