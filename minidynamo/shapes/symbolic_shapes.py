@@ -463,6 +463,41 @@ class ShapeEnv:
         return "\n".join(f"{e}   # {why}" for e, why in self.produce_guards())
 
     # -- symbolic meta tensors -------------------------------------------------------------
+    def symbolic_strides_and_offset(self, t: torch.Tensor, source: str, sizes: list) -> tuple[list, Any]:
+        """The strides and storage offset of ``t``'s symbolic fake, as torch's ``_compute_symbolic_stride``.
+
+        Strides are visited smallest first. A stride of 0 or 1 stays itself (unless it
+        is also the product of the next dim's size and stride); a stride equal to an
+        earlier dim's ``size * stride`` is that expression (``x.t()``: ``(1, s0)``); any
+        other becomes a DUCK symbol of its own, read from ``L['x'].stride()[i]``, once
+        some size of ``t`` is symbolic. The storage offset is a DUCK symbol
+        (``L['x'].storage_offset()``) when some size is, with 0/1 specialization.
+        """
+        ex_size, ex_stride = [int(s) for s in t.shape], [int(s) for s in t.stride()]
+        size_exprs = [s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(s) for s in sizes]
+        static = not any(isinstance(s, torch.SymInt) for s in sizes)
+        n = len(ex_size)
+        strides: list = [None] * n
+        candidates: dict = {}
+        for val, neg_i in sorted((v, -i) for i, v in enumerate(ex_stride)):
+            i = -neg_i
+            contiguous = i != n - 1 and ex_stride[i] == ex_size[i + 1] * ex_stride[i + 1]
+            if val in (0, 1) and not contiguous:
+                out = sympy.Integer(val)
+            elif val in candidates:
+                out = candidates[val]
+            elif static:
+                out = sympy.Integer(val)
+            else:
+                out = _sympify(self.create_symbol(val, f"{source}.stride()[{i}]", duck=True))
+            strides[i] = out
+            candidates[ex_size[i] * val] = size_exprs[i] * out
+        ex_offset = int(t.storage_offset())
+        offset = ex_offset if static else self.create_symbol(ex_offset, f"{source}.storage_offset()", duck=True)
+        return ([self.create_symint(e, v) for e, v in zip(strides, ex_stride)],
+                self.create_symint(offset, ex_offset))
+
+
     def symbolic_sizes(self, t: torch.Tensor, source: str, dynamic_dims) -> list:
         """Sizes of ``t`` with the dims in ``dynamic_dims`` symbolic (SymInts), the rest ints."""
         sizes = []

@@ -151,10 +151,11 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     if not wanted:
         return ()
     env = shape_env_of(output)
-    if not can_be_dynamic(value):
+    if not can_be_dynamic(value) or _shares_storage(output, value):
         for i in wanted:
             env.specializations.append(_spec(f"{name}.size()[{i}]", shape[i],
-                                             "not contiguous or a view: our symbolic fakes are contiguous"))
+                                             "it shares its storage with another input, or has autograd history "
+                                             "and a layout a clone would not keep: our symbolic fakes own their storage"))
         return ()
     dims = []
     for i in wanted:
@@ -167,6 +168,33 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
         output.dim_kinds = {}
     output.dim_kinds.update({(name, i): kinds[i] for i in dims})
     return tuple(dims)
+
+
+def _shares_storage(output, value: torch.Tensor) -> bool:
+    """Another tensor among the frame's arguments (or their list/tuple/dict items) with ``value``'s storage.
+
+    Our symbolic fake owns its storage (Note [A symbolic fake], fake/converter.py), so two
+    inputs viewing one storage (``f(b, b.t())``) would lose their aliasing: such inputs stay
+    static. torch fakeifies them as views of one symbolic base; ours does not.
+    """
+    seen = getattr(output, "_storages", None)
+    if seen is None:
+        seen = output._storages = {}
+        items = []
+        for v in output.L.values():
+            items += list(v.values()) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else [v]
+        for v in items:
+            if isinstance(v, torch.Tensor) and v.layout == torch.strided and not v.is_nested:
+                try:
+                    key = v.untyped_storage().data_ptr()
+                except Exception:  # noqa: BLE001 - a tensor with no storage to read
+                    continue
+                seen.setdefault(key, set()).add(id(v))
+    try:
+        ids = seen.get(value.untyped_storage().data_ptr(), set())
+    except Exception:  # noqa: BLE001
+        return False
+    return bool(ids - {id(value)}) and value.untyped_storage().nbytes() > 0
 
 
 def _spec(source: str, value: int, reason: str):
@@ -194,9 +222,14 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     kinds = getattr(output, "dim_kinds", {})
     duck = {i: kinds.get((source.name(), i), "DUCK") == "DUCK" for i in dynamic_dims}  # Note [Duck sizing]
     fake = output.fake_mode.from_tensor(value, dynamic_dims=duck, source=source.name())
-    for i in dynamic_dims:
-        size = fake.shape[i]
-        if not isinstance(size, torch.SymInt):
+    from .source import TensorPropertySource
+
+    properties = [(SizeSource(source, i), fake.shape[i], int(value.shape[i])) for i in dynamic_dims]
+    properties += [(TensorPropertySource(source, "stride", i), st, int(value.stride(i)))
+                   for i, st in enumerate(fake.stride())]  # Note [A symbolic fake]: a stride may be a symbol
+    properties.append((TensorPropertySource(source, "storage_offset"), fake.storage_offset(), int(value.storage_offset())))
+    for prop_source, size, example in properties:
+        if not isinstance(size, torch.SymInt) or not size.node.expr.is_Symbol:
             continue
         sym = size.node.expr
         if sym in output.symbol_proxies:
@@ -204,10 +237,40 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
         node = new_placeholder(str(sym))
         node.type = torch.SymInt  # prints as `s0: torch.SymInt`, as torch's graphs
         node.meta["example_value"] = size
-        node.meta["source"] = f"{source.name()}.size()[{i}]"
+        node.meta["source"] = prop_source.name()
         output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
-        output.graphargs.append((SizeSource(source, i), node, int(value.shape[i])))
+        output.graphargs.append((prop_source, node, example))
+    _stride_guards(output, source, value, fake)
     return fake
+
+
+def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
+    """A non-contiguous dynamic input's strides: each one's expression (``L['x'].stride()[0] == 5 * L['x'].stride()[1]``).
+
+    The TENSOR_MATCH guard checks the strides that are plain ints (Note [A symbolic fake]);
+    a stride that is a symbol of its own has its ``>= 2`` from the ShapeEnv; the rest are
+    expressions of the sizes and stride symbols, guarded here as torch's ``produce_guards`` does.
+    """
+    from minidynamo.shapes.symbolic_shapes import python_expr
+
+    if value.is_contiguous():
+        return
+    env, n, guards = output.shape_env, source.name(), output.guards
+    names = env.source_names()
+    spec = []
+    for i, st in enumerate(fake.stride()):
+        if not isinstance(st, torch.SymInt):
+            spec.append(int(st))
+            guards.add(source, "TENSOR_MATCH", f"{n}.stride()[{i}] == {int(st)}", "tensor input: the graph was "
+                       "traced for its metadata", f"{n}.stride()")
+            continue
+        spec.append(-1)  # any stride in the C++ check; the expression below, or the symbol's own guard
+        if not st.node.expr.is_Symbol:
+            guards.add(None, "SHAPE_ENV", f"{n}.stride()[{i}] == {python_expr(st.node.expr, names)}",
+                       "the stride the trace computed from the sizes", f"{n}.stride()")
+    if n in guards.tensor_specs:
+        dtype, device, sizes, _, requires_grad = guards.tensor_specs[n]
+        guards.tensor_specs[n] = (dtype, device, sizes, tuple(spec), requires_grad)
 
 
 # --- int inputs ------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from . import counters
 from .fake_values import make_fake_mode, wrap_to_fake
 from .guards import GuardSet
 from .side_effects import SideEffects
-from .source import Source
+from .source import SizeSource, Source, TensorPropertySource
 from .variables.tensor import TensorVariable
 
 
@@ -152,13 +152,20 @@ class OutputGraph:
             insert_deferred_runtime_asserts(self.graph, self.shape_env)
         self.graph.output(tuple(outputs))
         # remove_unused_graphargs: inputs nothing reads do not become graph arguments
-        used = []
+        used, provided = [], {}
         for source, node, value in self.graphargs:
             example = node.meta.get("example_value")
-            if isinstance(example, torch.SymInt) and ".size()" in source.name() and not _still_symbolic(example):
+            of_tensor = isinstance(source, (SizeSource, TensorPropertySource))  # a size, stride or offset
+            if isinstance(example, torch.SymInt) and of_tensor and not _still_symbolic(example):
                 node.replace_all_uses_with(int(example))  # the trace fixed this size (a guard ``== 6``): a constant
-            if node.users or (_still_symbolic(node.meta.get("example_value"))  # a size's symbol stays, as
-                              and ".size()" in source.name()):  # torch's, unless the trace fixed it to a
+            elif isinstance(example, torch.SymInt) and of_tensor and example.node.expr in provided:
+                # unified with an earlier symbol (a guard ``s1 == s0``, Note [Duck sizing]): one input, as torch's
+                node.replace_all_uses_with(provided[example.node.expr])
+                example = None
+            elif isinstance(example, torch.SymInt) and of_tensor:
+                provided[example.node.expr] = node
+            if node.users or (_still_symbolic(example)  # a size's symbol stays, as
+                              and of_tensor):  # torch's, unless the trace fixed it to a
                 # constant (``torch.as_tensor(x.size(0))``); an unused int input goes
                 used.append((source, node, value))
             else:

@@ -173,6 +173,20 @@ class SizeSource(Source):
 
 
 @dataclass(frozen=True, repr=False)
+class TensorPropertySource(Source):
+    """``L['x'].stride()[1]`` or ``L['x'].storage_offset()`` (torch's ``TensorPropertySource``)."""
+
+    base: Source
+    prop: str  # "stride" or "storage_offset"
+    index: int = -1
+
+    def name(self) -> str:
+        if self.prop == "storage_offset":
+            return f"{self.base.name()}.storage_offset()"
+        return f"{self.base.name()}.{self.prop}()[{self.index}]"
+
+
+@dataclass(frozen=True, repr=False)
 class FloatTensorSource(Source):
     """``torch.tensor(L['scale'], dtype=torch.float64)``: a float input passed to the graph as a 0-d
     tensor (torch's ``FloatTensorSource``, Note [A float input is lifted once it changes] in
