@@ -393,21 +393,24 @@ def float_input(tx, source: Source, value: float):
     env = shape_env_of(output)
     output.fake_mode.shape_env = env
     output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
-    tensor_source = FloatTensorSource(source)
-    wrapped = torch.tensor(value, dtype=torch.float64)
-    node = output._new_placeholder(tensor_source.fx_name())
-    fake = output.fake_mode.from_tensor(wrapped)
-    node.meta["example_value"] = fake
-    node.meta["source"] = tensor_source.name()
-    output.graphargs.append((tensor_source, node, wrapped))
     output.guards.TYPE_MATCH(source, value, "a float input lifted to a graph input (specialize_float=False)")
     sym = env.create_float_symbol(value, name)
     symfloat = torch.SymFloat(SymNode(sym, env, float, value))
-    proxy = output.create_proxy("call_method", "item", (torch.fx.Proxy(node, output.tracer),), {})
-    proxy.node.meta["example_value"] = symfloat
-    proxy.node.meta["float_input"] = name
-    output.symbol_proxies[sym] = proxy
-    return SymNodeVariable(proxy, symfloat, source=source)
+
+    def make_proxy():  # the graph input and its .item(), made when the trace first uses the float
+        tensor_source = FloatTensorSource(source)
+        wrapped = torch.tensor(value, dtype=torch.float64)
+        node = output._new_placeholder(tensor_source.fx_name())
+        node.meta["example_value"] = output.fake_mode.from_tensor(wrapped)
+        node.meta["source"] = tensor_source.name()
+        output.graphargs.append((tensor_source, node, wrapped))
+        proxy = output.create_proxy("call_method", "item", (torch.fx.Proxy(node, output.tracer),), {})
+        proxy.node.meta["example_value"] = symfloat
+        proxy.node.meta["float_input"] = name
+        output.symbol_proxies[sym] = proxy
+        return proxy
+
+    return SymNodeVariable.lazy(make_proxy, symfloat, source=source)
 
 
 _SPECIALIZED_FLOATS = "___specialized_floats"  # frame_state: float sources a restart made constants

@@ -49,6 +49,29 @@ class SymNodeVariable(VariableTracker):
         self.proxy = proxy
         self.sym_num = sym_num
 
+    @classmethod
+    def lazy(cls, make_proxy, sym_num: Any, **kwargs) -> "SymNodeVariable":
+        """A lifted float (Note [A float input is lifted once it changes], dynamic_shapes.py) whose graph
+        input and ``.item()`` node are made when the trace first needs its node.
+
+        torch wraps a float lazily (``LazyConstantVariable``, torch/_dynamo/variables/lazy.py): in
+        ``s - x`` the tensor is realized first, so the graph's inputs are ``(x, s)``; making our
+        placeholder on first use of ``proxy`` gives the same order.
+        """
+        var = cls(None, sym_num, **kwargs)
+        var._make_proxy = make_proxy
+        return var
+
+    @property
+    def proxy(self) -> torch.fx.Proxy:
+        if self._proxy is None and self._make_proxy is not None:
+            self._proxy, self._make_proxy = self._make_proxy(), None
+        return self._proxy
+
+    @proxy.setter
+    def proxy(self, value: torch.fx.Proxy) -> None:
+        self._proxy, self._make_proxy = value, None
+
     def as_proxy(self) -> torch.fx.Proxy:
         return self.proxy
 
@@ -171,3 +194,4 @@ def specialize_args(args: list) -> list:
     from .constant import ConstantVariable
 
     return [ConstantVariable(a.as_python_constant()) if isinstance(a, SymNodeVariable) else a for a in args]
+
