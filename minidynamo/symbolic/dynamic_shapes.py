@@ -441,9 +441,11 @@ def check_tensorify(graph: torch.fx.Graph, frame_state: dict) -> None:
     (``TensorifyScalarRestartAnalysis``), so that graph is traced with the float a
     constant and each new value compiles again. Ours makes the same decision on the
     Dynamo graph, from the torch-level op each use will decompose to, before AOT
-    sees it (our AOT then traces the ``.item()`` symbolically: the results are the
-    same, the compile counts are torch's). The eager backend and user callables get
-    the graph with its ``.item()``, as torch's do.
+    sees it. The eager backend and user callables get
+    the graph with its ``.item()``, as torch's do. Where every use qualifies, the
+    ``.item()`` is rewritten away as torch's pass does: the arithmetic runs on the 0-d
+    tensor, and each tensor op reads it cast to its compute dtype, so AOT traces a
+    graph of tensors only.
     """
     failed = set()
     for node in graph.nodes:
@@ -455,6 +457,28 @@ def check_tensorify(graph: torch.fx.Graph, frame_state: dict) -> None:
 
         frame_state.setdefault(_SPECIALIZED_FLOATS, set()).update(failed)
         raise TensorifyScalarRestartAnalysis(failed)
+    for node in [n for n in graph.nodes if n.op == "call_method" and n.meta.get("float_input")]:
+        _tensorify_uses(graph, node, node.args[0])
+        graph.erase_node(node)
+
+
+def _tensorify_uses(graph: torch.fx.Graph, node: torch.fx.Node, tensor: torch.fx.Node) -> None:
+    """``node`` (a SymFloat) is now the 0-d float64 ``tensor``: its arithmetic computes on the tensor, and a
+    tensor op reads it cast to the op's compute dtype (torch's ``convert_element_type`` in the same pass)."""
+    for user in list(node.users):
+        if user.target in _SYMFLOAT_ARITHMETIC and isinstance(user.meta.get("example_value"), torch.SymFloat):
+            user.replace_input_with(node, tensor)
+            user.meta.pop("example_value", None)  # a 0-d float64 tensor now
+            _tensorify_uses(graph, user, user)
+            continue
+        dtype = user.meta["example_value"].dtype
+        if dtype == torch.bool:  # a comparison: no cast, as torch
+            user.replace_input_with(node, tensor)
+            continue
+        compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+        with graph.inserting_before(user):
+            cast = graph.call_method("to", (tensor, compute))
+        user.replace_input_with(node, cast)
 
 
 def _tensorifiable(node: torch.fx.Node) -> bool:
