@@ -362,12 +362,8 @@ def test_random_size_sequences_match_eager(fn, sizes, dynamic):
 # --- the corpus ported from PyTorch's test/dynamo (minidynamo/corpus/dynamic_cases.py) --------
 
 # Where we knowingly differ from torch on the ported corpus (each still equal to eager).
-PORTED_DIFFERENCES: dict[str, str] = {
-    "float_arg_changes": "torch 2.13 passes a changed float argument into the graph as a 0-d tensor "
-                         "(specialize_float=False); ours keeps floats constants, one graph per value",
-    "tensor_of_sizes": "torch.tensor([s0, s1]) of symbolic sizes: our fake tensors fix each size (guard_int), "
-                       "torch records the list of SymInts",
-}
+# (none today: a changed float is lifted to a graph input and torch.tensor([s0, s1]) stays symbolic, as torch's)
+PORTED_DIFFERENCES: dict[str, str] = {}
 
 
 @functools.lru_cache(maxsize=None)
