@@ -144,6 +144,7 @@ SEQUENCES = [
     ("x.abs() ** s", lambda x, s: x.abs() ** s, _values(0.5, 0.7, 0.9)),
     ("leaky_relu(x, s)", lambda x, s: torch.nn.functional.leaky_relu(x, s), _values(0.5, 0.7, 0.9)),
     ("x.clone().mul_(s)", lambda x, s: x.clone().mul_(s), _values(0.5, 0.7, 0.9)),
+    ("a float returned", lambda x, s: (x * s, s * 2), _values(0.5, 0.7, 0.9)),
     ("nan and inf stay constants", lambda x, s: x * s, _values(0.5, float("nan"), 0.9, float("inf"), float("nan"))),
     ("range(int(s))", lambda x, s: sum(x for _ in range(int(s))), _values(1.5, 2.5, 3.5, 3.7)),
     ("s == 0.5", lambda x, s: x + 1 if s == 0.5 else x - 1, _values(0.5, 0.7, 0.9, 0.5)),

@@ -429,7 +429,7 @@ _TENSOR_METHODS = {"mul", "add", "sub", "div", "true_divide", "mul_", "add_", "s
 _FLIPS_TO_RSUB = {_op.sub, _op.isub, torch.sub}
 
 
-def check_tensorify(graph: torch.fx.Graph, frame_state: dict) -> None:
+def check_tensorify(graph: torch.fx.Graph, frame_state: dict, leaving: set = frozenset()) -> None:
     """Note [Tensorify before AOT]
 
     Under an AOT backend torch lowers the graph to ATen and runs
@@ -437,7 +437,7 @@ def check_tensorify(graph: torch.fx.Graph, frame_state: dict) -> None:
     SymFloat arithmetic feeding ``aten.mul/add/sub/div.Tensor`` or a comparison is
     rewritten into tensor compute on the 0-d input; if any use is something else
     (``torch.full(..., s)``, ``x.clamp(min=s)``, ``x ** s``, ``s - x``, ``int(s)``, a float
-    returned), the float is marked to specialize and Dynamo restarts
+    returned or live at a graph break: torch's graph returns it), the float is marked to specialize and Dynamo restarts
     (``TensorifyScalarRestartAnalysis``), so that graph is traced with the float a
     constant and each new value compiles again. Ours makes the same decision on the
     Dynamo graph, from the torch-level op each use will decompose to, before AOT
@@ -450,7 +450,7 @@ def check_tensorify(graph: torch.fx.Graph, frame_state: dict) -> None:
     failed = set()
     for node in graph.nodes:
         name = node.meta.get("float_input") if node.op == "call_method" else None
-        if name and not _tensorifiable(node):
+        if name and (name in leaving or not _tensorifiable(node)):  # ``leaving``: returned, or live at a break
             failed.add(name)
     if failed:
         from .exc import TensorifyScalarRestartAnalysis

@@ -174,7 +174,7 @@ class OutputGraph:
         if self.symbol_proxies and backend_is_aot(backend):  # Note [Tensorify before AOT] (dynamic_shapes.py)
             from .dynamic_shapes import check_tensorify
 
-            check_tensorify(self.graph, self.frame_state)
+            check_tensorify(self.graph, self.frame_state, getattr(self, "floats_leaving", set()))
         gm = lazy_graph_module(self.graph_root(), self.graph, class_name=name)  # code written when first run
         if code is not None:  # whose graph it is, for a backend's warnings
             gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"

@@ -137,6 +137,9 @@ class SymNodeVariable(VariableTracker):
         names = node.shape_env.source_names()
         if not node.expr.free_symbols <= set(names):
             return codegen.tensor_expr(self)
+        floats = node.expr.free_symbols & getattr(node.shape_env, "float_symbols", set())
+        if floats:  # a lifted float leaving the trace: torch's graph returns it (Note [Tensorify before AOT])
+            codegen.output.__dict__.setdefault("floats_leaving", set()).update(names[s] for s in floats)
         text = python_expr(node.expr, names)
         return f"bool({text})" if self.python_type() is bool else f"({text})"
 
