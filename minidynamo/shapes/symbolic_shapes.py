@@ -13,8 +13,8 @@ Mirrors ``torch/fx/experimental/symbolic_shapes.py`` (``ShapeEnv``: ``create_sym
 ``evaluate_expr``, ``produce_guards``; 8000 lines) and ``torch/fx/experimental/sym_node.py``
 (``SymNode``). Unbacked symbols (``u0``: Note [An unbacked symbol has no value]) have a range
 ``[lo, hi]`` and the facts ``torch._check`` states. Ours drops value ranges of backed symbols
-beyond ``>= 2`` for sizes and a lower bound for int inputs (from their guards), symbolic strides and storage
-offsets (a dynamic input is contiguous), symbolic floats beyond ``sqrt``/``floor``,
+beyond ``>= 2`` for sizes and a lower bound for int inputs (from their guards), symbolic
+floats beyond comparisons, ``sqrt``/``floor`` and ``int`` (float inputs: Note [A float input becomes a symbol]),
 and the guard-simplification machinery beyond substitution (``replacements``) and
 questions the recorded guards already decide. The sympy functions and the printer
 live in ``sym_functions.py``, ``SymNode`` in ``sym_node.py`` (re-exported here).

@@ -357,8 +357,9 @@ class GuardSet:
     def _dynamic_tensor_match(self, source: Source, value: torch.Tensor, why: str, dynamic_dims: tuple) -> None:
         """TENSOR_MATCH with some sizes symbolic: rank and the static sizes here; in C++ a size -1 matches any.
 
-        A dynamic input is traced as contiguous (Note [A symbolic fake]), so its stride
-        guard is ``is_contiguous()`` whatever its sizes.
+        A contiguous dynamic input's stride guard is ``is_contiguous()`` whatever its sizes; a
+        non-contiguous one's strides are guarded once its fake has them, a symbolic stride as
+        -1 in C++ (``dynamic_shapes._stride_guards``, Note [A symbolic fake]).
         """
         n = source.name()
         self.TYPE_MATCH(source, value, why)
