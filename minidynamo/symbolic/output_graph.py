@@ -10,8 +10,12 @@ and hands it to the backend. Mirrors ``torch/_dynamo/output_graph.py``
 Note [An empty graph is not compiled]
     If the piece of code before a graph break (or a whole frame) made no call in the
     graph, there is nothing to run: no graph is compiled and none is counted. Real
-    Dynamo's test is the same (``count_calls(self.graph) == 0``), which is why
-    ``explain(...).graph_count`` can be smaller than "pieces between breaks".
+    Dynamo's test is the same (``count_calls(self.graph) == 0``, ``compile_subgraph``),
+    which is why ``explain(...).graph_count`` can be smaller than "pieces between breaks".
+    torch counts before it prunes: a comparison on a symbolic size decided into a guard
+    (``x if n == 0 else x * n``), or an unused ``.item()`` of a lifted float, is a call, so
+    such a piece compiles a graph that returns its inputs. Ours erases those nodes earlier
+    and counts them all the same.
 """
 
 from __future__ import annotations
@@ -142,8 +146,9 @@ class OutputGraph:
 
         Returns None when the graph makes no call (Note [An empty graph is not compiled]).
         """
+        calls_made = self.count_calls() + getattr(self.graph, "_md_dropped_calls", 0)
         self._remove_unused_sym_nodes(outputs)
-        if self.count_calls() == 0:
+        if calls_made == 0:
             assert not outputs, "graph outputs without any call"
             return None
         if self.shape_env is not None and self.shape_env.creation_range:  # unbacked ranges (runtime_assert.py)

@@ -99,7 +99,10 @@ class SymNodeVariable(VariableTracker):
         node = self.proxy.node
         while node is not None and node.op == "call_function" and not node.users and node.graph is not None:
             inputs = [a for a in node.all_input_nodes]
-            node.graph.erase_node(node)
+            graph = node.graph
+            graph.erase_node(node)
+            # still a call the trace made: torch's graph keeps it until compile (Note [An empty graph ...])
+            graph._md_dropped_calls = getattr(graph, "_md_dropped_calls", 0) + 1
             node = inputs[0] if len(inputs) == 1 else None
 
     def unpack_var_sequence(self, tx):
