@@ -96,6 +96,8 @@ class SymNodeVariable(VariableTracker):
 
     def _drop_if_unused(self) -> None:
         """The node of a decided comparison (and the arithmetic only it used) leaves the graph."""
+        if self._proxy is None:  # a lifted float read only as a constant (``f"{scale:.3f}"``): no node made
+            return
         node = self.proxy.node
         while node is not None and node.op == "call_function" and not node.users and node.graph is not None:
             inputs = [a for a in node.all_input_nodes]
