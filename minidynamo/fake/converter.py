@@ -52,13 +52,23 @@ def can_be_dynamic(t: torch.Tensor) -> bool:
     """A strided tensor, contiguous or not, a view or not (Note [A symbolic fake]).
 
     Not: a tensor with autograd history whose layout a ``clone`` would not keep (the
-    fake gets its history by a clone), nor one with overlapping elements (``expand``
-    of a size > 1: its 0 stride is kept, but an input written through it is not ours to model).
+    fake gets its history by a clone: ``x[:, ::2]`` or ``x[1:]`` of a leaf that requires grad).
     """
     if t.layout != torch.strided or t.is_sparse or t.is_quantized or t.is_nested:
         return False
-    if t.requires_grad and not t.is_leaf and (t.storage_offset() != 0 or not t.is_contiguous()):
+    if t.requires_grad and not t.is_leaf and (t.storage_offset() != 0 or not _dense(t)):
         return False
+    return True
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense (``x.t()``, a permute): a ``clone`` keeps its strides."""
+    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1)
+    expected = 1
+    for st, sz in dims:
+        if st != expected:
+            return False
+        expected *= sz
     return True
 
 
