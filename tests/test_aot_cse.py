@@ -82,3 +82,23 @@ def test_cse_saves_fewer_tensors(monkeypatch):
     monkeypatch.setattr(aot_config, "cse", False)
     without = _count_and_bytes(saved_for_backward(_duplicated, *_inputs()))
     assert with_cse[0][0] < without[0][0] and with_cse[0][1] < without[0][1]
+
+
+def test_saved_tensors_equal_torch_inductor():
+    """The same through the inductor backend: what the backward graph Inductor compiles reads from
+    the forward (its non-tangent inputs), count and bytes, ours against ``torch.compile(backend="inductor")``."""
+    import minidynamo as md
+    from minidynamo._torch_private import dynamo_reset, inductor_graphs_recorder
+
+    def saved(compile_fn):
+        with inductor_graphs_recorder() as seen:
+            compile_fn(_duplicated)(*_inputs()).sum().backward()
+        (bw,) = [gm for kind, gm, _ in seen if kind == "backward"]
+        inputs = [n.meta["val"] for n in bw.graph.nodes if n.op == "placeholder" and not n.name.startswith("tangents")]
+        return len(inputs), sum(v.numel() * v.element_size() for v in inputs if isinstance(v, torch.Tensor))
+
+    md.reset()
+    dynamo_reset()
+    ours = saved(lambda f: md.compile(f, backend="inductor"))
+    theirs = saved(lambda f: torch.compile(f, backend="inductor"))
+    assert ours == theirs
