@@ -344,8 +344,6 @@ KNOWN_COUNT = {  # a different number of graphs or break reasons
     "p_contextmanager": "torch traces a @contextlib.contextmanager; we break at the with-statement",
 }
 KNOWN_TYPE = {  # the same counts and lines, another registry entry
-    "p_logging_warning": "torch inlines logging.warning and breaks on len(root.handlers) in logging/__init__.py "
-                         "(a python_type() call); we trace that and break at root.warning, a logger method",
     "p_json_dumps": "torch inlines json.dumps and breaks inside json/encoder.py on a method call; we break "
                     "constructing the C encoder",
 }

@@ -307,6 +307,10 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
         below = stack[:-2]
         return _eager_then_resume(cg, tx, frame, config, inst, below,
                                   f"___r = {cg.expr(stack[-2])}[{cg.expr(stack[-1])}]   # graph break: run eagerly")
+    elif inst.opname == "STORE_ATTR":  # Note [A tensor attribute store breaks the graph]: [value, obj]
+        below = stack[:-2]
+        line = f"{cg.expr(stack[-1])}.{inst.argval} = {cg.expr(stack[-2])}   # graph break: run eagerly"
+        return _eager_then_resume(cg, tx, frame, config, inst, below, line, pushes=False)
     else:  # CALL_FUNCTION_EX: [NULL, fn, args, kwargs?] (3.13: [fn, NULL, ...])
         n = 2 if inst.arg & 1 else 1
         below, operands = stack[: -n - 2], stack[-n:]
@@ -323,9 +327,9 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
     return _eager_then_resume(cg, tx, frame, config, inst, below, line)
 
 
-def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str) -> list[str]:
-    """``line`` (the instruction run eagerly, into ``___r``), then the resume function after ``inst``."""
-    stack_exprs = [cg.expr(v) for v in below] + ["___r"]
+def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True) -> list[str]:
+    """``line`` (the instruction run eagerly, into ``___r`` if it ``pushes``), then the resume function after ``inst``."""
+    stack_exprs = [cg.expr(v) for v in below] + (["___r"] if pushes else [])
     resume = f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"
     blocks = [v.ctx for v in below if isinstance(v, WithExitVariable)]
     if not blocks:

@@ -74,6 +74,12 @@ ISINSTANCE = "GB0175"
 NEXT_UNIMPLEMENTED = "GB0118"
 GETATTR_NONCONST = "GB0190"
 RESTARTS = "GB0052"
+FAKE_ID = "GB4501"               # an id() of a value made in the trace, needed after the break
+DEEPCOPY_TENSOR = "GB4198"       # copy.deepcopy reaching Tensor.__deepcopy__
+SORT_NON_CONSTANT_KEYS = "GB0207"
+REQUIRES_GRAD_LEAK = "GB8985"    # requires_grad_() on an intermediate that is returned
+SET_DATA = "GB0056"              # y.data = ... on a tensor made in the trace
+PYTHON_TYPE = "GB4841"
 
 
 def gb_entry(gb_id: str) -> Optional[dict]:

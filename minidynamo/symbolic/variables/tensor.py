@@ -121,6 +121,9 @@ class TensorVariable(VariableTracker):
         if name in ("__int__", "__float__") and not args and config.capture_scalar_outputs and (
                 self.example_value.dtype.is_floating_point is (name == "__float__")) and self.example_value.numel() == 1:
             name = "item"  # int(t) of an int tensor, float(t) of a float one: torch's item (unbacked.py)
+        if name == "__deepcopy__":  # copy.deepcopy(t) reaches it (torch/_dynamo/variables/tensor.py call_method)
+            unimplemented("copy.deepcopy of a tensor is not traced", "avoid calling copy.deepcopy() on a tensor",
+                          gb_id=gb.DEEPCOPY_TENSOR, context=f"{self}.__deepcopy__()")
         if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
             from .unbacked import call_item, call_tolist
 
