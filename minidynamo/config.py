@@ -71,6 +71,9 @@ inline_inbuilt_nn_modules: bool = True
 capture_scalar_outputs: bool = False
 #: ``nonzero`` and friends give tensors of unbacked size in the graph instead of a break.
 capture_dynamic_output_shape_ops: bool = False
+#: ``assert t`` on a tensor becomes ``torch._assert_async(t, msg)`` in the graph instead of a
+#: data-dependent break (torch/_dynamo/config.py; symbolic_convert.py ``generic_jump``).
+rewrite_assert_with_torch_assert: bool = True
 
 _NAMES = frozenset(name for name in dir() if not name.startswith("_") and name not in {
     "annotations", "contextlib", "sys", "types"})
