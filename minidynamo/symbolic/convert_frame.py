@@ -22,6 +22,7 @@ from minidynamo import events
 from minidynamo.bytecode import call_target
 
 from . import counters
+from . import graph_break_registry as gb
 from .codegen import PyCodegen, assemble, graph_args
 from .dynamic_shapes import install_shape_guards
 from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported, unimplemented, warn_internal
@@ -122,7 +123,7 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
                 if config.fullgraph:
                     raise FullGraphError(explanation) from None
                 raise EagerFallback(explanation) from None
-    raise EagerFallback(GraphBreak("too many graph-break restarts", function=frame.__name__))
+    raise EagerFallback(GraphBreak("too many graph-break restarts", function=frame.__name__, gb_id=gb.RESTARTS))
 
 
 def _setup_resume(tx, frame, L: dict) -> None:
@@ -319,7 +320,7 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
     if fn.is_python_constant() and any(fn.as_python_constant() is f for f in _FRAME_READING) and not arg_exprs:
         # zero-argument super() / locals() read the frame that calls them: the transformed
         # function is a different frame, so it cannot run them for the user's frame.
-        unimplemented(f"{fn.as_python_constant().__name__}() without arguments at a graph break")
+        unimplemented(f"{fn.as_python_constant().__name__}() without arguments at a graph break", gb_id=gb.RECONSTRUCTION)
     fn_expr = cg.expr(fn)
     if _routes_through_compiler(fn):  # the callee goes through the cache (with the hook: its frame is hooked)
         fn_expr = f"___compiled({fn_expr})"

@@ -86,10 +86,10 @@ class CallOpcodes:
         """
         code = fn_var.get_code()
         if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
-            unimplemented(f"{code.co_name} is a coroutine")
+            unimplemented(f"{code.co_name} is a coroutine", gb_id=gb.INLINE_SKIPPED)
         generator = bool(code.co_flags & 0x20)
         if self.depth >= MAX_INLINE_DEPTH:
-            unimplemented("inlining too deep (recursion?)")
+            unimplemented("inlining too deep (recursion?)", gb_id=gb.INLINE_SKIPPED)
         bound = fn_var.bind_args(self, args, kwargs)
         fn_globals = fn_var.get_globals()
         globals_source = None if fn_globals is self.output.root_globals else \

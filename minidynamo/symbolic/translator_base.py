@@ -145,7 +145,7 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
                 raise
             except TracedUserError as e:
                 if self.in_user_try_block():  # the user catches it: run the frame eagerly
-                    raise self._internal(Unsupported(f"{e} (inside the user's try block)"), e) from e
+                    raise self._internal(Unsupported(f"{e} (inside the user's try block)", gb_id=gb.OBSERVED_EXCEPTION), e) from e
                 raise
             except _CONTROL_FLOW:
                 raise
@@ -273,7 +273,7 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
 
     def STORE_GLOBAL(self, inst) -> None:
         if self.globals_source is not None:
-            unimplemented("writing a global of another module")
+            unimplemented("writing a global of another module", gb_id=gb.SETATTR)
         self.output.side_effects.store_global(inst.argval, self.pop())
 
     def MAKE_CELL(self, inst) -> None:
@@ -308,7 +308,7 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         elif cell is None and name in self.code.co_cellvars:
             self.cells[name] = CellVariable(self.pop())
         else:
-            unimplemented(f"assigning to free variable {name!r} of an enclosing function (nonlocal)")
+            unimplemented(f"assigning to free variable {name!r} of an enclosing function (nonlocal)", gb_id=gb.IMMUTABLE_CELL)
 
     def LOAD_CLOSURE(self, inst) -> None:
         name = inst.argval

@@ -110,7 +110,7 @@ class VariableBuilder:
         if isinstance(value, (list, tuple)):
             named = isinstance(value, tuple) and hasattr(type(value), "_fields")
             if type(value) not in (list, tuple) and not named:
-                unimplemented(f"a {type(value).__name__} (list/tuple subclass) input")
+                unimplemented(f"a {type(value).__name__} (list/tuple subclass) input", gb_id=gb.SOURCELESS)
             guards.LENGTH_CHECK(source, value, "the trace unrolled this sequence")
             items = [VariableBuilder(tx, GetItemSource(source, i))(v) for i, v in enumerate(value)]
             if isinstance(value, list):
@@ -122,7 +122,7 @@ class VariableBuilder:
             if not all(_is_literal(k) for k in value):
                 # the keys guard and each item's source are written as Python literals; a module
                 # or any object as a key has none (torch guards such keys by identity)
-                unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)")
+                unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)", gb_id=gb.DICT_KEYS_NONCONST)
             guards.TYPE_MATCH(source, value, "the trace read this dict")
             guards.add(source, "DICT_KEYS", f"list({source.name()}) == {list(value)!r}", "the trace read these keys",
                        f"list({source.name()})")

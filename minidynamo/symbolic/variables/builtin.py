@@ -101,7 +101,7 @@ class BuiltinVariable(VariableTracker):
                           gb_id=gb.BUILTIN_OPERATOR, context=f"builtin {fn.__name__} with arguments {args!r}")
         if getattr(fn, "__module__", None) == "_operator" or fn in vars(operator).values():
             if kwargs:
-                unimplemented(f"operator.{fn.__name__} with keyword arguments")
+                unimplemented(f"operator.{fn.__name__} with keyword arguments", gb_id=gb.BUILTIN_OPERATOR)
             return call_operator(tx, fn, args)
         from .functional import handler_for
 
@@ -175,7 +175,7 @@ class BuiltinVariable(VariableTracker):
             cls = cls.value
         first = tx.code.co_varnames[0] if tx.code.co_argcount and tx.code.co_varnames else None
         if cls is None or first not in tx.symbolic_locals:
-            unimplemented("zero-argument super() outside a method (eager raises RuntimeError)")
+            unimplemented("zero-argument super() outside a method (eager raises RuntimeError)", gb_id=gb.OBSERVED_EXCEPTION)
         return SuperVariable(tx.realize(cls).as_python_constant(), tx.realize(tx.symbolic_locals[first]))
 
     def _call_id(self, tx, obj):
@@ -226,7 +226,7 @@ class BuiltinVariable(VariableTracker):
                 # ``isinstance(x, torch.FloatTensor)``: the legacy type's metaclass compares
                 # dtype, device and layout, which TENSOR_MATCH guards
                 if not all(isinstance(c, type) for c in flat):
-                    unimplemented("isinstance with a nested tuple of tensor types")
+                    unimplemented("isinstance with a nested tuple of tensor types", gb_id=gb.ISINSTANCE)
                 v = obj.example_value
                 hit = any(c.dtype == v.dtype and c.is_cuda == (v.device.type == "cuda")
                           and c.layout == v.layout for c in legacy)
@@ -314,7 +314,7 @@ class BuiltinVariable(VariableTracker):
         if value is None:
             if default:
                 return default[0]
-            unimplemented("StopIteration while tracing")
+            unimplemented("StopIteration while tracing", gb_id=gb.OBSERVED_EXCEPTION)
         return value
 
     def _call_zip(self, tx, *seqs, **kwargs):
@@ -344,7 +344,7 @@ class BuiltinVariable(VariableTracker):
             try:
                 return ConstantVariable(sum(consts, start.as_python_constant() if start is not None else 0))
             except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
-                unimplemented(f"sum raised {type(e).__name__}: {e} (eager will raise it)")
+                unimplemented(f"sum raised {type(e).__name__}: {e} (eager will raise it)", gb_id=gb.OBSERVED_EXCEPTION)
         acc = start if start is not None else ConstantVariable(0)
         for item in items:
             acc = call_operator(tx, operator.add, [acc, item])
@@ -368,7 +368,7 @@ class BuiltinVariable(VariableTracker):
             return None
         if not items or not all(isinstance(i, TensorVariable) or (
                 isinstance(i, ConstantVariable) and type(i.value) in (int, float)) for i in items):
-            unimplemented(f"{pick.__name__}() over tensors and other values")
+            unimplemented(f"{pick.__name__}() over tensors and other values", gb_id=gb.BUILTIN_OPERATOR)
         acc = items[0]
         for b in items[1:]:
             a = acc

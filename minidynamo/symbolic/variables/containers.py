@@ -35,7 +35,7 @@ from .lists import ListVariable
 
 def _int(v: VariableTracker, what: str) -> int:
     if not v.is_python_constant() or not isinstance(v.as_python_constant(), int):
-        unimplemented(f"{what} needs a constant int")
+        unimplemented(f"{what} needs a constant int", gb_id=gb.NOT_A_CONSTANT)
     return v.as_python_constant()
 
 
@@ -147,7 +147,7 @@ def _defaultdict(tx, default_factory=None, *args, **kwargs):
             default_factory.as_python_constant() is None:
         default_factory = None
     if default_factory is not None and not callable(getattr(default_factory, "call_function", None)):
-        unimplemented("defaultdict's first argument must be callable or None")
+        unimplemented("defaultdict's first argument must be callable or None", gb_id=gb.OBSERVED_EXCEPTION)
     d = BuiltinVariable(dict)._call_dict(tx, *args, **kwargs)
     d.user_cls = collections.defaultdict
     d.default_factory = default_factory
@@ -175,7 +175,7 @@ def construct(tx, cls: type, args: list, kwargs: dict):
     try:
         return fn(tx, *args, **kwargs)
     except TypeError as e:  # wrong arguments: eager raises TypeError, a graph break here
-        unimplemented(f"{cls.__name__}(...) with these arguments: {e}")
+        unimplemented(f"{cls.__name__}(...) with these arguments: {e}", gb_id=gb.UNSUPPORTED_FUNCTION)
 
 
 __all__ = ["DequeVariable", "CONSTRUCTORS", "construct"]

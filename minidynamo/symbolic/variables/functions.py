@@ -106,7 +106,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             try:
                 value = cell.cell_contents
             except ValueError:
-                unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet")
+                unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet", gb_id=gb.UNINITIALIZED_CELL)
             if self.source is not None:
                 out[name] = VariableBuilder(tx, ClosureSource(self.source, i))(value)
             else:
@@ -176,7 +176,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         for name, cell in zip(self.code.co_freevars, self.closure or ()):
             if not isinstance(cell, CellVariable) or cell.value is None or not _never_rebound(codegen, self.code, name):
                 unimplemented(f"a nested function whose closure cell {name!r} is written cannot be rebuilt after a "
-                              "graph break")
+                              "graph break", gb_id=gb.NESTED_CLOSURE)
             cells.append(codegen.cell_expr(cell))
         closure = f"({', '.join(cells)},)" if cells else "None"
         defaults = f"({', '.join(codegen.expr(d) for d in self.defaults)},)" if self.defaults else "None"

@@ -106,7 +106,7 @@ class TensorVariable(VariableTracker):
         if name in ("T", "mT", "H", "mH", "real", "imag"):
             return wrap_fx_proxy(tx, "call_function", getattr, (self.proxy, name), {})
         if name == "grad":
-            unimplemented("reading Tensor.grad is not traced")
+            unimplemented("reading Tensor.grad is not traced", gb_id=gb.UNSUPPORTED_METHOD)
         if name == "data":  # torch: a call_function node (``torch._C._autograd._get_data_attr``), an op of the graph
             return wrap_fx_proxy(tx, "call_function", torch.detach, (self.proxy,), {})
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
@@ -184,7 +184,7 @@ class TensorVariable(VariableTracker):
             # data; pass the sizes as separate ints, which mean a shape either way.
             # an empty Size is a 0-d shape, but ``x.new()`` is shape (0,): break on that one
             if len(args[0].value) == 0:
-                unimplemented("Tensor.new with an empty torch.Size")
+                unimplemented("Tensor.new with an empty torch.Size", gb_id=gb.UNSUPPORTED_METHOD)
             args = [ConstantVariable(int(d)) for d in args[0].value]
         if name == "type" and len(args) == 1 and args[0].is_python_constant() \
                 and type(args[0].as_python_constant()).__name__ == "tensortype":
@@ -200,7 +200,7 @@ class TensorVariable(VariableTracker):
         from .builder import wrap_fx_proxy
 
         if self.example_value.dim() == 0:
-            unimplemented("iteration over a 0-d tensor")
+            unimplemented("iteration over a 0-d tensor", gb_id=gb.OBSERVED_EXCEPTION)
         n = self.example_value.shape[0]
         return [wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, i), {}) for i in range(n)]
 

@@ -148,7 +148,7 @@ class TorchInGraphFunctionVariable(VariableTracker):
             if args and isinstance(args[0], TensorVariable):
                 return args[0].call_method(tx, fn.__name__, list(args[1:]), kwargs)
             unimplemented(f"torch.Tensor.{fn.__name__} called without a tensor as its first argument "
-                          f"({args[0] if args else 'no arguments'})")
+                          f"({args[0] if args else 'no arguments'})", gb_id=gb.UNSUPPORTED_FUNCTION)
         if fn in _graph_break_fns():
             unimplemented("torch._dynamo.graph_break() asks for a graph break", gb_id=gb.GRAPH_BREAK_CALL)
         if fn in BREAK:
@@ -172,7 +172,7 @@ class TorchInGraphFunctionVariable(VariableTracker):
         if fn is torch.is_tensor:
             return wrap_constant_result(isinstance(args[0], TensorVariable))
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
-            unimplemented(f"constructing {fn.__name__} inside the compiled function")
+            unimplemented(f"constructing {fn.__name__} inside the compiled function", gb_id=gb.UNSUPPORTED_FUNCTION)
         if fn is torch.tensor and args and type(args[0]).__name__ == "SymNodeVariable" and len(args) == 1 \
                 and set(kwargs) <= {"dtype", "device"}:
             # Note [torch.tensor of a symbolic size]: ``torch.tensor(x.size(0))`` keeps the size
@@ -193,7 +193,7 @@ class TorchInGraphFunctionVariable(VariableTracker):
         result = wrap_fx_proxy(tx, "call_function", fn, pargs, pkw)
         if not _has_tensor(result) and not _reads_tensor(args, kwargs):  # Note [A folded torch result is ...]
             unimplemented(f"torch.{name or fn}() returned a non-tensor ({result!r:.60}) that depends on state no "
-                          "guard covers", "call it outside the compiled function and pass the value in")
+                          "guard covers", "call it outside the compiled function and pass the value in", gb_id=gb.UNSUPPORTED_FUNCTION)
         return result
 
 
@@ -244,7 +244,7 @@ class PythonModuleVariable(VariableTracker):
         if pending is not None:
             return pending
         if not hasattr(self.value, name):
-            unimplemented(f"module {self.value.__name__} has no attribute {name!r}")
+            unimplemented(f"module {self.value.__name__} has no attribute {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
         attr = getattr(self.value, name)
         if self.source is not None and not is_library_module(self.value):
             return VariableBuilder(tx, AttrSource(self.source, name))(attr)
