@@ -626,17 +626,15 @@ KNOWN: dict[str, str] = {
     "h_numpy_detach": _TRACES + "Tensor.numpy() is traced by config.trace_numpy; ours breaks",
     "h_np_array": "torch traces NumPy (config.trace_numpy) and breaks at float() of the traced ndarray "
                   "(data dependent); ours breaks at np.array, a C function",
-    "h_np_random": "torch traces np.random.rand and breaks at the multiply (data dependent); ours cannot "
-                   "rebuild the bound method for a break: the frame runs eagerly",
+    "h_np_random": "the same line; torch traces np.random.rand (config.trace_numpy) and breaks on its value "
+                   "(data dependent); ours breaks at np.random.rand, a library method it skips",
     "h_struct_pack": _TRACES + "ours breaks at struct.pack, a C function",
     "h_re_compile": _TRACES + "ours breaks inside re's cache lookup (key not found in dict)",
     "h_tempdir": _TRACES + "ours breaks inside tempfile at a C function",
     "h_weakref": _TRACES + "weakref.ref of a tensor is a WeakRefVariable; ours breaks at weakref.ref",
     "h_initial_seed": _TRACES + "ours breaks at torch.seed(), a skipped function",
-    "h_randint": _TRACES + "random.randint is traced by torch's RandomVariable; ours cannot rebuild the bound "
-                 "method random.randint for a break: the frame runs eagerly",
-    "h_random_choice": "torch breaks at random.choice (a skipped function) and resumes; ours cannot rebuild "
-                       "the bound method for the break: the frame runs eagerly",
+    "h_randint": _TRACES + "random.randint is traced by torch's RandomVariable; ours breaks at it, a library "
+                 "method it skips",
     "h_custom_cm": _TRACES + "a user context manager's __enter__/__exit__ are inlined; ours breaks at the "
                    "with-statement, inside the block: the frame runs eagerly",
     "h_tensor_setattr": _TRACES + "a new attribute on a tensor made in the trace is a tracked side effect; ours "

@@ -225,6 +225,14 @@ def guard_class_attribute(tx, cls: type, name: str, cls_attr: Any) -> None:
                f"the trace used {cls.__name__}.{name} as it was then", f"___getattr_static({c}, {name!r}, None)")
 
 
+def _module_attribute(method) -> bool:
+    """Is this bound method what its function's module holds under its name (``random.choice``)?"""
+    import sys
+
+    module = sys.modules.get(getattr(method.__func__, "__module__", None) or "")
+    return module is not None and getattr(module, method.__name__, None) == method
+
+
 class UserDefinedObjectVariable(VariableTracker):
     """An instance of a user class, read through its attributes (each one guarded)."""
 
@@ -234,6 +242,14 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(self.value)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is None and isinstance(self.value, types.MethodType) and inspect.ismodule(
+                inspect.getmodule(type(self.value.__self__))) and _module_attribute(self.value):
+            # ``random.choice``: a library module's bound method (of its one ``Random``), read as a
+            # constant; a break at its call runs the same bound method eagerly
+            return codegen.constant_expr(self.value)
+        return super().reconstruct(codegen)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .user_defined import is_mapping_method
@@ -275,6 +291,11 @@ class UserDefinedObjectVariable(VariableTracker):
             from .functions import UserMethodVariable
 
             return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+        if isinstance(self.value, types.MethodType):  # a library's bound method (random.choice): torch skips it
+            name = getattr(self.value, "__qualname__", self.value.__name__)
+            unimplemented(f"{name} is a method of a library minidynamo does not trace into (it runs eagerly)",
+                          "move it out of the compiled function, or accept the graph break",
+                          gb_id=gb.SKIPPED_FUNCTION, context=f"calling {name}")
         unimplemented(f"calling a {type(self.value).__name__} object", gb_id=gb.UNSUPPORTED_FUNCTION)
 
     def __repr__(self) -> str:

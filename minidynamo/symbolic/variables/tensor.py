@@ -105,6 +105,17 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(value)
         if name in ("T", "mT", "H", "mH", "real", "imag"):
             return wrap_fx_proxy(tx, "call_function", getattr, (self.proxy, name), {})
+        if name == "grad" and self.source is not None:
+            # ``x.grad`` of an input: torch reads it through its source (AttrSource(x, "grad")),
+            # a graph input or None under a guard, as any attribute of an input
+            from ..source import AttrSource
+            from .builder import VariableBuilder
+
+            try:
+                grad = self.source.get(tx.output.L, tx.output.root_globals).grad
+            except Exception:  # noqa: BLE001 - a source we cannot evaluate here
+                unimplemented("reading Tensor.grad of this tensor is not traced", gb_id=gb.UNSUPPORTED_METHOD)
+            return VariableBuilder(tx, AttrSource(self.source, "grad"))(grad)
         if name == "grad":
             unimplemented("reading Tensor.grad is not traced", gb_id=gb.UNSUPPORTED_METHOD)
         if name == "data":  # torch: a call_function node (``torch._C._autograd._get_data_attr``), an op of the graph
