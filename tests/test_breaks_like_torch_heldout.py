@@ -640,8 +640,6 @@ KNOWN: dict[str, str] = {
     "h_tensor_setattr": _TRACES + "a new attribute on a tensor made in the trace is a tracked side effect; ours "
                         "breaks at the store",
     "h_register_hook": _TRACES + "register_hook on an intermediate goes into the graph; ours breaks",
-    "h_backward_intermediate": "the same entry and line; torch then reads x.grad in a second graph, ours does "
-                               "not trace reading .grad (the rest runs eagerly: one graph)",
     "h_storage": "torch traces untyped_storage() and breaks on the next line at nbytes(); ours breaks at "
                  "untyped_storage()",
     "h_tensor_in_list": "eager raises RuntimeError (`y in [x, y]` compares x == y, a tensor, as a bool); "
