@@ -320,7 +320,8 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
     if fn.is_python_constant() and any(fn.as_python_constant() is f for f in _FRAME_READING) and not arg_exprs:
         # zero-argument super() / locals() read the frame that calls them: the transformed
         # function is a different frame, so it cannot run them for the user's frame.
-        unimplemented(f"{fn.as_python_constant().__name__}() without arguments at a graph break", gb_id=gb.RECONSTRUCTION)
+        unimplemented(f"{fn.as_python_constant().__name__}() without arguments at a graph break",
+                      gb_id=gb.RECONSTRUCTION)
     fn_expr = cg.expr(fn)
     if _routes_through_compiler(fn):  # the callee goes through the cache (with the hook: its frame is hooked)
         fn_expr = f"___compiled({fn_expr})"

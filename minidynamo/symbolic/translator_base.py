@@ -145,7 +145,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
                 raise
             except TracedUserError as e:
                 if self.in_user_try_block():  # the user catches it: run the frame eagerly
-                    raise self._internal(Unsupported(f"{e} (inside the user's try block)", gb_id=gb.OBSERVED_EXCEPTION), e) from e
+                    raise self._internal(Unsupported(f"{e} (inside the user's try block)",
+                                                     gb_id=gb.OBSERVED_EXCEPTION), e) from e
                 raise
             except _CONTROL_FLOW:
                 raise
@@ -308,7 +309,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         elif cell is None and name in self.code.co_cellvars:
             self.cells[name] = CellVariable(self.pop())
         else:
-            unimplemented(f"assigning to free variable {name!r} of an enclosing function (nonlocal)", gb_id=gb.IMMUTABLE_CELL)
+            unimplemented(f"assigning to free variable {name!r} of an enclosing function (nonlocal)",
+                          gb_id=gb.IMMUTABLE_CELL)
 
     def LOAD_CLOSURE(self, inst) -> None:
         name = inst.argval

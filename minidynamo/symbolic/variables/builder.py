@@ -122,7 +122,8 @@ class VariableBuilder:
             if not all(_is_literal(k) for k in value):
                 # the keys guard and each item's source are written as Python literals; a module
                 # or any object as a key has none (torch guards such keys by identity)
-                unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)", gb_id=gb.DICT_KEYS_NONCONST)
+                unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)",
+                              gb_id=gb.DICT_KEYS_NONCONST)
             guards.TYPE_MATCH(source, value, "the trace read this dict")
             guards.add(source, "DICT_KEYS", f"list({source.name()}) == {list(value)!r}", "the trace read these keys",
                        f"list({source.name()})")
@@ -143,7 +144,8 @@ class VariableBuilder:
             return ListIteratorVariable(items, value.resume_index, source=source)
         if isinstance(value, torch.nn.Module):
             if "_modules" not in value.__dict__:  # its own __init__ traced as a frame, before nn.Module.__init__ ran
-                unimplemented(f"a {type(value).__name__} whose nn.Module.__init__ has not run yet", gb_id=gb.UNINITIALIZED_MODULE)
+                unimplemented(f"a {type(value).__name__} whose nn.Module.__init__ has not run yet",
+                              gb_id=gb.UNINITIALIZED_MODULE)
             # Note [Modules are guarded by type and structure]: not by identity, so one entry
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
             # the trace reads is guarded through its own source, parameters are graph inputs.
@@ -259,7 +261,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
 def wrap_sourceless(tx, value: Any) -> VariableTracker:
     """A value with no source (a default, a constant of the code, a library attribute)."""
     if isinstance(value, torch.Tensor):
-        unimplemented("a tensor with no source (e.g. a tensor default argument or a tensor constant)", gb_id=gb.SOURCELESS)
+        unimplemented("a tensor with no source (e.g. a tensor default argument or a tensor constant)",
+                      gb_id=gb.SOURCELESS)
     if isinstance(value, torch.nn.Module):
         unimplemented("a module reached without a source", gb_id=gb.SOURCELESS)
     if isinstance(value, types.ModuleType):
@@ -380,9 +383,11 @@ def _untraced_tensor(source, value: torch.Tensor) -> None:
                 "a __torch_function__ subclass" if "__torch_function__" in _overrides(cls) else "a subclass")
         unimplemented(f"{where} is a {cls.__module__}.{cls.__qualname__}, {kind} of torch.Tensor; minidynamo "
                       "traces only torch.Tensor and nn.Parameter (Note [Tensor subclasses are not traced])",
-                      hint="torch.compile traces tensor subclasses", warn=f"{cls.__module__}.{cls.__qualname__}", gb_id=gb.TENSOR_SUBCLASS)
+                      hint="torch.compile traces tensor subclasses", warn=f"{cls.__module__}.{cls.__qualname__}",
+                      gb_id=gb.TENSOR_SUBCLASS)
     layout = "quantized" if value.is_quantized else "nested" if value.is_nested else str(value.layout)
-    unimplemented(f"{where} is a {layout} tensor; minidynamo traces only dense strided tensors", warn=layout, gb_id=gb.SPARSE_TENSOR)
+    unimplemented(f"{where} is a {layout} tensor; minidynamo traces only dense strided tensors", warn=layout,
+                  gb_id=gb.SPARSE_TENSOR)
 
 
 def _overrides(cls: type) -> set:

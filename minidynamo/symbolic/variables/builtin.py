@@ -175,7 +175,8 @@ class BuiltinVariable(VariableTracker):
             cls = cls.value
         first = tx.code.co_varnames[0] if tx.code.co_argcount and tx.code.co_varnames else None
         if cls is None or first not in tx.symbolic_locals:
-            unimplemented("zero-argument super() outside a method (eager raises RuntimeError)", gb_id=gb.OBSERVED_EXCEPTION)
+            unimplemented("zero-argument super() outside a method (eager raises RuntimeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
         return SuperVariable(tx.realize(cls).as_python_constant(), tx.realize(tx.symbolic_locals[first]))
 
     def _call_id(self, tx, obj):

@@ -62,7 +62,8 @@ class DequeVariable(ListVariable):
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         idx = index.as_python_constant()
         if not isinstance(idx, int):
-            unimplemented(f"deque index of type {type(idx).__name__} (eager raises TypeError)", gb_id=gb.UNSUPPORTED_METHOD)
+            unimplemented(f"deque index of type {type(idx).__name__} (eager raises TypeError)",
+                          gb_id=gb.UNSUPPORTED_METHOD)
         if not -len(self.items) <= idx < len(self.items):
             unimplemented("deque index out of range (eager raises IndexError)", gb_id=gb.UNSUPPORTED_METHOD)
         return self.items[idx]
@@ -108,7 +109,8 @@ class DequeVariable(ListVariable):
             return ConstantVariable(None)
         if name == "insert":
             if self.maxlen is not None and len(items) >= self.maxlen:
-                unimplemented("deque.insert into a full bounded deque (eager raises IndexError)", gb_id=gb.UNSUPPORTED_METHOD)
+                unimplemented("deque.insert into a full bounded deque (eager raises IndexError)",
+                              gb_id=gb.UNSUPPORTED_METHOD)
             items.insert(_int(args[0], "deque.insert"), args[1])
             return ConstantVariable(None)
         if name in ("__setitem__", "__delitem__"):
@@ -136,7 +138,8 @@ def _deque(tx, iterable=None, maxlen=None):
             unimplemented("deque's maxlen needs a constant", gb_id=gb.UNSUPPORTED_METHOD)
         maxlen = maxlen.as_python_constant()
         if maxlen is not None and (not isinstance(maxlen, int) or maxlen < 0):
-            unimplemented("deque's maxlen must be a non-negative int (eager raises ValueError)", gb_id=gb.UNSUPPORTED_METHOD)
+            unimplemented("deque's maxlen must be a non-negative int (eager raises ValueError)",
+                          gb_id=gb.UNSUPPORTED_METHOD)
     return DequeVariable(items, maxlen)
 
 

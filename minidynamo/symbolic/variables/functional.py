@@ -79,7 +79,8 @@ def _seq(tx, v: VariableTracker) -> list:
 def _lazy_seq(tx, v: VariableTracker, what: str) -> list:
     """Items of an argument that a lazy itertool reads (Note [Lazy itertools over iterators are refused])."""
     if isinstance(v, ListIteratorVariable):
-        unimplemented(f"{what} over an iterator (materializing it would consume more than eager does)", gb_id=gb.UNSUPPORTED_FUNCTION)
+        unimplemented(f"{what} over an iterator (materializing it would consume more than eager does)",
+                      gb_id=gb.UNSUPPORTED_FUNCTION)
     return _seq(tx, v)
 
 
@@ -96,7 +97,8 @@ def _reduce(tx, fn, seq, *initial):
     elif items:
         acc, items = items[0], items[1:]
     else:
-        unimplemented("functools.reduce of an empty sequence with no initial value (eager raises TypeError)", gb_id=gb.OBSERVED_EXCEPTION)
+        unimplemented("functools.reduce of an empty sequence with no initial value (eager raises TypeError)",
+                      gb_id=gb.OBSERVED_EXCEPTION)
     for item in items:
         acc = fn.call_function(tx, [acc, item], {})
     return acc

@@ -106,7 +106,8 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             try:
                 value = cell.cell_contents
             except ValueError:
-                unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet", gb_id=gb.UNINITIALIZED_CELL)
+                unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet",
+                              gb_id=gb.UNINITIALIZED_CELL)
             if self.source is not None:
                 out[name] = VariableBuilder(tx, ClosureSource(self.source, i))(value)
             else:

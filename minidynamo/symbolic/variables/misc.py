@@ -416,7 +416,8 @@ def _new_namedtuple(tx, cls, args: list, kwargs: dict) -> VariableTracker:
     for k in fields:
         if k not in values:
             if k not in cls._field_defaults or not is_constant_value(cls._field_defaults[k]):
-                unimplemented(f"constructing a {cls.__name__} without a constant value for {k!r}", gb_id=gb.NOT_A_CONSTANT)
+                unimplemented(f"constructing a {cls.__name__} without a constant value for {k!r}",
+                              gb_id=gb.NOT_A_CONSTANT)
             values[k] = wrap_constant_result(cls._field_defaults[k])
     return TupleVariable([values[k] for k in fields], tuple_cls=cls)
 

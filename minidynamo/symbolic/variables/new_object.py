@@ -35,7 +35,8 @@ class ObjectGetattributeVariable(VariableTracker):
         from .user_defined import InstanceDictVariable
 
         if kwargs or len(args) != 1 or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), str):
-            unimplemented("object.__getattribute__ with a name that is not a constant string", gb_id=gb.GETATTR_NONCONST)
+            unimplemented("object.__getattribute__ with a name that is not a constant string",
+                          gb_id=gb.GETATTR_NONCONST)
         name, obj = args[0].as_python_constant(), self.obj
         if isinstance(obj, NewObjectVariable):
             return obj.generic_getattr(tx, name)
@@ -124,7 +125,8 @@ class NewObjectVariable(VariableTracker):
         """``obj(x)``: ``type(obj).__call__`` inlined (Python looks it up on the class, never the instance)."""
         call = inspect.getattr_static(self.cls, "__call__", None)
         if not inspect.isfunction(call):
-            unimplemented(f"calling a {self.cls.__name__} object (its class has no Python __call__)", gb_id=gb.UNSUPPORTED_FUNCTION)
+            unimplemented(f"calling a {self.cls.__name__} object (its class has no Python __call__)",
+                          gb_id=gb.UNSUPPORTED_FUNCTION)
         from .functions import UserMethodVariable
 
         guard_class_attribute(tx, self.cls, "__call__", call)
@@ -140,13 +142,15 @@ class NewObjectVariable(VariableTracker):
 
             UserMethodVariable(setattr_, self).call_function(tx, [ConstantVariable(name), value], {})
         else:
-            unimplemented(f"setting {name!r} on a {self.cls.__name__} (its class has a C __setattr__)", gb_id=gb.DUNDER_INLINE)
+            unimplemented(f"setting {name!r} on a {self.cls.__name__} (its class has a C __setattr__)",
+                          gb_id=gb.DUNDER_INLINE)
 
     def del_attr(self, tx, name: str) -> None:
         if inspect.getattr_static(self.cls, "__delattr__", object.__delattr__) is not object.__delattr__:
             unimplemented(f"delattr on a {self.cls.__name__} (its class overrides __delattr__)", gb_id=gb.DUNDER_INLINE)
         if name not in self.attrs:
-            unimplemented(f"delattr({self.cls.__name__}, {name!r}): no such instance attribute (eager raises AttributeError)", gb_id=gb.OBSERVED_EXCEPTION)
+            unimplemented(f"delattr({self.cls.__name__}, {name!r}): no such instance attribute (eager raises AttributeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
         del self.attrs[name]
 
     def call_hasattr(self, tx, name: str) -> VariableTracker:
@@ -166,7 +170,8 @@ class NewObjectVariable(VariableTracker):
                 return ConstantVariable(False)
             return ConstantVariable(True)
         if inspect.isfunction(getattr_) or inspect.isfunction(getattribute):
-            unimplemented(f"hasattr on a {self.cls.__name__} (its class overrides attribute lookup)", gb_id=gb.HASATTR_TYPE)
+            unimplemented(f"hasattr on a {self.cls.__name__} (its class overrides attribute lookup)",
+                          gb_id=gb.HASATTR_TYPE)
         cls_attr = inspect.getattr_static(self.cls, name, _MISSING)
         if cls_attr is _MISSING:
             return ConstantVariable(False)

@@ -72,7 +72,8 @@ def _guard_no_global_hooks(tx) -> None:
                          f"{n}._global_backward_pre_hooks or {n}._global_backward_hooks)",
                          "the trace called modules with no global module hooks registered")
     if _global_hooks():
-        unimplemented("global module hooks (register_module_forward_hook, ...) are not traced", gb_id=gb.UNSUPPORTED_FUNCTION)
+        unimplemented("global module hooks (register_module_forward_hook, ...) are not traced",
+                      gb_id=gb.UNSUPPORTED_FUNCTION)
 
 
 _SPECIAL_METHODS = {"parameters", "named_parameters", "buffers", "named_buffers", "children", "modules",
@@ -216,7 +217,8 @@ class NNModuleVariable(VariableTracker):
         for key, child in self.value.named_children():
             var = self._child(tx, key, child)
             if not isinstance(var, NNModuleVariable):
-                unimplemented(f"Module.modules() reaching a {type(child).__name__} the trace does not wrap as a module", gb_id=gb.MODULE_ATTRIBUTE)
+                unimplemented(f"Module.modules() reaching a {type(child).__name__} the trace does not wrap as a module",
+                              gb_id=gb.MODULE_ATTRIBUTE)
             out += var._all_modules(tx, seen, f"{prefix}.{key}" if prefix else key)  # noqa: SLF001
         return out
 
@@ -350,7 +352,8 @@ class NewModuleVariable(NNModuleVariable):
         _guard_no_global_hooks(tx)  # a fresh module has no hooks of its own
         forward = inspect.getattr_static(type(self.value), "forward", None)
         if not inspect.isfunction(forward):
-            unimplemented(f"{type(self.value).__name__}.forward is not a Python function", gb_id=gb.UNSUPPORTED_FUNCTION)
+            unimplemented(f"{type(self.value).__name__}.forward is not a Python function",
+                          gb_id=gb.UNSUPPORTED_FUNCTION)
         from .misc import guard_class_attribute
 
         guard_class_attribute(tx, type(self.value), "forward", forward)
@@ -407,7 +410,8 @@ class UnspecializedNNModuleVariable(NewObjectVariable):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if (name in _MODULE_STATE and name not in self.attrs) or name == "__dict__":  # its __dict__ holds that state too
-            unimplemented(f"reading {name} of a {self.cls.__name__} made in the trace (its module state is not tracked)", gb_id=gb.MODULE_NO_SOURCE)
+            unimplemented(f"reading {name} of a {self.cls.__name__} made in the trace (its module state is not tracked)",
+                          gb_id=gb.MODULE_NO_SOURCE)
         return self.generic_getattr(tx, name)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
@@ -424,7 +428,8 @@ class UnspecializedNNModuleVariable(NewObjectVariable):
         unimplemented(f"delattr on a {self.cls.__name__} made in the trace", gb_id=gb.SETATTR)
 
     def call_hasattr(self, tx, name: str) -> VariableTracker:
-        unimplemented(f"hasattr on a {self.cls.__name__} made in the trace (nn.Module.__getattr__)", gb_id=gb.HASATTR_TYPE)
+        unimplemented(f"hasattr on a {self.cls.__name__} made in the trace (nn.Module.__getattr__)",
+                      gb_id=gb.HASATTR_TYPE)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         _guard_no_global_hooks(tx)  # a fresh module has no hooks of its own
@@ -443,7 +448,8 @@ class ModuleInitVariable(VariableTracker):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if args or kwargs or self.module.initialized:
-            unimplemented(f"nn.Module.__init__ of a {self.module.cls.__name__} with arguments, or twice", gb_id=gb.SUPER_INIT)
+            unimplemented(f"nn.Module.__init__ of a {self.module.cls.__name__} with arguments, or twice",
+                          gb_id=gb.SUPER_INIT)
         self.module.initialized = True
         self.module.attrs["training"] = ConstantVariable(True)
         return ConstantVariable(None)
@@ -484,7 +490,8 @@ class SequentialSliceVariable(ModuleListSliceVariable):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if len(args) != 1 or kwargs:
-            unimplemented("calling a slice of an nn.Sequential with other than one positional input", gb_id=gb.MODULE_NONCONST_ARG)
+            unimplemented("calling a slice of an nn.Sequential with other than one positional input",
+                          gb_id=gb.MODULE_NONCONST_ARG)
         out = args[0]
         for child in self.items:
             out = child.call_function(tx, [out], {})

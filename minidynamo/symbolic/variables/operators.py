@@ -156,7 +156,8 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         try:
             return wrap_constant_result(fn(*consts))
         except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
-            unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)", gb_id=gb.OBSERVED_EXCEPTION)
+            unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
     a = args[0]
     if isinstance(a, (ListVariable, TupleVariable)) and len(args) == 2:
         b = args[1]

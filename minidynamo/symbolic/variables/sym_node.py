@@ -39,7 +39,8 @@ def _data_dependent_is_a_break():
     try:
         yield
     except GuardOnDataDependentSymNode as e:
-        unimplemented(f"Data-dependent branching: {e}", "use torch.cond, or torch._check the value first", gb_id=gb.DATA_DEPENDENT_BRANCH)
+        unimplemented(f"Data-dependent branching: {e}", "use torch.cond, or torch._check the value first",
+                      gb_id=gb.DATA_DEPENDENT_BRANCH)
 
 
 class SymNodeVariable(VariableTracker):

@@ -193,7 +193,8 @@ class TorchInGraphFunctionVariable(VariableTracker):
         result = wrap_fx_proxy(tx, "call_function", fn, pargs, pkw)
         if not _has_tensor(result) and not _reads_tensor(args, kwargs):  # Note [A folded torch result is ...]
             unimplemented(f"torch.{name or fn}() returned a non-tensor ({result!r:.60}) that depends on state no "
-                          "guard covers", "call it outside the compiled function and pass the value in", gb_id=gb.UNSUPPORTED_FUNCTION)
+                          "guard covers", "call it outside the compiled function and pass the value in",
+                          gb_id=gb.UNSUPPORTED_FUNCTION)
         return result
 
 

@@ -107,7 +107,8 @@ class DataclassDictVariable(VariableTracker):
         first = fields[names[0]] if names else None
         others_none = all(_is_none(fields[n]) for n in names[1:])
         if first is None or (others_none and not isinstance(first, TensorVariable) and not _is_none(first)):
-            unimplemented(f"constructing a {klass.__name__} from an iterator or dict (ModelOutput's other path)", gb_id=gb.NAMEDTUPLE_CONSTRUCT)
+            unimplemented(f"constructing a {klass.__name__} from an iterator or dict (ModelOutput's other path)",
+                          gb_id=gb.NAMEDTUPLE_CONSTRUCT)
         return cls(klass, fields)
 
     def python_type(self) -> type:
@@ -161,7 +162,8 @@ class DataclassDictVariable(VariableTracker):
                     return self.fields[key]
                 if name == "get":
                     return args[1] if len(args) > 1 else ConstantVariable(None)
-                unimplemented(f"{self.cls.__name__}[{key!r}]: no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
+                unimplemented(f"{self.cls.__name__}[{key!r}]: no such key (eager raises KeyError)",
+                              gb_id=gb.KEY_NOT_FOUND)
             if name == "__getitem__" and isinstance(key, (int, slice)):
                 return self.to_tuple().call_method(tx, "__getitem__", args, {})
         unimplemented(f"{self.cls.__name__}.{name}", gb_id=gb.UNSUPPORTED_METHOD)
@@ -246,7 +248,8 @@ def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
         unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
     entry = dict.__getitem__(value, key)
     if not isinstance(entry, type):
-        unimplemented(f"super().__getitem__({key!r}) of a {type(value).__name__}: an entry that is not a class", gb_id=gb.SUPER)
+        unimplemented(f"super().__getitem__({key!r}) of a {type(value).__name__}: an entry that is not a class",
+                      gb_id=gb.SUPER)
     guards = tx.output.guards
     guards.scope.setdefault("___dict_getitem", dict.__getitem__)
     guards.add(source, "DICT_ENTRY", f"___dict_getitem({source.name()}, {key!r}) is {guards.name_for(entry, entry.__name__)}",
@@ -348,12 +351,14 @@ class NewObjectDictVariable(VariableTracker):
             for k, v in args[0].items.items():
                 key = k.as_python_constant() if hasattr(k, "as_python_constant") and k.is_python_constant() else k
                 if not isinstance(key, str):
-                    unimplemented("__dict__.update with a key that is not a constant string", gb_id=gb.DICT_KEY_NONSTRING)
+                    unimplemented("__dict__.update with a key that is not a constant string",
+                                  gb_id=gb.DICT_KEY_NONSTRING)
                 new[key] = v
             attrs.update(new)
             return ConstantVariable(None)
         if kwargs or not args or not keys_const:
-            unimplemented(f"__dict__.{name} of a new {self.obj.cls.__name__} with these arguments", gb_id=gb.UNSUPPORTED_METHOD)
+            unimplemented(f"__dict__.{name} of a new {self.obj.cls.__name__} with these arguments",
+                          gb_id=gb.UNSUPPORTED_METHOD)
         key = args[0].as_python_constant()
         if name == "__setitem__" and len(args) == 2:
             attrs[key] = args[1]
@@ -364,7 +369,8 @@ class NewObjectDictVariable(VariableTracker):
             return attrs[key]
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
-        unimplemented(f"__dict__[{key!r}] of a new {self.obj.cls.__name__}: no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
+        unimplemented(f"__dict__[{key!r}] of a new {self.obj.cls.__name__}: no such key (eager raises KeyError)",
+                      gb_id=gb.KEY_NOT_FOUND)
 
 
 __all__ = ["NewObjectDictVariable", "InstanceDictVariable", "mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable", "DictBaseVariable"]
