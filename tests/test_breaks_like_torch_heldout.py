@@ -635,8 +635,6 @@ KNOWN: dict[str, str] = {
     "h_initial_seed": _TRACES + "ours breaks at torch.seed(), a skipped function",
     "h_randint": _TRACES + "random.randint is traced by torch's RandomVariable; ours breaks at it, a library "
                  "method it skips",
-    "h_custom_cm": _TRACES + "a user context manager's __enter__/__exit__ are inlined; ours breaks at the "
-                   "with-statement, inside the block: the frame runs eagerly",
     "h_tensor_setattr": _TRACES + "a new attribute on a tensor made in the trace is a tracked side effect; ours "
                         "breaks at the store",
     "h_register_hook": _TRACES + "register_hook on an intermediate goes into the graph; ours breaks",
