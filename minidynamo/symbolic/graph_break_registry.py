@@ -87,6 +87,7 @@ NESTED_CLOSURE = "GB9528"        # a nested function with a closure that cannot 
 COND_ARGS = "GB0309"             # torch.cond with other than pred, true_fn, false_fn, operands
 COND_PRED = "GB0310"
 HOP_NOT_CALLABLE = "GB0302"      # a higher-order op given a non-callable
+HOP_NON_TENSOR_LEAF = "GB0301"   # a higher-order op's operand that is not a tensor (a while_loop carry)
 DUNDER_INLINE = "GB0131"         # __setattr__/__delattr__ of a class that overrides them
 HASATTR_TYPE = "GB9522"          # hasattr() on a type we do not look into
 MODULE_GETITEM_KEY = "GB0153"    # a module container indexed by a non-constant

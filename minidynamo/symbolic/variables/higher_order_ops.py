@@ -377,7 +377,8 @@ def call_while_loop(tx, args: list, kwargs: dict) -> VariableTracker:
     is_int = [_is_int_carry(c) for c in carried]
     for c, i in zip(carried + additional, is_int + [False] * len(additional)):
         if not i and not isinstance(c, TensorVariable):
-            unimplemented(f"torch.while_loop with the carry {c}: carries are tensors or ints")
+            unimplemented(f"torch.while_loop with the carry {c}: carries are tensors or ints",
+                          gb_id=gb.HOP_NON_TENSOR_LEAF)
     cond_br = speculate_subgraph(tx, cond_fn, _loop_operands(tx, carried, is_int) + additional, _WHILE, pure=True,
                                  constant_ok=True, ints_ok=True)
     if isinstance(cond_br.spec, tuple) and cond_br.spec[0] == "constant":
