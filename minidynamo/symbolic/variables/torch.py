@@ -316,7 +316,19 @@ def is_tensor_method(value: Any) -> bool:
         and getattr(value, "__objclass__", None) is TENSOR_BASE
 
 
+# Note [Some torch functions are traced through]
+#     Torch's trace rules inline the Python functions of ``torch.nn.functional`` that its
+#     in-graph list does not name (``MOD_INLINELIST`` in torch/_dynamo/trace_rules.py), and
+#     ``torch.backends.mha.get_fastpath_enabled`` is a ``UserFunctionVariable`` there
+#     (``manual_torch_name_rule_map``). ``nn.TransformerEncoder.forward`` calls three of
+#     them before any tensor op; recorded whole they return ``None`` or a bool, which is
+#     a graph break, so ours traces through these as torch does.
+INLINED = _fns("nn.functional._canonical_mask", "nn.functional._none_or_dtype", "backends.mha.get_fastpath_enabled")
+
+
 def is_torch_callable(value: Any) -> bool:
+    if any(value is fn for fn in INLINED):
+        return False
     if is_tensor_method(value):
         return True
     mod = getattr(value, "__module__", None) or ""
