@@ -77,6 +77,26 @@ PROCESS_CONSTANTS = _fns(
     "jit.is_tracing", "jit.is_scripting", "_C._get_tracing_state",  # never under torch.jit while compiled
 )
 CONSTANT_FOLD |= FOLD_UNDER_GLOBAL_STATE | PROCESS_CONSTANTS
+# Note [A call kept in the graph for its effect]
+#     ``torch._C._log_api_usage_once("python.nn_module")`` (every ``nn.Module.__init__``,
+#     so also the new ModuleList of ``layers[:n]``) returns None and changes no state a trace
+#     reads. Torch lists it among its in-graph functions (torch/_dynamo/trace_rules.py
+#     ``torch_c_binding_in_graph_functions``): one ``call_function`` node, counted by
+#     ``explain``'s ``op_count``. Ours records the same node, never a graph break.
+RECORDED_FOR_EFFECT = _fns("_C._log_api_usage_once")
+
+
+def record_for_effect(tx, fn, *args, **kwargs) -> None:
+    """One graph node calling ``fn`` with constant arguments, its result unused (Note [A call kept ...])."""
+    tx.output.create_proxy("call_function", fn, args, kwargs)
+
+
+def record_module_init(tx) -> None:
+    """What ``nn.Module.__init__`` leaves in torch's graph: ``_log_api_usage_once("python.nn_module")``."""
+    for fn in RECORDED_FOR_EFFECT:
+        record_for_effect(tx, fn, "python.nn_module")
+
+
 # Names of torch callables that change global state (torch.set_num_threads): a graph break before they run.
 _STATE_SETTER_PREFIXES = ("set_", "use_", "manual_seed", "seed", "_set_")
 
@@ -155,6 +175,10 @@ class TorchInGraphFunctionVariable(VariableTracker):
             unimplemented(BREAK[fn], gb_id=gb.SKIPPED_FUNCTION, context=f"torch.{fn.__name__}")
         if fn in COMPILING:
             return wrap_constant_result(COMPILING[fn])
+        if fn in RECORDED_FOR_EFFECT and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            record_for_effect(tx, fn, *[a.as_python_constant() for a in args],
+                              **{k: v.as_python_constant() for k, v in kwargs.items()})
+            return ConstantVariable(None)
         name = getattr(fn, "__name__", "") or ""
         if name.startswith(_STATE_SETTER_PREFIXES) and not _reads_tensor(args, kwargs):
             unimplemented(f"torch.{name} changes global state", "call it outside the compiled function",
