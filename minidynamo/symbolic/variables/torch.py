@@ -120,6 +120,16 @@ for _name in ("get_rng_state", "set_rng_state", "cuda.get_rng_state", "cuda.set_
         BREAK[_fn] = (f"Attempted to call function marked as skipped: torch.{_name} reads or writes the global RNG "
                       "state (torch/_dynamo/trace_rules.py marks it SkipFunctionVariable)")
 
+# ``nn.TransformerEncoder``'s sparsity fast path (eval, no grad, a padding mask, ``mask_check=False``)
+# packs the batch into a nested tensor. Torch's trace rules do not list these builtins, so calling
+# one is a skipped function there (GB0007, "Dynamo does not know how to trace the builtin"), at the
+# library's line; ours breaks the same, before a fake value is asked of an op with no Meta kernel.
+for _name in ("_nested_tensor_from_mask", "_nested_tensor_from_mask_left_aligned"):
+    for _fn in _fns(_name):
+        BREAK[_fn] = (f"Attempted to call function marked as skipped: Dynamo does not know how to trace the builtin "
+                      f"`torch._VariableFunctionsClass.{_name}` (not among torch/_dynamo/trace_rules.py's in-graph "
+                      "functions)")
+
 
 def _graph_break_fns() -> tuple:
     """``torch._dynamo.graph_break``, once torch._dynamo is imported; before, no user code can hold it.
