@@ -451,6 +451,9 @@ class ModuleInitVariable(VariableTracker):
             unimplemented(f"nn.Module.__init__ of a {self.module.cls.__name__} with arguments, or twice")
         self.module.initialized = True
         self.module.attrs["training"] = ConstantVariable(True)
+        from .torch import record_module_init
+
+        record_module_init(tx)  # the node nn.Module.__init__ leaves in torch's graph (Note [A call kept in the graph ...])
         return ConstantVariable(None)
 
 
