@@ -51,6 +51,12 @@ def _our_symint(x: Any) -> bool:
     return is_symbolic(x)
 
 
+def _is_ours(x: Any) -> bool:
+    from minidynamo.shapes.symbolic_shapes import is_symbolic
+
+    return is_symbolic(x)
+
+
 def hint(x: Any) -> Any:
     """The example value of a SymInt (an int unchanged): decisions of AOT's own that must not guard."""
     if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -102,8 +108,12 @@ class SymTracker:
             # a float computed from sizes that were specialized (``(d // heads) ** 0.5`` with ``d``
             # pinned by a weight's shape): its expression is a number, and the graph takes it as one
             return float(value.node.expr)
-        if isinstance(value, (torch.SymFloat, torch.SymBool)):
-            # torch traces these as nodes too (sym_float, _sym_sqrt); ours does not: the graph is refused
+        if isinstance(value, torch.SymFloat):
+            if not _is_ours(value):
+                raise RuntimeError(f"make_fx: a SymFloat {value} that is not of our ShapeEnv")
+            return self.emit_float(value.node.expr)  # Note [A SymFloat argument becomes nodes too]
+        if isinstance(value, torch.SymBool):
+            # torch traces these as nodes too (sym_eq, sym_not); ours does not: the graph is refused
             raise RuntimeError(f"make_fx: cannot trace the symbolic {type(value).__name__} {value} as a graph node")
         if not isinstance(value, torch.SymInt):
             return value
@@ -119,6 +129,75 @@ class SymTracker:
             return hit
         node = self._build(expr)
         self.nodes[expr] = node
+        return node
+
+    def emit_float(self, expr: sympy.Basic) -> Any:
+        """The node computing the float ``expr`` (Note [A SymFloat argument becomes nodes too]).
+
+        Note [A SymFloat argument becomes nodes too]
+            ``x * (x.size(0) / 2)``, ``x / math.sqrt(x.size(-1))``, ``x * float(x.size(0))``,
+            ``x.size(-1) ** -0.5``: the op gets a SymFloat whose expression is over the
+            size symbols. torch records the Python operations as they happen
+            (``truediv = sym_size_int / 2``, ``torch._sym_sqrt``, ``torch.sym_float``,
+            ``pow_1 = sym_size_int ** -0.5``); ours rebuilds them from the expression, as
+            for SymInts: a rational coefficient ``p/q`` is a multiplication by ``p`` and a
+            true division by ``q``, ``sqrt(e)`` is ``torch._sym_sqrt``, another power
+            ``operator.pow``, and an integer-valued expression used as a float is
+            ``torch.sym_float`` of its int node, so every node's value has the type
+            Python's arithmetic gives it (an int tensor times ``float(s0)`` stays float).
+        """
+        import sympy
+
+        if expr.is_Number:
+            return float(expr)
+        key = ("float", expr)
+        hit = self.nodes.get(key)
+        if hit is not None:
+            return hit
+        if expr.is_integer:
+            node = self._call(torch.sym_float, (self.emit(expr),))
+        elif isinstance(expr, sympy.Pow):
+            base = self.emit(expr.base) if expr.base.is_integer else self.emit_float(expr.base)
+            exp = expr.exp
+            if exp == sympy.Rational(1, 2):
+                node = self._call(torch._sym_sqrt, (base,))
+            elif exp == sympy.Rational(-1, 2):
+                node = self._call(operator.truediv, (1.0, self._call(torch._sym_sqrt, (base,))))
+            elif exp.is_Number:
+                node = self._call(operator.pow, (base, int(exp) if exp.is_Integer else float(exp)))
+            else:
+                node = self._call(operator.pow, (base, self.emit_float(exp)))
+        elif isinstance(expr, sympy.Mul):
+            coeff, factors = expr.as_coeff_mul()
+            num = [f for f in factors if not (isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp < 0)]
+            den = [f.base ** -f.exp for f in factors if f not in num]
+            acc: Any = None
+            for f in sorted(num, key=sympy.default_sort_key):
+                v = self.emit(f) if f.is_integer else self.emit_float(f)
+                acc = v if acc is None else self._call(operator.mul, (acc, v))
+            p, q = (coeff.p, coeff.q) if coeff.is_Rational else (float(coeff), 1)
+            if acc is None:
+                acc = float(p)
+            elif p != 1:
+                acc = self._call(operator.mul, (acc, p))
+            if q != 1:
+                acc = self._call(operator.truediv, (acc, q))
+            for f in sorted(den, key=sympy.default_sort_key):
+                acc = self._call(operator.truediv, (acc, self.emit(f) if f.is_integer else self.emit_float(f)))
+            node = acc if isinstance(acc, fx.Node) and acc.meta.get("val") is not None and not isinstance(
+                acc.meta["val"], (int, torch.SymInt)) else self._call(torch.sym_float, (acc,))
+        elif isinstance(expr, sympy.Add):
+            const, terms = expr.as_coeff_add()
+            acc = None
+            for t in sorted(terms, key=sympy.default_sort_key):
+                v = self.emit(t) if t.is_integer else self.emit_float(t)
+                acc = v if acc is None else self._call(operator.add, (acc, v))
+            if const != 0:
+                acc = self._call(operator.add, (acc, float(const)))
+            node = acc
+        else:
+            raise RuntimeError(f"make_fx: cannot trace the float size expression {expr} ({type(expr).__name__})")
+        self.nodes[key] = node
         return node
 
     def _call(self, fn: Any, args: tuple) -> fx.Node:
