@@ -182,6 +182,74 @@ def new_ones_sized(x):
     return x + x.new_ones(x.size(0), 1) * x.size(1)
 
 
+def zeros_sized(x):
+    return x + torch.zeros(x.size(0), 1) + x.new_zeros(x.size(1))
+
+
+def full_half(x):
+    return x * torch.full((x.size(0), 1), x.size(0) / 2)
+
+
+def mutate_view(x):
+    y = x.clone()
+    y[: y.size(0) // 2].mul_(2)
+    return y
+
+
+def mutate_input(x, b):
+    b.add_(x.size(0))
+    return x * b.sum()
+
+
+def narrow_half(x):
+    return x.narrow(0, 1, x.size(0) // 2).exp()
+
+
+def repeat_rows(x):
+    return x.repeat(2, 1).sin()
+
+
+def interpolate_twice(x):
+    return F.interpolate(x, scale_factor=2.0, mode="linear")
+
+
+def index_arange(x):
+    return x.index_select(0, torch.arange(x.size(0) // 2)) * 2
+
+
+def roll_half(x):
+    return torch.roll(x, x.size(0) // 2, 0) * x
+
+
+def split_sizes(x):
+    n = x.size(0)
+    a, b = x.split([n // 2, n - n // 2], 0)
+    return a.sum(0) * b.sum(0)
+
+
+def keepdim_expand(x):
+    return x - x.sum(0, keepdim=True).expand_as(x) / x.size(0)
+
+
+def flatten_view_out(x):
+    return x.flatten(0, 1)
+
+
+def alias_out(x):
+    y = x * 2
+    return y, y.view(-1), x.t()
+
+
+def masked_fill_tri(x):
+    n = x.size(-2)
+    mask = torch.ones(n, n, dtype=torch.bool).triu(1)
+    return (x @ x.transpose(-2, -1)).masked_fill(mask, float("-inf")).softmax(-1)
+
+
+def unfold_windows(x):
+    return x.unfold(0, 2, 2).sum(-1)
+
+
 def _t(*shape):
     return torch.randn(*shape)
 
@@ -223,6 +291,21 @@ CASES = {
     "linear_batch": (lambda: module_fn(nn.Linear(8, 4)), lambda n: (_t(n, 8),)),
     "conv1d_len": (lambda: module_fn(nn.Conv1d(3, 4, 3)), lambda n: (_t(2, 3, n),)),
     "embedding_len": (lambda: module_fn(nn.Embedding(20, 8)), lambda n: (torch.randint(0, 20, (2, n)),)),
+    "zeros_sized": (lambda: zeros_sized, lambda n: (_t(n, 3),)),
+    "full_half": (lambda: full_half, lambda n: (_t(n, 3),)),
+    "mutate_view": (lambda: mutate_view, lambda n: (_t(n, 3),)),
+    "mutate_input": (lambda: mutate_input, lambda n: (_t(n, 3), torch.ones(3))),
+    "narrow_half": (lambda: narrow_half, lambda n: (_t(n, 3),)),
+    "repeat_rows": (lambda: repeat_rows, lambda n: (_t(n, 3),)),
+    "interpolate_twice": (lambda: interpolate_twice, lambda n: (_t(2, 3, n),)),
+    "index_arange": (lambda: index_arange, lambda n: (_t(n, 3),)),
+    "roll_half": (lambda: roll_half, lambda n: (_t(n, 3),)),
+    "split_sizes": (lambda: split_sizes, lambda n: (_t(n + 1, 3),)),
+    "keepdim_expand": (lambda: keepdim_expand, lambda n: (_t(n, 3),)),
+    "flatten_view_out": (lambda: flatten_view_out, lambda n: (_t(n, 3, 2).clone(),)),
+    "alias_out": (lambda: alias_out, lambda n: (_t(n, 3),)),
+    "masked_fill_tri": (lambda: masked_fill_tri, lambda n: (_t(2, n, 4),)),
+    "unfold_windows": (lambda: unfold_windows, lambda n: (_t(n, 3),)),
 }
 
 PROBES = [(name, training) for name in CASES for training in (True, False)]
@@ -236,16 +319,24 @@ def _params(fn):
     return []
 
 
+MUTATED = {"mutate_input": {1}}  # arguments the function writes: no grad, compared after the call
+
+
 def _inputs(name, n, training):
     torch.manual_seed(100 + n)
     args = CASES[name][1](n)
     if training:
-        args = tuple(a.requires_grad_() if a.is_floating_point() else a for a in args)
+        args = tuple(a.requires_grad_() if a.is_floating_point() and i not in MUTATED.get(name, ()) else a
+                     for i, a in enumerate(args))
     return args
 
 
+def _outputs(out):
+    return list(out) if isinstance(out, tuple) else [out]
+
+
 def _run_sequence(name, training, compile_fn):
-    """Outputs and gradients (inputs', then parameters') at each size, through ``compile_fn(fn)``."""
+    """Outputs, the arguments after the call, and gradients (inputs', then parameters') at each size."""
     fn = _seeded(CASES[name][0])
     params = _params(fn)
     compiled = compile_fn(fn)
@@ -255,14 +346,14 @@ def _run_sequence(name, training, compile_fn):
         for p in params:
             p.grad = None
         if training:
-            out = compiled(*args)
-            out.sum().backward()
+            outs = _outputs(compiled(*args))
+            sum(o.sum() for o in outs).backward()
             grads = [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad] + [p.grad for p in params]
-            results.append((out.detach(), grads))
         else:
             with torch.no_grad():
-                out = compiled(*args)
-            results.append((out, []))
+                outs = _outputs(compiled(*args))
+            grads = []
+        results.append(([o.detach() for o in outs] + [a.detach() for a in args], grads))
     return results
 
 
