@@ -126,7 +126,7 @@ def _size_of(node: fx.Node) -> int:
         return hint(val.numel(), _UNBACKED_NUMEL) * val.element_size()
     if isinstance(val, (list, tuple)):
         return sum(hint(v.numel(), _UNBACKED_NUMEL) * v.element_size() for v in val if isinstance(v, torch.Tensor))
-    if isinstance(val, (int, float, torch.SymInt, torch.SymFloat)):  # torch: py_sym_types weigh one
+    if isinstance(val, (int, float, torch.SymInt, torch.SymFloat, torch.SymBool)):  # torch: py_sym_types weigh one
         return 1
     return 0
 
@@ -269,7 +269,7 @@ def _flow_graph(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
                                          and node not in info.required_bw)) and reason:
             ban(node, reason)
         val = node.meta.get("val")
-        if not isinstance(val, (torch.Tensor, int, float, torch.SymInt, torch.SymFloat)):
+        if not isinstance(val, (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)):
             weight = math.inf  # a tuple (multi-output op): save its getitems instead
         elif node in static_inputs:
             weight = 0

@@ -168,7 +168,7 @@ def default_partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int) -> 
 def syms_first(saved: list[fx.Node]) -> list[fx.Node]:
     """Saved SymInts before saved tensors: the backward graph takes its sizes first, as torch's does
     (``saved_sym_nodes + saved_values``); the runtime keeps them on ``ctx``, not in ``save_for_backward``."""
-    syms = [n for n in saved if isinstance(n.meta.get("val"), (torch.SymInt, torch.SymFloat))]
+    syms = [n for n in saved if isinstance(n.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool))]
     return syms + [n for n in saved if n not in syms] if syms else saved
 
 
