@@ -8,6 +8,10 @@ Dynamo hands over a graph with SymInt placeholders. Mirrors the SymInt half of
 ShapeEnv Dynamo used, ``detect_fake_mode``). ``aot_module_simplified`` (``aot_autograd.py``)
 compiles a dynamic Dynamo graph once for every size, or raises ``SymbolicAOTFailed`` for
 the caller's per-size fallback (Note [AOT backends specialize per size] in ``backends.py``).
+A graph whose only symbols are unbacked (``.item()``, ``nonzero``, ``md.mark_unbacked``) takes
+the same path, its fresh symbols renamed to Dynamo's (Note [Unbacked symbols are rebound to
+Dynamo's]); SymFloat and SymBool arguments become nodes too (Notes [A SymFloat argument becomes
+nodes too], [A SymBool becomes nodes]).
 
 Note [AOT traces Dynamo's symbols]
     A dynamic Dynamo graph takes its sizes as inputs (``s0: torch.SymInt``) and its
