@@ -458,8 +458,17 @@ def tolist_pair(x, n):
     return x * a + b
 
 
+def cond_on_item(x, n):
+    return torch.cond(n.sum().item() > 2, lambda t: t.sin(), lambda t: t.cos(), (x,))
+
+
+def cond_on_mask(x, n):
+    y = x[x > 0]
+    return torch.cond(y.sum() > 1, lambda t: t * 2, lambda t: t + 1, (y,)) * n.sum()
+
+
 UNBACKED = [item_float, item_int_sized, item_checked, item_slice, nonzero_rows, nonzero_gather, mask_index,
-            masked_select_exp, tolist_pair]
+            masked_select_exp, tolist_pair, cond_on_item, cond_on_mask]
 
 
 def _unbacked_inputs(i, training):
