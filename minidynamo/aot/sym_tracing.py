@@ -56,6 +56,8 @@ def _our_symint(x: Any) -> bool:
 
 
 def _is_ours(x: Any) -> bool:
+    if not isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):  # no ShapeEnv (sympy) import: issue 17
+        return False
     from minidynamo.shapes.symbolic_shapes import is_symbolic
 
     return is_symbolic(x)
