@@ -124,6 +124,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     real_pass_hook_points,
     silence_dynamo_logs,
     torch_aot_eager_saved,
+    torch_aot_eager_forward_graphs,
     torch_aot_function,
     torch_aot_keeping_graphs,
     torch_aot_module_simplified,

@@ -581,6 +581,34 @@ def torch_aot_eager_saved(fn, *args) -> list:
     return saved
 
 
+def torch_aot_eager_forward_graphs(fn, *args) -> tuple[list, list, object]:
+    """Oracle: the forward graphs torch's ``aot_eager`` compiles for ``fn(*args)`` (inference or the
+    partition's forward), the class names of the errors its backend raised (torch then falls back), and
+    the output. The backend is ``aot_eager``'s recipe (``aot_autograd`` with no-op compilers)."""
+    import torch._dynamo
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    graphs, errors = [], []
+
+    def fw(gm, _inputs):
+        graphs.append(gm)
+        return make_boxed_func(gm)
+
+    inner = aot_autograd(fw_compiler=fw, bw_compiler=lambda gm, _i: make_boxed_func(gm))
+
+    def backend(gm, example_inputs):
+        try:
+            return inner(gm, example_inputs)
+        except Exception as exc:
+            errors.append(type(getattr(exc, "inner_exception", None) or exc.__cause__ or exc).__name__)
+            raise
+
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend=backend)(*args)
+    return graphs, errors, out
+
+
 def _nbytes(val) -> int:
     if isinstance(val, torch.Tensor):
         return val.numel() * val.element_size()

@@ -164,6 +164,13 @@ class FakeTensorMode(TorchDispatchMode):
         with self:
             return tuple(o.clone() for o in true_fn(*operands))
 
+    def _while_loop(self, cond_fn, body_fn, carried, additional):
+        """torch's ``while_loop_fake_tensor_mode``: the body run once on the fakes, its outputs fresh;
+        Dynamo checked that they match the carries. Registered as torch registers its own rule,
+        ``while_loop.py_impl(FakeTensorMode)`` (aot/higher_order.py, on first use)."""
+        with self:
+            return tuple(o.clone() for o in body_fn(*carried, *additional))
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is _PRIM_DEVICE:
             return self._device_of(args[0])
