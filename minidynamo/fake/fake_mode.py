@@ -50,6 +50,7 @@ from minidynamo.fake.fake_tensor import (
     FakeTensorError,
     MixedFakeTensorError,
     UnsupportedOperatorError,
+    _METADATA_AS_INTS,
     _flat_tensors,
     _map_tensors,
 )
@@ -174,6 +175,8 @@ class FakeTensorMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is _PRIM_DEVICE:
             return self._device_of(args[0])
+        if func in _METADATA_AS_INTS:  # torch's _DISPATCH_META_HANDLERS (fake_tensor.py)
+            return _METADATA_AS_INTS[func](args[0])
         if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
                 return self._cond(*args, **(kwargs or {}))

@@ -104,6 +104,12 @@ class VariableBuilder:
             var = int_input(tx, source, value)
             if var is not None:
                 return var
+        if type(value) is float:  # Note [A float input is lifted once it changes] (dynamic_shapes.py)
+            from ..dynamic_shapes import float_input
+
+            var = float_input(tx, source, value)
+            if var is not None:
+                return var
         if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, tuple)):
             guards.CONSTANT_MATCH(source, value, "Python value folded into the trace")
             return ConstantVariable(value, source=source)
