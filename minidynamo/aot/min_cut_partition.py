@@ -19,6 +19,8 @@ Note [Saving as a minimum cut]
     set of values to save: everything between that cut and the backward is
     recomputed. torch solves it with networkx; ours with ``max_flow.minimum_cut``
     (Dinic's algorithm), which cuts the same edges (Note [Which minimum cut]).
+    Before building it, equal nodes of the joint graph are merged, as torch's
+    ``fx_graph_cse`` does (cse.py, Note [Why CSE before the cut]).
 
 Note [What may be recomputed]
     torch's rules, as ours: an op is recomputable only if it is on an allowlist
@@ -48,7 +50,9 @@ import torch
 import torch.fx as fx
 
 from minidynamo._torch_private import OpOverload, lazy_graph_module
+import minidynamo.aot.config as aot_config
 from minidynamo.aot.activation_checkpoint import cleanup_recompute_tags, must_recompute, policy
+from minidynamo.aot.cse import fx_graph_cse
 from minidynamo.aot.max_flow import FlowGraph, minimum_cut
 from minidynamo.aot.sym_tracing import hint
 from minidynamo.aot.partitioners import (
@@ -116,14 +120,17 @@ def _is_fusible(a: fx.Node, b: fx.Node) -> bool:
     return fusible(a) and fusible(b)
 
 
+_UNBACKED_NUMEL = 4096  # torch's _size_of: hint_int(numel, fallback=4096) for a size over an unbacked symbol
+
+
 def _size_of(node: fx.Node) -> int:
     """Bytes of the node's value; over symbolic sizes, for the example sizes (torch: ``hint_int``), no guard."""
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return hint(val.numel()) * val.element_size()
+        return hint(val.numel(), _UNBACKED_NUMEL) * val.element_size()
     if isinstance(val, (list, tuple)):
-        return sum(hint(v.numel()) * v.element_size() for v in val if isinstance(v, torch.Tensor))
-    if isinstance(val, (int, float, torch.SymInt)):
+        return sum(hint(v.numel(), _UNBACKED_NUMEL) * v.element_size() for v in val if isinstance(v, torch.Tensor))
+    if isinstance(val, (int, float, torch.SymInt, torch.SymFloat, torch.SymBool)):  # torch: py_sym_types weigh one
         return 1
     return 0
 
@@ -266,7 +273,7 @@ def _flow_graph(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
                                          and node not in info.required_bw)) and reason:
             ban(node, reason)
         val = node.meta.get("val")
-        if not isinstance(val, (torch.Tensor, int, float, torch.SymInt)):
+        if not isinstance(val, (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)):
             weight = math.inf  # a tuple (multi-output op): save its getitems instead
         elif node in static_inputs:
             weight = 0
@@ -304,6 +311,8 @@ def min_cut_rematerialization_partition(joint_module: fx.GraphModule, *, num_fwd
     """
     graph = joint_module.graph
     graph.eliminate_dead_code()
+    if aot_config.cse:  # Note [Why CSE before the cut] (cse.py), as torch's partitioner
+        fx_graph_cse(graph)
     cleanup_recompute_tags(graph)
     info, fwd_outputs, bwd_outputs = _classify_nodes(graph, num_fwd_outputs)
     if not info.required_bw:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dis
 import functools
 import linecache
+import sys
 import traceback
 import types
 from typing import Optional
@@ -255,6 +256,15 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
             if self.globals_source is None:
                 return VariableBuilder(self, GlobalSource(name))(value)
             if self.globals_source is False:
+                module_name = self.f_globals.get("__name__", "")
+                module = sys.modules.get(module_name) if module_name.startswith("torch.backends.") else None
+                if module is not None and module.__dict__ is self.f_globals:
+                    # a library global is folded unguarded, except torch.backends' switches
+                    # (``_is_fastpath_enabled`` read by ``torch.backends.mha.get_fastpath_enabled``),
+                    # guarded as when read as a module attribute (Note [torch.backends flags are guarded])
+                    from .variables.torch import PythonModuleVariable
+
+                    return PythonModuleVariable(module).var_getattr(self, name)
                 return wrap_sourceless(self, value)
             return VariableBuilder(self, GetItemSource(self.globals_source, name))(value)
         import builtins

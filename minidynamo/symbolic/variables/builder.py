@@ -122,7 +122,7 @@ class VariableBuilder:
             if isinstance(value, list):
                 return ListVariable(items, source=source)
             return TupleVariable(items, tuple_cls=type(value), source=source)
-        if type(value) is dict:
+        if type(value) in (dict, collections.OrderedDict):  # an OrderedDict: a module's hook dicts
             from ..guards import _is_literal
 
             if not all(_is_literal(k) for k in value):
@@ -134,7 +134,7 @@ class VariableBuilder:
             guards.add(source, "DICT_KEYS", f"list({source.name()}) == {list(value)!r}", "the trace read these keys",
                        f"list({source.name()})")
             items = {k: VariableBuilder(tx, GetItemSource(source, k))(v) for k, v in value.items()}
-            return ConstDictVariable(items, source=source)
+            return ConstDictVariable(items, user_cls=type(value), source=source)
         if type(value) is collections.deque:  # Note [A deque made in the trace]: one from outside too
             guards.TYPE_MATCH(source, value, "the trace read this deque")
             guards.LENGTH_CHECK(source, value, "the trace unrolled this deque")

@@ -233,6 +233,11 @@ class NNModuleVariable(VariableTracker):
             if isinstance(m, torch.nn.ModuleDict):
                 return self._child(tx, key, m[key])
             if isinstance(key, slice) and isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)):
+                from .torch import record_module_init
+
+                # eager builds a new container: its nn.Module.__init__ logs API usage, a node in
+                # torch's graph (Note [A call kept in the graph for its effect], variables/torch.py)
+                record_module_init(tx)
                 children = [self._child(tx, i, m[i]) for i in range(len(m))[key]]
                 cls = ModuleListSliceVariable if isinstance(m, torch.nn.ModuleList) else SequentialSliceVariable
                 return cls(children, parent=self, key=key)
@@ -452,6 +457,9 @@ class ModuleInitVariable(VariableTracker):
                           gb_id=gb.SUPER_INIT)
         self.module.initialized = True
         self.module.attrs["training"] = ConstantVariable(True)
+        from .torch import record_module_init
+
+        record_module_init(tx)  # the node nn.Module.__init__ leaves in torch's graph (Note [A call kept in the graph ...])
         return ConstantVariable(None)
 
 

@@ -31,7 +31,7 @@ CONSTANT_METHODS = {
     "is_floating_point", "is_complex", "stride", "storage_offset", "get_device", "type",
 }
 CONSTANT_ATTRS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "layout", "is_cuda",
-                  "is_sparse", "is_quantized", "is_meta", "itemsize"}
+                  "is_sparse", "is_quantized", "is_meta", "itemsize", "is_nested"}
 # Methods that need data (or change autograd state) the tracer cannot fake: graph breaks.
 BREAK_METHOD_TYPES = {  # torch's registry id for each (graph_break_registry.py)
     "item": gb.ITEM, "__bool__": gb.ITEM, "__int__": gb.ITEM, "__float__": gb.ITEM, "tolist": gb.TOLIST,
