@@ -85,6 +85,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     set_grad_enabled_c,
     set_meta_in_tls_dispatch_include,
     sym_sqrt,
+    assert_async,
     to_functional_tensor,
     torch_dispatch_stack_len,
     torch_function_mode_types,

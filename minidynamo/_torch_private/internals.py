@@ -124,6 +124,12 @@ def sym_sqrt():
     return torch._sym_sqrt
 
 
+def assert_async():
+    """``torch._assert_async``: the graph target torch's Dynamo records for ``assert tensor``
+    (``generic_jump`` with ``config.rewrite_assert_with_torch_assert``, torch/_dynamo/symbolic_convert.py)."""
+    return torch._assert_async
+
+
 # The global state torch's GlobalStateGuard keeps and its torch-function-mode guards read
 # (torch/csrc/dynamo/guards.cpp GlobalStateGuard, torch/_dynamo/guards.py TORCH_FUNCTION_STATE /
 # DEFAULT_DEVICE): what our GLOBAL_STATE guards read (symbolic/guards.py).

@@ -234,15 +234,17 @@ class SymTracker:
         hit = self._lookup(self.nodes, key)
         if hit is not None:
             return hit
+        from minidynamo._torch_private import sym_sqrt
+
         if expr.is_integer:
             node = self._call(torch.sym_float, (self.emit(expr),))
         elif isinstance(expr, sympy.Pow):
             base = self.emit(expr.base) if expr.base.is_integer else self.emit_float(expr.base)
             exp = expr.exp
             if exp == sympy.Rational(1, 2):
-                node = self._call(torch._sym_sqrt, (base,))
+                node = self._call(sym_sqrt(), (base,))
             elif exp == sympy.Rational(-1, 2):
-                node = self._call(operator.truediv, (1.0, self._call(torch._sym_sqrt, (base,))))
+                node = self._call(operator.truediv, (1.0, self._call(sym_sqrt(), (base,))))
             elif exp.is_Number:
                 node = self._call(operator.pow, (base, int(exp) if exp.is_Integer else float(exp)))
             else:

@@ -92,7 +92,9 @@ class ControlFlowOpcodes:
             return False
         consts = [i.argval for i in between if i.opname == "LOAD_CONST"]
         msg = consts[0] if consts else "assertion error"
-        self.output.create_proxy("call_function", torch._assert_async, (value.as_proxy(), msg), {})
+        from minidynamo._torch_private import assert_async
+
+        self.output.create_proxy("call_function", assert_async(), (value.as_proxy(), msg), {})
         self.jump(inst)
         return True
 
