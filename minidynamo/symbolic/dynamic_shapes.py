@@ -3,9 +3,10 @@
 Place in the pipeline: between the builder (an input tensor enters the trace) and the
 ShapeEnv (``minidynamo/shapes/symbolic_shapes.py``). Decides, per input tensor, which
 dims are dynamic (``dynamic=True``, ``mark_dynamic``, or automatic dynamic after a
-size change); makes a SymInt placeholder per new symbol; turns ``x.size(0)`` on a
-symbolic fake into a ``SymNodeVariable``; at the end of the trace adds the
-ShapeEnv's guards to the entry. Mirrors ``torch/_dynamo/variables/builder.py``
+size change); makes a SymInt placeholder per new symbol; at the end of the trace
+adds the ShapeEnv's guards to the entry. It sits below the VariableTrackers and makes
+none: ``x.size(0)`` on a symbolic fake becomes a ``SymNodeVariable`` in
+``variables/tensor.py`` (``size_variable``), an int input in ``variables/builder.py``. Mirrors ``torch/_dynamo/variables/builder.py``
 (``_automatic_dynamic``, ``wrap_symint``), ``torch/_dynamo/decorators.py``
 (``mark_dynamic``, ``mark_static``) and the shape part of ``CheckFunctionManager``.
 
@@ -32,7 +33,7 @@ from minidynamo import events
 
 from .source import AttrSource, SizeSource, Source
 
-__all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
+__all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for",
            "install_shape_guards", "automatic_dynamic_changes",
            "int_input"]
 
@@ -241,7 +242,8 @@ def int_input(tx, source: Source, value: int):
     trace makes it a ``SymInt`` graph input (``L_n_: torch.SymInt``) and later values
     reuse that graph. ``dynamic=True`` does so from the first call, ``dynamic=False``
     never. An int where a tensor was (or the reverse) counts as a change. Returns
-    the ``SymNodeVariable``, or None to keep the int a constant.
+    the placeholder's proxy and its SymInt (the builder wraps them in a ``SymNodeVariable``),
+    or None to keep the int a constant.
     """
     from minidynamo import config
 
@@ -259,8 +261,6 @@ def int_input(tx, source: Source, value: int):
         ints[name] = None
     if not all_dynamic and (ints[name] is not None or not automatic):
         return None
-    from .variables.sym_node import SymNodeVariable
-
     env = shape_env_of(output)
     output.fake_mode.shape_env = env
     output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
@@ -273,41 +273,10 @@ def int_input(tx, source: Source, value: int):
     proxy = output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
     output.graphargs.append((source, node, value))
     output.guards.TYPE_MATCH(source, value, "an int input traced as a SymInt (automatic dynamic)")
-    return SymNodeVariable(proxy, symint, source=source)
+    return proxy, symint
 
 
 # --- sizes read in the trace --------------------------------------------------------------
-
-
-def size_variable(tx, tensor_var, value: Any, how: tuple):
-    """``x.size(0)`` / ``x.shape`` / ``x.numel()`` when the result holds SymInts.
-
-    A size that is exactly an input's symbol is that symbol's placeholder (as torch
-    reuses ``s0``); any other expression is a ``Tensor.size``/``numel`` node.
-    ``how`` is the method call that produced ``value``: ``("size", ())``, ``("size", (0,))``.
-    """
-    from minidynamo.shapes.symbolic_shapes import is_symbolic
-
-    from .variables.builder import wrap_constant_result
-    from .variables.constant import ConstantVariable
-    from .variables.lists import TupleVariable
-    from .variables.sym_node import SymNodeVariable
-
-    name, args = how
-
-    def one(v, method, margs):
-        if not is_symbolic(v):
-            return ConstantVariable(int(v)) if isinstance(v, torch.SymInt) else wrap_constant_result(v)
-        proxy = tx.output.symbol_proxies.get(v.node.expr)
-        if proxy is None:
-            proxy = tx.output.create_proxy("call_method", method, (tensor_var.proxy, *margs), {})
-            proxy.node.meta["example_value"] = v
-        return SymNodeVariable(proxy, v)
-
-    if isinstance(value, (tuple, list)):  # x.size() / x.shape (a torch.Size, as eager's) / x.stride() (a tuple)
-        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)],
-                             tuple_cls=torch.Size if isinstance(value, torch.Size) else tuple)
-    return one(value, name, args)
 
 
 def has_symbolic(value: Any) -> bool:

@@ -84,3 +84,6 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
             unimplemented("yield outside an inlined generator")
         self._yielded = self.pop()
         self.push(ConstantVariable(None))  # the value next() sends back in
+
+
+InliningInstructionTranslator.inlining_translator_class = InliningInstructionTranslator  # a callee's callees too

@@ -12,7 +12,7 @@ The interpreter is split by concept; this module is its overview and keeps every
 import path (``from minidynamo.symbolic.symbolic_convert import InstructionTranslator``):
 
 - ``translator_base.py``: ``InstructionTranslatorBase``, the loop (``step``/``run``), the
-  stack helpers, names, attributes, imports; ``explain_unsupported``; Note [An
+  stack helpers, names, attributes, imports; Note [An
   instruction budget per frame] (``MAX_INSTRUCTIONS``).
 - opcode families mixed into it: ``opcodes_data.py`` (containers, operators),
   ``opcodes_control.py`` (iteration, jumps, ``generic_jump``), ``opcodes_calls.py``
@@ -22,6 +22,8 @@ import path (``from minidynamo.symbolic.symbolic_convert import InstructionTrans
 - ``instruction_translator.py``: ``InstructionTranslator``, the root frame, which breaks
   the graph at calls and jumps.
 - ``variables/lazy.py``: ``LazyVariableTracker``, a frame input realized on first read.
+- ``exc.py``: ``explain_unsupported``, a break's user line and stack; it sits below the
+  translator, so the loop and every opcode family call it without importing the loop.
 
 Note [One method per opcode]
     As in byterun and early TorchDynamo, the loop looks up ``self.<OPNAME>`` and calls
@@ -42,8 +44,8 @@ Note [Where a graph can break]
 from .inlining import InliningInstructionTranslator
 from .instruction_translator import InstructionTranslator
 from .opcodes_calls import MAX_INLINE_DEPTH
-from .translator_base import (JUMP_OPCODES, MAX_INSTRUCTIONS, InstructionTranslatorBase, decoded,
-                              explain_unsupported)
+from .exc import explain_unsupported
+from .translator_base import JUMP_OPCODES, MAX_INSTRUCTIONS, InstructionTranslatorBase, decoded
 from .variables.lazy import LazyVariableTracker
 
 __all__ = [

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import dis
 import functools
-import linecache
-import traceback
 import types
 from typing import Optional
 
@@ -25,8 +23,8 @@ from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_
                                  find_exception_handler, get_instructions, offset_to_index)
 
 from . import counters
-from .exc import (EagerFallback, GraphBreak, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
-                  Unsupported, is_library_file, unimplemented)
+from .exc import (EagerFallback, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
+                  Unsupported, explain_unsupported, unimplemented)
 from . import graph_break_registry as gb
 from .fake_values import TracedUserError
 from .opcodes_312_313 import Py312Py313Opcodes
@@ -62,40 +60,6 @@ def decoded(code: types.CodeType) -> tuple[list, dict]:
     """The instructions of a code object and their index by offset (decoded once per code)."""
     instructions = get_instructions(code)
     return instructions, offset_to_index(instructions)
-
-
-
-def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
-    """Fill in the explanation object of a graph break: the user's frame, and the stack down to the break."""
-    if e.explanation is None:
-        frames = []  # innermost first
-        t = tx
-        while t is not None:
-            frames.append(t)
-            t = getattr(t, "parent", None)
-        user_stack = [traceback.FrameSummary(t.code.co_filename, t.lineno or 0, t.code.co_name,
-                                             line=linecache.getline(t.code.co_filename, t.lineno or 0).strip())
-                      for t in reversed(frames)]
-        # Note [The user's line of a graph break]: the innermost frame of the user's
-        at = next((t for t in frames if not is_library_file(t.code.co_filename)), tx)
-        inst = at.current_inst
-        filename = at.code.co_filename
-        e.explanation = GraphBreak(
-            reason=e.reason,
-            instruction=f"{inst.opname} {inst.argrepr}".strip() if inst else "?",
-            lineno=at.lineno,
-            filename=filename,
-            function=at.code.co_name,
-            source=linecache.getline(filename, at.lineno or 0),
-            hint=e.hint,
-            internal=e.internal,
-            warn=e.warn,
-            gb_id=e.gb_id,
-            context=e.context,
-            user_stack=user_stack,
-        )
-    return e.explanation
-
 
 
 class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcodes, DataOpcodes):

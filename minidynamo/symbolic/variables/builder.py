@@ -100,10 +100,11 @@ class VariableBuilder:
             return var
         if type(value) is int:  # Note [Automatic dynamic for ints] (dynamic_shapes.py)
             from ..dynamic_shapes import int_input
+            from .sym_node import SymNodeVariable
 
-            var = int_input(tx, source, value)
-            if var is not None:
-                return var
+            symbolic = int_input(tx, source, value)
+            if symbolic is not None:
+                return SymNodeVariable(*symbolic, source=source)
         if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, tuple)):
             guards.CONSTANT_MATCH(source, value, "Python value folded into the trace")
             return ConstantVariable(value, source=source)

@@ -97,10 +97,8 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
     or a side effect on a value from outside it (Note [A branch is traced, never run]).
     """
-    from minidynamo.symbolic.output_graph import SubgraphTracer
-
     parent = tx.output
-    sub = SubgraphTracer(parent)
+    sub = parent.subgraph_tracer()  # output_graph.SubgraphTracer
     args, operand_nodes = [], []
     versions = [a.example_value._version for a in operands if isinstance(a, TensorVariable)]
     for a in operands:

@@ -217,6 +217,34 @@ def _symbolic(value: Any) -> bool:
 
 
 def _sizes(tx, var, value, how):
-    from ..dynamic_shapes import size_variable
-
     return size_variable(tx, var, value, how)
+
+
+def size_variable(tx, tensor_var, value: Any, how: tuple):
+    """``x.size(0)`` / ``x.shape`` / ``x.numel()`` when the result holds SymInts.
+
+    A size that is exactly an input's symbol is that symbol's placeholder (as torch
+    reuses ``s0``); any other expression is a ``Tensor.size``/``numel`` node.
+    ``how`` is the method call that produced ``value``: ``("size", ())``, ``("size", (0,))``.
+    """
+    from minidynamo.shapes.symbolic_shapes import is_symbolic
+
+    from .builder import wrap_constant_result
+    from .lists import TupleVariable
+    from .sym_node import SymNodeVariable
+
+    name, args = how
+
+    def one(v, method, margs):
+        if not is_symbolic(v):
+            return ConstantVariable(int(v)) if isinstance(v, torch.SymInt) else wrap_constant_result(v)
+        proxy = tx.output.symbol_proxies.get(v.node.expr)
+        if proxy is None:
+            proxy = tx.output.create_proxy("call_method", method, (tensor_var.proxy, *margs), {})
+            proxy.node.meta["example_value"] = v
+        return SymNodeVariable(proxy, v)
+
+    if isinstance(value, (tuple, list)):  # x.size() / x.shape (a torch.Size, as eager's) / x.stride() (a tuple)
+        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)],
+                             tuple_cls=torch.Size if isinstance(value, torch.Size) else tuple)
+    return one(value, name, args)
