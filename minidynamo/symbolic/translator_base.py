@@ -33,7 +33,7 @@ from .opcodes_control import ControlFlowOpcodes
 from .opcodes_data import DataOpcodes
 from .source import GetItemSource, GlobalSource
 from .variables.base import VariableTracker
-from .variables.builder import VariableBuilder, wrap_sourceless
+from .variables.builder import VariableBuilder, wrap_constant_result, wrap_example, wrap_fx_proxy, wrap_sourceless
 from .variables.lazy import LazyVariableTracker
 from .variables.new_object import NewObjectVariable
 from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
@@ -154,6 +154,32 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         out = [self.realize(v) for v in self.stack[-n:]]
         del self.stack[-n:]
         return out
+
+    ## Making trackers: the interface the VariableTrackers call back into
+    # Note [The trackers reach the builder through the translator]
+    #     The builder (variables/builder.py) imports every VariableTracker class, to pick the
+    #     one for a value; the trackers in turn make trackers for what they return (an
+    #     attribute, a folded constant, a graph node). They do so through ``tx``, the
+    #     translator handed to every call, not by importing the builder, so the modules stay
+    #     layered: the translator above the builder, the builder above the trackers
+    #     (pyproject.toml's "dynamo" contracts). Torch's ``VariableTracker.build(tx, value,
+    #     source)`` (torch/_dynamo/variables/base.py) reaches the same builder by an import
+    #     at the bottom of base.py, a circle our tests/test_import_contracts.py forbids.
+    def variable_builder(self, source) -> VariableBuilder:
+        """``VariableBuilder(tx, source)``: call it with the value read from ``source`` (guards it)."""
+        return VariableBuilder(self, source)
+
+    def wrap_sourceless(self, value) -> VariableTracker:
+        return wrap_sourceless(self, value)
+
+    def wrap_constant_result(self, value) -> VariableTracker:
+        return wrap_constant_result(value)
+
+    def wrap_fx_proxy(self, kind: str, target, args: tuple, kwargs: dict) -> VariableTracker:
+        return wrap_fx_proxy(self, kind, target, args, kwargs)
+
+    def wrap_example(self, proxy, example) -> VariableTracker:
+        return wrap_example(self, proxy, example)
 
     def jump(self, inst) -> None:
         self.ip = self.indexof[inst.argval]

@@ -77,8 +77,6 @@ class BuiltinVariable(VariableTracker):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from .builder import wrap_constant_result
-
         fn = self.fn
         if fn in (setattr, delattr) and not kwargs and len(args) == (3 if fn is setattr else 2):
             from .new_object import NewObjectVariable
@@ -118,7 +116,7 @@ class BuiltinVariable(VariableTracker):
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:
-                return wrap_constant_result(fn(*cargs, **ckw))
+                return tx.wrap_constant_result(fn(*cargs, **ckw))
             except Exception as e:  # noqa: BLE001
                 unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)")
         name = getattr(fn, '__name__', fn)
@@ -254,11 +252,9 @@ class BuiltinVariable(VariableTracker):
         return None
 
     def _call_type(self, tx, obj):
-        from .builder import wrap_sourceless
-
         if obj.is_python_constant():
             return None
-        return wrap_sourceless(tx, obj.python_type())
+        return tx.wrap_sourceless(obj.python_type())
 
     def _call_callable(self, tx, obj):
         from .functions import BaseUserFunctionVariable

@@ -76,8 +76,6 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(attr)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        from .builder import wrap_constant_result
-
         args = [_materialize(tx, a) for a in args]
         if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
             fn = getattr(self.value, name, None)
@@ -85,7 +83,7 @@ class ConstantVariable(VariableTracker):
                 unimplemented(f"{type(self.value).__name__} has no method {name!r}")
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            return wrap_constant_result(fn(*cargs, **ckw))
+            return tx.wrap_constant_result(fn(*cargs, **ckw))
         if name == "format" and isinstance(self.value, str):
             unimplemented("str.format with non-constant arguments")
         return super().call_method(tx, name, args, kwargs)

@@ -226,11 +226,10 @@ class InspectSignatureVariable(VariableTracker):
         return inspect.Signature
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_sourceless
         from .dicts import ConstDictVariable
 
         if name == "parameters":
-            return ConstDictVariable({k: wrap_sourceless(tx, p) for k, p in self.signature.parameters.items()})
+            return ConstDictVariable({k: tx.wrap_sourceless(p) for k, p in self.signature.parameters.items()})
         if name == "return_annotation" and is_constant_value(self.signature.return_annotation):
             return ConstantVariable(self.signature.return_annotation)
         return super().var_getattr(tx, name)

@@ -60,10 +60,9 @@ def _default(tx, source, table: str, key, value) -> VariableTracker:
     """A default value: read (and guarded) through ``fn.__defaults__[i]`` when the function has a source."""
     from ..source import GetItemSource
     from .lazy import LazyVariableTracker
-    from .builder import wrap_sourceless
 
     if source is None:
-        return wrap_sourceless(tx, value)
+        return tx.wrap_sourceless(value)
     return LazyVariableTracker(value, GetItemSource(AttrSource(source, table), key))  # guarded only if read
 
 
@@ -90,8 +89,6 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return self.fn.__name__
 
     def bind_args(self, tx, args, kwargs) -> dict:
-        from .builder import wrap_sourceless
-
         defaults = [_default(tx, self.source, "__defaults__", i, d) for i, d in enumerate(self.fn.__defaults__ or ())]
         kwdefaults = {k: _default(tx, self.source, "__kwdefaults__", k, v)
                       for k, v in (self.fn.__kwdefaults__ or {}).items()}
@@ -99,8 +96,6 @@ class UserFunctionVariable(BaseUserFunctionVariable):
 
     def closure_cells(self, tx) -> dict:
         """Free variables of the callee: real cells, wrapped (and guarded when they have a source)."""
-        from .builder import VariableBuilder, wrap_sourceless
-
         out = {}
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
             try:
@@ -108,16 +103,14 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             except ValueError:
                 unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet")
             if self.source is not None:
-                out[name] = VariableBuilder(tx, ClosureSource(self.source, i))(value)
+                out[name] = tx.variable_builder(ClosureSource(self.source, i))(value)
             else:
-                out[name] = wrap_sourceless(tx, value)
+                out[name] = tx.wrap_sourceless(value)
         return out
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_sourceless
-
         if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
-            return wrap_sourceless(tx, getattr(self.fn, name))
+            return tx.wrap_sourceless(getattr(self.fn, name))
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen) -> str:

@@ -158,10 +158,9 @@ def _fresh(tx, example: torch.Tensor) -> torch.Tensor:
 
 
 def _rebuild(tx, proxy: torch.fx.Proxy, examples: tuple, spec: Any) -> VariableTracker:
-    from .builder import wrap_example
     from .lists import ListVariable, TupleVariable
 
-    items = wrap_example(tx, proxy, examples)
+    items = tx.wrap_example(proxy, examples)
     items = items.items if isinstance(items, (TupleVariable, ListVariable)) else [items]
     if spec is None:
         return items[0]

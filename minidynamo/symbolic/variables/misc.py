@@ -83,8 +83,6 @@ class LoggerMethodVariable(GetAttrVariable):
 
 def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
     """Attribute of a real Python object (user object, module): instance dict, then class."""
-    from .builder import VariableBuilder, wrap_sourceless
-
     pending = tx.output.side_effects.load_attr(obj_var, name)
     if pending is not None:
         return pending
@@ -108,13 +106,11 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         ``super().__getattribute__("__dict__")`` is the instance dict, read entry by
         entry under presence guards (``InstanceDictVariable``), not guarded whole.
     """
-    from .builder import VariableBuilder, wrap_sourceless
-
     source = AttrSource(obj_var.source, name) if obj_var.source is not None else None
     inst_dict = getattr(value, "__dict__", {})
     if name in inst_dict:
         attr = inst_dict[name]
-        return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
+        return tx.variable_builder(source)(attr) if source is not None else tx.wrap_sourceless(attr)
     cls_attr = inspect.getattr_static(type(value), name, None)
     found = class_attribute(tx, obj_var, cls_attr, name, source)
     if found is not None:
@@ -122,7 +118,7 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
     if cls_attr is not None and not callable(cls_attr):
         # a class-level constant; guard it through the instance
         attr = getattr(value, name)
-        return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
+        return tx.variable_builder(source)(attr) if source is not None else tx.wrap_sourceless(attr)
     if type(value) is torch.backends.cuda.cuBLASModule and name.startswith("allow_") \
             and type(getattr(value, name, None)) is bool:
         # ``torch.backends.cuda.matmul.allow_tf32``: a global flag behind __getattr__, the one
@@ -150,7 +146,6 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
         fails it and recompiles. The method keeps that source, so its defaults,
         closure cells and globals are guarded through it too.
     """
-    from .builder import wrap_sourceless
     from .functions import UserFunctionVariable, UserMethodVariable
 
     if isinstance(cls_attr, (property, staticmethod, classmethod)) or (inspect.isfunction(cls_attr) and source is None):
@@ -167,7 +162,7 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
                                  "the trace inlined the class's cached method: no instance attribute hides it", owner)
         return UserMethodVariable(cls_attr.__wrapped__, obj_var)
     if isinstance(cls_attr, staticmethod):
-        return wrap_sourceless(tx, cls_attr.__func__)
+        return tx.wrap_sourceless(cls_attr.__func__)
     if isinstance(cls_attr, classmethod):
         return UserMethodVariable(cls_attr.__func__, UserDefinedClassVariable(obj_var.python_type()))
     if inspect.isfunction(cls_attr):
@@ -356,7 +351,6 @@ def _plain_namedtuple(cls) -> bool:
 
 def _new_namedtuple(tx, cls, args: list, kwargs: dict) -> VariableTracker:
     """``NT(a, b=...)`` in the trace: a TupleVariable that keeps its class (Note [Named tuples])."""
-    from .builder import wrap_constant_result
     from .lists import TupleVariable
 
     fields = cls._fields
@@ -371,7 +365,7 @@ def _new_namedtuple(tx, cls, args: list, kwargs: dict) -> VariableTracker:
         if k not in values:
             if k not in cls._field_defaults or not is_constant_value(cls._field_defaults[k]):
                 unimplemented(f"constructing a {cls.__name__} without a constant value for {k!r}")
-            values[k] = wrap_constant_result(cls._field_defaults[k])
+            values[k] = tx.wrap_constant_result(cls._field_defaults[k])
     return TupleVariable([values[k] for k in fields], tuple_cls=cls)
 
 
@@ -389,7 +383,6 @@ class UserDefinedClassVariable(VariableTracker):
         return type(self.value)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import VariableBuilder, wrap_sourceless
         from .builtin import BuiltinVariable
         from .functional import CLASS_METHODS
 
@@ -409,14 +402,14 @@ class UserDefinedClassVariable(VariableTracker):
         elif attr is None:
             unimplemented(f"class {self.value.__name__} has no attribute {name!r}")
         if self.source is not None:
-            return VariableBuilder(tx, AttrSource(self.source, name))(attr)
+            return tx.variable_builder(AttrSource(self.source, name))(attr)
         if not metaclass_slot and _user_class(self.value):
             # Note [A class read through cls is guarded]: ``cls.K`` in a classmethod called
             # as ``obj.f(x)`` reads ``type(obj).K``, a class with no source here; the value
             # is folded into the trace, so ``M.K = 5`` later must recompile, as torch's
             # guard on ``type(L['obj']).K`` makes it. A CLASS_ATTRIBUTE guard keeps it.
             guard_class_attribute(tx, self.value, name, inspect.getattr_static(self.value, name, None))
-        return wrap_sourceless(tx, attr)
+        return tx.wrap_sourceless(attr)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         from .user_defined import DataclassDictVariable, is_dataclass_dict

@@ -100,8 +100,6 @@ class NewObjectVariable(VariableTracker):
 
     def generic_getattr(self, tx, name: str) -> VariableTracker:
         """``object.__getattribute__(obj, name)``: the instance's attributes, then its class."""
-        from .builder import wrap_sourceless
-
         if name in self.attrs:
             return self.attrs[name]
         if name == "__dict__":
@@ -113,7 +111,7 @@ class NewObjectVariable(VariableTracker):
         if found is not None:
             return found
         if cls_attr is not None:
-            return wrap_sourceless(tx, cls_attr)
+            return tx.wrap_sourceless(cls_attr)
         raise ObservedAttributeError(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:

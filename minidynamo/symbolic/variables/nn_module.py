@@ -91,16 +91,12 @@ class NNModuleVariable(VariableTracker):
         return f"NNModuleVariable({type(self.value).__name__})"
 
     def _child(self, tx, key, module) -> "NNModuleVariable":
-        from .builder import VariableBuilder, wrap_sourceless
-
         if self.source is None:
-            return wrap_sourceless(tx, module)
+            return tx.wrap_sourceless(module)
         src = GetItemSource(self.source, key) if isinstance(key, int) else AttrSource(self.source, key)
-        return VariableBuilder(tx, src)(module)
+        return tx.variable_builder(src)(module)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import VariableBuilder
-
         pending = tx.output.side_effects.load_attr(self, name)
         if pending is not None:
             return pending
@@ -127,12 +123,11 @@ class NNModuleVariable(VariableTracker):
                     return ConstantVariable(None)
                 if source is None:
                     unimplemented(f"attribute {name!r} of a module with no source", gb_id="GB0188")
-                return VariableBuilder(tx, source)(value)
+                return tx.variable_builder(source)(value)
         return lookup_python_attr(tx, self, m, name)  # instance dict, then class (as for any object)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         """``nn.Module.__call__`` traced (Note [A module call is guarded like torch's _call_impl])."""
-        from .builder import VariableBuilder
         from .functions import UserMethodVariable
 
         m, src, name = self.value, self.source, type(self.value).__name__
@@ -155,7 +150,7 @@ class NNModuleVariable(VariableTracker):
                                  f"'forward' in {n}.__dict__) == {(list(pre), list(post), pre_kw, post_kw, own_forward)!r}"
                                  f" and not ({n}._backward_pre_hooks or {n}._backward_hooks)",
                                  "the trace called this module and ran these hooks", f"list({n}._forward_hooks)")
-        hook_var = lambda table, key: VariableBuilder(tx, GetItemSource(AttrSource(src, table), key))  # noqa: E731
+        hook_var = lambda table, key: tx.variable_builder(GetItemSource(AttrSource(src, table), key))  # noqa: E731
         args_var = TupleVariable(list(args))
         for key, hook in pre.items():
             fn = hook_var("_forward_pre_hooks", key)(hook)
@@ -172,7 +167,7 @@ class NNModuleVariable(VariableTracker):
                     args_var = out if isinstance(out, TupleVariable) else TupleVariable([out])
         args = args_var.unpack_var_sequence(tx)
         if own_forward:
-            result = VariableBuilder(tx, AttrSource(src, "forward"))(m.__dict__["forward"]).call_function(
+            result = tx.variable_builder(AttrSource(src, "forward"))(m.__dict__["forward"]).call_function(
                 tx, list(args), dict(kwargs))
         else:
             forward = inspect.getattr_static(type(m), "forward", None)
@@ -268,7 +263,6 @@ class NNModuleVariable(VariableTracker):
 
     def _tensors(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         """``m.parameters()`` and friends: each tensor wrapped from its own source (so guarded)."""
-        from .builder import VariableBuilder
         from .lists import ListIteratorVariable
 
         if args or kwargs or self.source is None:
@@ -279,7 +273,7 @@ class NNModuleVariable(VariableTracker):
             source = self.source
             for part in qualname.split("."):
                 source = AttrSource(source, part)
-            var = VariableBuilder(tx, source)(tensor)
+            var = tx.variable_builder(source)(tensor)
             items.append(TupleVariable([ConstantVariable(qualname), var]) if name.startswith("named") else var)
         return ListIteratorVariable(items)
 

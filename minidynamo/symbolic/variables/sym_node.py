@@ -146,7 +146,6 @@ def call_sym_builtin(tx, fn, args: list, kwargs: dict):
     targets = _sym_targets()
     if fn not in targets:
         return None
-    from .builder import wrap_fx_proxy
     from .constant import ConstantVariable
 
     if not all(isinstance(a, SymNodeVariable) or (isinstance(a, ConstantVariable) and type(a.value) in (int, float))
@@ -157,13 +156,13 @@ def call_sym_builtin(tx, fn, args: list, kwargs: dict):
             return None
         acc = args[0]
         for b in args[1:]:
-            acc = wrap_fx_proxy(tx, "call_function", targets[fn], (acc.as_proxy(), b.as_proxy()), {})
+            acc = tx.wrap_fx_proxy("call_function", targets[fn], (acc.as_proxy(), b.as_proxy()), {})
         return acc
     if len(args) != 1:
         return None
     if fn is int and args[0].python_type() is int:
         return args[0]
-    return wrap_fx_proxy(tx, "call_function", targets[fn], (args[0].as_proxy(),), {})
+    return tx.wrap_fx_proxy("call_function", targets[fn], (args[0].as_proxy(),), {})
 
 
 def specialize_args(args: list) -> list:

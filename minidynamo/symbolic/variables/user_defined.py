@@ -203,7 +203,6 @@ class DictBaseVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from ..exc import unimplemented
         from ..source import GetItemSource
-        from .builder import VariableBuilder, wrap_sourceless
 
         value, source = self.obj.value, self.obj.source
         cls = type(value)
@@ -224,9 +223,9 @@ class DictBaseVariable(VariableTracker):
         if name == "__contains__":
             return ConstantVariable(present)
         if present and source is None:  # read through globals we cannot name: a constant, as those globals are
-            return wrap_sourceless(tx, dict.__getitem__(value, key))
+            return tx.wrap_sourceless(dict.__getitem__(value, key))
         if present:
-            return VariableBuilder(tx, GetItemSource(source, key))(dict.__getitem__(value, key))
+            return tx.variable_builder(GetItemSource(source, key))(dict.__getitem__(value, key))
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
         unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
@@ -267,11 +266,10 @@ class InstanceDictVariable(DictBaseVariable):
     def whole(self, tx) -> VariableTracker:
         """The whole dict, every key and value read (and guarded): ``copy.deepcopy`` of the instance needs them."""
         from ..exc import unimplemented
-        from .builder import VariableBuilder
 
         if self.obj.source is None:
             unimplemented("the __dict__ of an object we cannot name, read whole")
-        return VariableBuilder(tx, self.obj.source)(self.obj.value)
+        return tx.variable_builder(self.obj.source)(self.obj.value)
 
     def python_type(self) -> type:
         return dict
