@@ -6,9 +6,9 @@
 * The layers contract names every module and package of ``minidynamo``: a new stage
   cannot hide from it.
 * The module graph (imports at module level and inside functions, drawn here from the
-  source with ``ast``) has no circle but one, pinned: Dynamo's translator and its
-  VariableTrackers, which call each other as torch's ``symbolic_convert.py`` and
-  ``variables/`` do (Note [The one import circle left]).
+  source with ``ast``) has no circle but one, pinned: the VariableTrackers of Python's
+  own types, which make each other as torch's ``variables/`` do (Note [The one import
+  circle left]). The translator, the cache and the builder are out of it.
 
 Each check is also run on a small made-up case that breaks it, so it can fail.
 """
@@ -92,6 +92,10 @@ def test_the_layers_contract_names_every_module_of_the_package():
     assert named - children(PACKAGE) == set(), "the layers contract names a module that does not exist"
     (dynamo,) = [c for c in _contracts() if c["type"] == "layers" and c.get("containers") == ["minidynamo.symbolic"]]
     assert children(PACKAGE / "symbolic") == layer_names(dynamo["layers"]), "name it in the Dynamo layers contract"
+    (trackers,) = [c for c in _contracts()
+                   if c["type"] == "layers" and c.get("containers") == ["minidynamo.symbolic.variables"]]
+    assert children(PACKAGE / "symbolic" / "variables") == layer_names(trackers["layers"]), \
+        "name it in the variables/ layers contract"
     for stage in ("bytecode", "interpreter", "symbolic", "shapes", "fake", "dispatch", "aot", "backends"):
         assert (PACKAGE / stage / "__init__.py").exists() or (PACKAGE / f"{stage}.py").exists(), stage
 
@@ -186,24 +190,20 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 
 # Note [The one import circle left]
-#     Dynamo's translator and its VariableTrackers call each other: an opcode handler
-#     builds variables (``VariableBuilder``), a variable's ``call_function`` inlines a
-#     frame or builds more variables, the cache and resume functions re-enter the
-#     translator. The frame hook's entry (``eval_frame.py``) and ``md.explain`` sit above it. Torch's ``torch/_dynamo/symbolic_convert.py`` and ``variables/`` are tied
-#     the same way, by imports inside functions. Every other circle is broken; this one
-#     stays inside ``minidynamo.symbolic`` and may only shrink: a module joining it, or any
-#     new circle, fails the test below.
-DYNAMO_CIRCLE = {f"minidynamo.symbolic.{m}" for m in (
-    "codegen", "convert_frame", "dynamic_shapes", "frame_cache", "inlining",
-    "instruction_translator", "opcodes_312_313", "opcodes_calls", "opcodes_control", "opcodes_data",
-    "output_graph", "resume_execution", "side_effects", "symbolic_convert", "translator_base")} | {
-    f"minidynamo.symbolic.variables.{m}" for m in (
-        "base", "builder", "builtin", "constant", "containers", "ctx_manager", "dicts", "functional", "functions",
-        "lazy", "lists", "misc", "new_object", "nn_module", "operators", "sym_node", "tensor", "torch",
-        "user_defined",
-        # VariableTrackers of issue 28 (chapter 16): torch.py hands torch.cond/checkpoint/_check to them and
-        # they call back into builder/output_graph, as torch's higher_order_ops.py does with its siblings
-        "higher_order_ops", "unbacked")}
+#     The VariableTrackers of Python's own types make each other: a function's ``*args``
+#     is a tuple and a namedtuple's method is a function (``functions`` and ``lists``), an
+#     operator on a size dispatches on the other operand's kind (``sym_node``,
+#     ``operators``, ``builtin``), calling a user's class makes a module or an object
+#     (``misc``, ``nn_module``, ``new_object``), a dict keyed by a module reads the module
+#     (``dicts``, ``nn_module``). Torch's ``variables/`` is tied the same way, by imports
+#     inside functions. Everything above them is layered: the translator, the graph, the
+#     cache and the builder (the trackers reach the builder through ``tx``, Note [The
+#     trackers reach the builder through the translator], translator_base.py), and
+#     ``base``/``lazy`` under them. The circle may only shrink: a module joining it, or
+#     any new circle, fails the test below.
+DYNAMO_CIRCLE = {f"minidynamo.symbolic.variables.{m}" for m in (
+    "builtin", "constant", "containers", "dicts", "functional", "functions", "higher_order_ops", "lists", "misc",
+    "new_object", "nn_module", "operators", "sym_node", "tensor", "torch", "unbacked", "user_defined")}
 
 
 def test_the_graph_sees_lazy_imports_and_finds_a_circle(tmp_path):

@@ -31,6 +31,18 @@ Note [One method per opcode]
     (``POP_JUMP_FORWARD_IF_FALSE = POP_JUMP_BACKWARD_IF_FALSE = ...``). An opcode with no
     method is a graph-break request naming the opcode.
 
+Note [The translator's layers]
+    The translator, its VariableTrackers, the graph and the cache call each other, yet
+    no module imports one above it (pyproject.toml's "dynamo" contracts, counted with
+    the imports inside functions): each call upward goes through an object handed down.
+    A tracker makes trackers through ``tx`` (Note [The trackers reach the builder through
+    the translator], translator_base.py) and a body's graph through
+    ``tx.output.subgraph_tracer()``; an opcode mixin inlines a call through
+    ``self.inlining_translator_class``, which the concrete translators name; a resume
+    function calls its cache through ``CompileConfig.call_frame``; every layer explains a
+    break with ``exc.explain_unsupported``. Torch ties these modules by imports inside
+    functions instead (``torch/_dynamo/symbolic_convert.py`` and ``variables/``).
+
 Note [Where a graph can break]
     Only at a call (``CALL``, ``CALL_FUNCTION_EX``), at a subscript of a tensor
     (``x[x > 0]``, Note [A data-dependent subscript breaks the graph]) and at a

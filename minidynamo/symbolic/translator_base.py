@@ -36,7 +36,8 @@ from .variables.base import VariableTracker
 from .variables.builder import VariableBuilder, wrap_constant_result, wrap_example, wrap_fx_proxy, wrap_sourceless
 from .variables.lazy import LazyVariableTracker
 from .variables.new_object import NewObjectVariable
-from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
+from .variables.functions import CellVariable
+from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
 from .variables.torch import PythonModuleVariable
 

@@ -208,7 +208,7 @@ class VariableBuilder:
             # break inside ``logged.append(loss.item())``): the call goes to the container, read
             # through ``__self__``, so it is traced as a side effect. Dynamo:
             # ``bound_builtin_method_descriptor`` and ``BoundBuiltinMethodVariable`` (variables/builder.py).
-            from .misc import GetAttrVariable
+            from .base import GetAttrVariable
 
             obj = VariableBuilder(tx, AttrSource(source, "__self__"))(value.__self__)
             return GetAttrVariable(obj, value.__name__, source=source)

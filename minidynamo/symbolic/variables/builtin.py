@@ -149,7 +149,7 @@ class BuiltinVariable(VariableTracker):
         if args:
             cls, obj = args
             return SuperVariable(cls.as_python_constant(), obj)
-        from .misc import CellVariable
+        from .functions import CellVariable
 
         # zero-argument super(): the __class__ cell and the frame's first argument. An
         # inlined method has the cell among its closure cells; the top frame (or a resume

@@ -70,7 +70,7 @@ class ConstantVariable(VariableTracker):
         except AttributeError:
             unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
         if callable(attr) and not is_constant_value(attr):
-            from .misc import GetAttrVariable
+            from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)
         return ConstantVariable(attr)

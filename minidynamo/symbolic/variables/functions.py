@@ -51,6 +51,17 @@ def bind_args(tx, code, name, defaults, kwdefaults, args, kwargs) -> dict:
     return result
 
 
+class CellVariable(VariableTracker):
+    """A closure cell shared between a frame and the nested functions it defines."""
+
+    def __init__(self, value: Optional[VariableTracker] = None, **kwargs):
+        super().__init__(**kwargs)
+        self.value = value
+
+    def reconstruct(self, codegen) -> str:
+        unimplemented("a closure cell cannot be rebuilt after a graph break", gb_id=gb.RECONSTRUCTION)
+
+
 class BaseUserFunctionVariable(VariableTracker):
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         return tx.inline_user_function_return(self, list(args), dict(kwargs))
@@ -163,8 +174,6 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         """Rebuild the function for the code after a graph break (Note [Rebuilding a closure])."""
         if not self.code.co_freevars and not self.defaults and not self.kwdefaults:
             return codegen.constant_expr(types.FunctionType(self.code, self.f_globals, self.code.co_name))
-        from .misc import CellVariable
-
         cells = []
         for name, cell in zip(self.code.co_freevars, self.closure or ()):
             if not isinstance(cell, CellVariable) or cell.value is None or not _never_rebound(codegen, self.code, name):

@@ -1,9 +1,10 @@
-"""Small trackers: NULL, cells, bound attributes, user objects and classes.
+"""Small trackers: NULL, user objects and classes, ``super()``, loggers.
 
 Place in the pipeline: everything that is not a tensor, constant, container, function
 or module. Mirrors ``torch/_dynamo/variables/misc.py`` and
 ``torch/_dynamo/variables/user_defined.py``. Objects made in the trace
-(``NewObjectVariable``, ``new_object``) are in ``new_object.py``, still importable from here.
+(``NewObjectVariable``, ``new_object``) are in ``new_object.py``; a bound method not yet
+called (``GetAttrVariable``) in ``base.py``; closure cells (``CellVariable``) in ``functions.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch
 from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from ..source import AttrSource
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .user_defined import DictBaseVariable
 
@@ -36,35 +37,6 @@ class NullVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return "NULL"
-
-
-class CellVariable(VariableTracker):
-    """A closure cell shared between a frame and the nested functions it defines."""
-
-    def __init__(self, value: Optional[VariableTracker] = None, **kwargs):
-        super().__init__(**kwargs)
-        self.value = value
-
-    def reconstruct(self, codegen) -> str:
-        unimplemented("a closure cell cannot be rebuilt after a graph break", gb_id=gb.RECONSTRUCTION)
-
-
-class GetAttrVariable(VariableTracker):
-    """``obj.name`` where name is a method not yet called (``x.add`` before ``(y)``)."""
-
-    def __init__(self, obj: VariableTracker, name: str, **kwargs):
-        super().__init__(**kwargs)
-        self.obj = obj
-        self.name = name
-
-    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        return self.obj.call_method(tx, self.name, args, kwargs)
-
-    def reconstruct(self, codegen) -> str:
-        return f"{codegen.expr(self.obj)}.{self.name}"
-
-    def __repr__(self) -> str:
-        return f"GetAttrVariable({self.obj!r}, {self.name!r})"
 
 
 class LoggerMethodVariable(GetAttrVariable):
@@ -479,19 +451,6 @@ class UserDefinedClassVariable(VariableTracker):
 
 
 __all__ = [
-    "NullVariable", "CellVariable", "GetAttrVariable", "UserDefinedObjectVariable",
-    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr", "generic_python_attr", "class_attribute",
-    "ObjectGetattributeVariable", "NewObjectVariable", "new_object",
+    "NullVariable", "UserDefinedObjectVariable", "UserDefinedClassVariable", "lookup_python_attr",
+    "generic_python_attr", "class_attribute",
 ]
-
-_MOVED = {"NewObjectVariable", "ObjectGetattributeVariable", "ObjectSetattrVariable", "ObservedAttributeError",
-          "new_object"}
-
-
-def __getattr__(name: str):
-    """``from .misc import NewObjectVariable`` still works (the class lives in ``new_object.py``)."""
-    if name in _MOVED:
-        from . import new_object
-
-        return getattr(new_object, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -102,7 +102,7 @@ class NNModuleVariable(VariableTracker):
             return pending
         m = self.value
         if name in _SPECIAL_METHODS and inspect.getattr_static(type(m), name, None) is getattr(torch.nn.Module, name, 0):
-            from .misc import GetAttrVariable
+            from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)  # nn.Module's own method: call_method below handles it
         from .misc import lookup_python_attr

@@ -106,7 +106,7 @@ class TensorVariable(VariableTracker):
         if name == "data":  # torch: a call_function node (``torch._C._autograd._get_data_attr``), an op of the graph
             return tx.wrap_fx_proxy("call_function", torch.detach, (self.proxy,), {})
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
-            from .misc import GetAttrVariable
+            from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)
         unimplemented(f"Tensor attribute {name!r}", gb_id=gb.UNSUPPORTED_METHOD)

@@ -126,7 +126,7 @@ class DataclassDictVariable(VariableTracker):
 
         from ..exc import unimplemented
         from .functions import UserFunctionVariable
-        from .misc import GetAttrVariable
+        from .base import GetAttrVariable
 
         if name in self.fields:
             return self.fields[name]
@@ -257,7 +257,7 @@ class InstanceDictVariable(DictBaseVariable):
     """``obj.__dict__`` read from an inlined ``__getattribute__`` (Note [A class that overrides __getattribute__])."""
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .misc import GetAttrVariable
+        from .base import GetAttrVariable
 
         if name in ("get", "__getitem__", "__contains__"):
             return GetAttrVariable(self, name)
@@ -305,7 +305,7 @@ class NewObjectDictVariable(VariableTracker):
         self.obj = obj
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .misc import GetAttrVariable
+        from .base import GetAttrVariable
 
         if name in ("update", "get", "__getitem__", "__setitem__", "__contains__") + _READS:
             return GetAttrVariable(self, name)
