@@ -36,7 +36,8 @@ from .resume_execution import NULL, ResumeIterator
 from .variables.base import VariableTracker
 from .variables.dicts import ConstDictVariable
 from .variables.functions import make_function
-from .variables.lists import ListIteratorVariable, ListVariable
+from .variables.iter import ListIteratorVariable
+from .variables.lists import ListVariable
 from .variables.new_object import NewObjectVariable, new_object
 
 

@@ -18,7 +18,7 @@ from . import graph_break_registry as gb
 from .translator_base import InstructionTranslatorBase
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.lists import ListIteratorVariable
+from .variables.iter import ListIteratorVariable
 
 
 class InliningInstructionTranslator(InstructionTranslatorBase):

@@ -17,7 +17,7 @@ from .exc import Unsupported, explain_unsupported, unimplemented
 from . import graph_break_registry as gb
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.lists import ListIteratorVariable
+from .variables.iter import ListIteratorVariable
 
 
 class ControlFlowOpcodes:

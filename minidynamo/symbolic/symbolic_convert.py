@@ -35,8 +35,8 @@ Note [The translator's layers]
     The translator, its VariableTrackers, the graph and the cache call each other, yet
     no module imports one above it (pyproject.toml's "dynamo" contracts, counted with
     the imports inside functions): each call upward goes through an object handed down.
-    A tracker makes trackers through ``tx`` (Note [The trackers reach the builder through
-    the translator], translator_base.py) and a body's graph through
+    A tracker makes trackers and runs operators through ``tx`` (Note [The trackers reach
+    the builder through the translator], translator_base.py) and a body's graph through
     ``tx.output.subgraph_tracer()``; an opcode mixin inlines a call through
     ``self.inlining_translator_class``, which the concrete translators name; a resume
     function calls its cache through ``CompileConfig.call_frame``; every layer explains a

@@ -35,6 +35,7 @@ from .source import GetItemSource, GlobalSource
 from .variables.base import VariableTracker
 from .variables.builder import VariableBuilder, wrap_constant_result, wrap_example, wrap_fx_proxy, wrap_sourceless
 from .variables.lazy import LazyVariableTracker
+from .variables.operators import call_operator
 from .variables.new_object import NewObjectVariable
 from .variables.functions import CellVariable
 from .variables.misc import NullVariable, UserDefinedObjectVariable
@@ -181,6 +182,10 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
 
     def wrap_example(self, proxy, example) -> VariableTracker:
         return wrap_example(self, proxy, example)
+
+    def call_operator(self, fn, args: list) -> VariableTracker:
+        """``a + b``, ``x in seq``: the operator dispatch (variables/operators.py) the opcodes use too."""
+        return call_operator(self, fn, args)
 
     def jump(self, inst) -> None:
         self.ip = self.indexof[inst.argval]

@@ -6,7 +6,8 @@ from .builtin import BuiltinVariable
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .functions import NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
-from .lists import ListIteratorVariable, ListVariable, SliceVariable, TupleVariable
+from .iter import ListIteratorVariable
+from .lists import ListVariable, SliceVariable, TupleVariable
 from .misc import NullVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .tensor import TensorVariable

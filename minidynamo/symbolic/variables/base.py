@@ -43,6 +43,10 @@ class VariableTracker:
     def as_python_constant(self) -> Any:
         unimplemented("this value is not a Python constant", gb_id=gb.NOT_A_CONSTANT, context=f"{self}")
 
+    def as_dict_key(self) -> Any:
+        """The Python object this value is as a dict's key: its constant (a module's: itself, nn_module.py)."""
+        return self.as_python_constant()
+
     def is_python_constant(self) -> bool:
         try:
             self.as_python_constant()

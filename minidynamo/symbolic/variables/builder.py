@@ -37,7 +37,8 @@ from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
 from .functional import FunctoolsPartialVariable, is_functional, is_lru_cache_of_user_function
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import ListIteratorVariable, ListVariable, TupleVariable
+from .iter import ListIteratorVariable
+from .lists import ListVariable, TupleVariable
 from .misc import UserDefinedClassVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .tensor import TensorVariable

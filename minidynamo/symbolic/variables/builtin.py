@@ -23,7 +23,8 @@ from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
-from .lists import ListIteratorVariable, ListVariable, TupleVariable
+from .iter import ListIteratorVariable
+from .lists import ListVariable, TupleVariable
 from .tensor import TensorVariable
 
 # Builtins that are pure: on constant arguments we may simply call them.

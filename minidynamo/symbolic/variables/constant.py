@@ -19,6 +19,7 @@ import torch
 
 from ..exc import unimplemented
 from .base import VariableTracker
+from .iter import ListIteratorVariable
 
 # Values we treat as constants. Immutable, so calling their methods at trace time is safe.
 CONSTANT_TYPES = (
@@ -38,8 +39,6 @@ def is_constant_value(value: Any) -> bool:
 
 def _materialize(tx, arg: VariableTracker) -> VariableTracker:
     """An iterator of constants (``"-".join(n.upper() for n in names)``) as a constant tuple."""
-    from .lists import ListIteratorVariable
-
     if isinstance(arg, ListIteratorVariable):
         items = arg.unpack_var_sequence(tx)
         if all(i.is_python_constant() for i in items):

@@ -17,11 +17,7 @@ from .lists import ListVariable, TupleVariable
 
 
 def _key(v: VariableTracker) -> Any:
-    from .nn_module import NNModuleVariable
-
-    if isinstance(v, NNModuleVariable):
-        return v.value
-    return v.as_python_constant()
+    return v.as_dict_key()
 
 
 class ConstDictVariable(VariableTracker):
@@ -184,7 +180,7 @@ class DictViewVariable(VariableTracker):
         if name == "__contains__" and self.kind == "keys":
             return self.dict_var.call_method(tx, "__contains__", args, kwargs)
         if name == "__iter__":
-            from .lists import ListIteratorVariable
+            from .iter import ListIteratorVariable
 
             return ListIteratorVariable(self.view_items(tx))
         return ListVariable(self.view_items(tx)).call_method(tx, name, args, kwargs)

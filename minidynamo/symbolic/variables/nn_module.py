@@ -84,6 +84,9 @@ class NNModuleVariable(VariableTracker):
         super().__init__(**kwargs)
         self.value = value
 
+    def as_dict_key(self) -> Any:
+        return self.value  # a module keys a dict by identity, as in eager (dicts.py)
+
     def python_type(self) -> type:
         return type(self.value)
 
@@ -263,7 +266,7 @@ class NNModuleVariable(VariableTracker):
 
     def _tensors(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         """``m.parameters()`` and friends: each tensor wrapped from its own source (so guarded)."""
-        from .lists import ListIteratorVariable
+        from .iter import ListIteratorVariable
 
         if args or kwargs or self.source is None:
             unimplemented(f"Module.{name}() with arguments or without a source", gb_id="GB0202")

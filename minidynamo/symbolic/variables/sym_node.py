@@ -87,14 +87,12 @@ class SymNodeVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         import operator
 
-        from .builtin import call_operator
-
         ops = {"__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
                "__floordiv__": operator.floordiv, "__mod__": operator.mod, "__eq__": operator.eq,
                "__ne__": operator.ne, "__lt__": operator.lt, "__le__": operator.le, "__gt__": operator.gt,
                "__ge__": operator.ge}
         if name in ops and not kwargs:
-            return call_operator(tx, ops[name], [self, *args])
+            return tx.call_operator(ops[name], [self, *args])
         if name == "__index__" or name == "__int__":
             from .constant import ConstantVariable
 
