@@ -6,10 +6,9 @@
 * The layers contract names every module and package of ``minidynamo``: a new stage
   cannot hide from it.
 * The module graph (imports at module level and inside functions, drawn here from the
-  source with ``ast``) has no circle but one, pinned: seven VariableTracker modules
-  (user classes, objects, modules, builtins), which make each other as torch's
-  ``variables/`` do (Note [The one import circle left]). The translator, the cache,
-  the builder and the other trackers are out of it.
+  source with ``ast``) has no circle at all: not even Dynamo's translator and its
+  VariableTrackers, which torch's ``symbolic_convert.py`` and ``variables/`` tie by
+  imports inside functions (Note [No import circle in Dynamo]).
 
 Each check is also run on a small made-up case that breaks it, so it can fail.
 """
@@ -190,23 +189,16 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-# Note [The one import circle left]
-#     Seven VariableTracker modules still import each other: calling a user's class makes
-#     a module, an object or a container (``misc``'s ``UserDefinedClassVariable`` reaches
-#     ``nn_module``, ``new_object``, ``containers``, ``builtin``), ``super()`` finds
-#     ``nn.Module.__init__`` or ``object.__setattr__`` (``misc``'s ``SuperVariable``),
-#     and those trackers in turn read attributes of user objects through ``misc``
-#     (``class_attribute``, ``UserDefinedObjectVariable``), while ``builtin`` makes
-#     ``super()`` and checks ``object.__new__(cls)`` against ``UserDefinedClassVariable``.
-#     Torch's ``variables/`` is tied the same way, by imports inside functions.
-#     Everything else is layered: the translator, the graph, the cache and the builder
-#     above (the trackers reach the builder and the operators through ``tx``, Note [The
-#     trackers reach the builder through the translator], translator_base.py), and under
-#     them torch, tensors, functions, containers, constants, iterators and the base class
-#     (pyproject.toml's "dynamo-variables" contract). The circle may only shrink: a module
-#     joining it, or any new circle, fails the test below.
-DYNAMO_CIRCLE = {f"minidynamo.symbolic.variables.{m}" for m in (
-    "builtin", "containers", "misc", "new_object", "nn_module", "operators", "user_defined")}
+# Note [No import circle in Dynamo]
+#     The translator, its VariableTrackers, the graph and the cache call each other; torch
+#     ties ``torch/_dynamo/symbolic_convert.py`` and ``variables/`` by imports inside
+#     functions, which are imports all the same (grimp and import-linter count them, and
+#     so does ``import_graph`` here). Ours call upward only through an object handed down
+#     (Note [The translator's layers], symbolic_convert.py): a tracker makes trackers and
+#     runs operators through ``tx``, a resume function calls its cache through its
+#     config, an opcode mixin inlines a call through the class its translator names. So
+#     the graph has no circle, and the "dynamo" and "dynamo-variables" layers contracts of
+#     pyproject.toml keep each stage in its place.
 
 
 def test_the_graph_sees_lazy_imports_and_finds_a_circle(tmp_path):
@@ -224,7 +216,6 @@ def test_the_graph_sees_lazy_imports_and_finds_a_circle(tmp_path):
     assert circles(graph) == [{"toy.a", "toy.sub.b", "toy.c"}]
 
 
-def test_no_import_circle_but_the_pinned_one():
-    found = circles(import_graph(PACKAGE))
-    others = [sorted(c) for c in found if not c <= DYNAMO_CIRCLE]  # the pinned circle may only shrink
-    assert not others, f"import circles (break them; DYNAMO_CIRCLE may not grow): {others}"
+def test_no_import_circle():
+    found = [sorted(c) for c in circles(import_graph(PACKAGE))]
+    assert found == [], f"import circles (break them by layering, Note [No import circle in Dynamo]): {found}"

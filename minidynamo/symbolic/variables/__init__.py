@@ -8,10 +8,11 @@ from .dicts import ConstDictVariable
 from .functions import NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
 from .iter import ListIteratorVariable
 from .lists import ListVariable, SliceVariable, TupleVariable
-from .misc import NullVariable, UserDefinedClassVariable, UserDefinedObjectVariable
+from .misc import NullVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable
+from .user_class import UserDefinedClassVariable
 
 __all__ = [
     "VariableTracker", "VariableBuilder", "wrap_fx_proxy", "BuiltinVariable", "ConstantVariable",

@@ -39,10 +39,11 @@ from .functional import FunctoolsPartialVariable, is_functional, is_lru_cache_of
 from .functions import UserFunctionVariable, UserMethodVariable
 from .iter import ListIteratorVariable
 from .lists import ListVariable, TupleVariable
-from .misc import UserDefinedClassVariable, UserDefinedObjectVariable
+from .misc import UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
+from .user_class import UserDefinedClassVariable
 
 # md.compile'd functions (``eval_frame.OptimizedFunction``), which the trace inlines: eval_frame
 # registers its class here when imported, as the frame hook sits above the builder and the

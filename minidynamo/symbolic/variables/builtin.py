@@ -145,7 +145,7 @@ class BuiltinVariable(VariableTracker):
 
     # --- builtins that look inside their arguments ----------------------------
     def _call_super(self, tx, *args):
-        from .misc import SuperVariable
+        from .user_class import SuperVariable
 
         if args:
             cls, obj = args
@@ -191,7 +191,7 @@ class BuiltinVariable(VariableTracker):
 
     def _call___new__(self, tx, cls=None, *rest):
         """``object.__new__(cls)``: a new, empty object of a plain class (``copyreg.__newobj__`` in a deepcopy)."""
-        from .misc import UserDefinedClassVariable
+        from .user_class import UserDefinedClassVariable
         from .new_object import NewObjectVariable
 
         if self.fn is not object.__new__ or rest or not isinstance(cls, UserDefinedClassVariable):

@@ -1,6 +1,6 @@
 """Objects created while tracing: a plain class called in the trace, its instance and its lookups.
 
-Place in the pipeline: ``UserDefinedClassVariable.call_function`` (``misc.py``) makes a
+Place in the pipeline: ``UserDefinedClassVariable.call_function`` (``user_class.py``) makes a
 ``NewObjectVariable`` and inlines its ``__init__``; its attributes live on the tracker,
 reads and writes go through the class's own ``__getattribute__``/``__setattr__`` when it
 has Python ones, and the object is rebuilt (``new_object``) if it outlives the graph.

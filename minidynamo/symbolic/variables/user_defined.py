@@ -239,7 +239,6 @@ def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
     (an identity guard fixes all of it); anything else is a graph break.
     """
     from ..exc import unimplemented
-    from .misc import UserDefinedClassVariable
 
     if not dict.__contains__(value, key):
         unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
@@ -250,7 +249,7 @@ def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
     guards.scope.setdefault("___dict_getitem", dict.__getitem__)
     guards.add(source, "DICT_ENTRY", f"___dict_getitem({source.name()}, {key!r}) is {guards.name_for(entry, entry.__name__)}",
                "the trace read this entry of a dict subclass", f"___dict_getitem({source.name()}, {key!r})")
-    return UserDefinedClassVariable(entry)
+    return tx.wrap_sourceless(entry)  # a UserDefinedClassVariable (user_class.py)
 
 
 class InstanceDictVariable(DictBaseVariable):
