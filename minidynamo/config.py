@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
+import warnings
 
 # -- the cache and recompiles (torch/_dynamo/config.py; read in torch/_dynamo/cache_size.py) --
 
@@ -61,9 +62,7 @@ allow_unspec_int_on_nn_module: bool = False
 
 # -- modules (torch/_dynamo/config.py) --
 
-#: Ordinary nn.Modules are inlined: parameters and buffers become graph inputs and the module
-#: is TYPE_MATCHed, so instances of one class share entries. Always True in torch 2.13.
-inline_inbuilt_nn_modules: bool = True
+# ``inline_inbuilt_nn_modules``: see _DEPRECATED below (Note [A deprecated flag does nothing]).
 
 # -- values that decide (torch/_dynamo/config.py; read in variables/tensor.py) --
 
@@ -72,8 +71,28 @@ capture_scalar_outputs: bool = False
 #: ``nonzero`` and friends give tensors of unbacked size in the graph instead of a break.
 capture_dynamic_output_shape_ops: bool = False
 
-_NAMES = frozenset(name for name in dir() if not name.startswith("_") and name not in {
-    "annotations", "contextlib", "sys", "types"})
+# Note [A deprecated flag does nothing]
+#     torch 2.13 keeps ``inline_inbuilt_nn_modules`` as a deprecated ``Config`` entry
+#     (``torch/_dynamo/config.py``: ``deprecated=True``, "does not do anything,
+#     inline_inbuilt_nn_modules is always True"): it can be read, set and patched, reads
+#     back what was set, and the first read or write warns once (``FutureWarning``,
+#     ``torch/utils/_config_module.py``: ``_warn_if_deprecated``); tracing never reads it,
+#     so ordinary nn.Modules are always inlined (parameters and buffers graph inputs, the
+#     module TYPE_MATCHed, instances of one class sharing entries). Ours the same.
+_DEPRECATED = {
+    "inline_inbuilt_nn_modules": [True, "does not do anything, inline_inbuilt_nn_modules is always True"],
+}
+_deprecation_warned: set = set()
+
+_NAMES = frozenset([name for name in dir() if not name.startswith("_") and name not in {
+    "annotations", "contextlib", "sys", "types", "warnings"}] + list(_DEPRECATED))
+
+
+def _warn_if_deprecated(name: str) -> None:
+    if name not in _deprecation_warned:
+        _deprecation_warned.add(name)
+        warnings.warn(f"{__name__}.{name} is deprecated and {_DEPRECATED[name][1]}. It will be removed in a "
+                      "future version of PyTorch.", FutureWarning, stacklevel=3)  # torch's words
 
 
 class _ConfigModule(types.ModuleType):
@@ -82,9 +101,16 @@ class _ConfigModule(types.ModuleType):
     def __setattr__(self, name, value):
         if not name.startswith("_") and name not in _NAMES:
             raise AttributeError(f"{self.__name__}.{name} does not exist")
+        if name in _DEPRECATED:  # Note [A deprecated flag does nothing]
+            _warn_if_deprecated(name)
+            _DEPRECATED[name][0] = value
+            return
         super().__setattr__(name, value)
 
     def __getattr__(self, name):  # only reached when ``name`` is not there
+        if name in _DEPRECATED:
+            _warn_if_deprecated(name)
+            return _DEPRECATED[name][0]
         raise AttributeError(f"{self.__name__}.{name} does not exist")
 
 
@@ -136,7 +162,7 @@ class _Patch(contextlib.ContextDecorator):
 def get_config_copy() -> dict:
     """Every flag and its value now (``torch._dynamo.config.get_config_copy``)."""
     module = sys.modules[__name__]
-    return {name: getattr(module, name) for name in sorted(_NAMES)}
+    return {name: _DEPRECATED[name][0] if name in _DEPRECATED else getattr(module, name) for name in sorted(_NAMES)}
 
 
 sys.modules[__name__].__class__ = _ConfigModule

@@ -150,7 +150,7 @@ def _recompile(e) -> None:
 
 def _cache_entry(e) -> None:
     entry = e.details["entry"]
-    _emit("guards", f"GUARDS:\n\n{entry.check}\n", _emitter())
+    _emit("guards", f"GUARDS:\n\n{entry.check.tree}\n", _emitter())  # the tree, as torch's guards log
 
 
 def _dynamo_graph(e) -> None:

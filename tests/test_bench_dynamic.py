@@ -21,3 +21,6 @@ def test_dynamic_shapes_row(tmp_path):
     assert ours["aot_compiles"] == ours["dynamo_traces"]  # AOT over SymInts: once per graph, as torch (its count is its graphs)
     assert data["torch"]["total_first_calls_s"] > 0 and data["compile_ratio"] > 0
     assert "dynamic shapes: an MLP called with" in proc.stdout
+    ratio = data["dynamic_static_ratio"]["ours"]
+    assert ratio == ours["dynamic_overhead_s"] / ours["static_overhead_s"]
+    assert f"dynamic / static       ours {ratio:.2f}" in proc.stdout

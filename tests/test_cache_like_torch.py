@@ -169,6 +169,72 @@ def calls_module_argument(make):
         yield f, (m, torch.ones(2, 4))
 
 
+# Note [Run-only reaches the frames it calls] (frame_cache.py): ``f`` hits the limit on its
+# third string; from then on the frames it calls are run-only too, a hit or a miss of ``f``:
+# ``other`` (never compiled before) runs eagerly, ``helper``'s resume function is not
+# recompiled when ``SCALE`` changes, nor ``helper`` for a float64 input.
+SCALE = 2
+
+
+def other(x):
+    return x.sin() + 1
+
+
+def leaf(x):
+    return x * SCALE
+
+
+def helper(x):
+    y = x + 1
+    print("", end="")  # a graph break: helper is compiled on its own, and so is its resume function
+    return leaf(y)
+
+
+def reads_k_then_calls(x, k):
+    x = x * len(k)
+    if k == "ccc":
+        x = other(x)
+    return helper(x) - 1
+
+
+def calls_run_only_callees(make):
+    global SCALE
+    f = _with_eager(make(reads_k_then_calls), reads_k_then_calls)
+    seq = [("a", torch.float32, 2), ("bb", torch.float32, 2), ("ccc", torch.float32, 2), ("a", torch.float32, 2),
+           ("a", torch.float32, 3), ("ccc", torch.float32, 3), ("a", torch.float64, 3), ("bb", torch.float32, 3)]
+    try:
+        for k, dtype, scale in seq:
+            SCALE = scale
+            yield f, (torch.ones(3, dtype=dtype), k)
+    finally:
+        SCALE = 2
+
+
+def cos3(x):
+    return x.cos() * 3
+
+
+def calls_a_compiled_function_from_a_run_only_frame(make):
+    """A compiled function called from a run-only frame sets its own callback: it compiles (torch's
+    ``_TorchDynamoContext`` wrapper calls ``set_eval_frame``), until its own limit makes it run-only."""
+    inner = make(cos3)
+
+    def outer(x, k):
+        x = x * len(k)
+        print("", end="")
+        return inner(x) + 1
+
+    f = _with_eager(make(outer), outer)
+    for k, dtype in (("a", torch.float32), ("bb", torch.float32), ("bb", torch.float64), ("a", torch.float16),
+                     ("a", torch.float32)):
+        yield f, (torch.ones(3, dtype=dtype), k)
+
+
+def calls_module_instances_not_inlined(make):
+    """torch 2.13 ignores ``inline_inbuilt_nn_modules=False`` (deprecated): the instances still share an entry."""
+    yield from calls_module_instances(make)
+
+
 SEQUENCES = {
     "sizes": (calls_sizes, None),
     "dtypes": (calls_dtypes, None),
@@ -180,6 +246,11 @@ SEQUENCES = {
     "accumulated_limit": (calls_dtypes, {"accumulated_recompile_limit": 2}),
     "module_instances": (calls_module_instances, None),
     "module_argument": (calls_module_argument, None),
+    "run_only_callees": (calls_run_only_callees, {"recompile_limit": 2}),
+    "compiled_function_from_run_only_frame": (calls_a_compiled_function_from_a_run_only_frame,
+                                              {"recompile_limit": 1}),
+    "module_instances_inline_false": (calls_module_instances_not_inlined, {"inline_inbuilt_nn_modules": False}),
+    "module_argument_inline_false": (calls_module_argument, {"inline_inbuilt_nn_modules": False}),
 }
 
 
@@ -280,11 +351,14 @@ def test_the_guard_tree_walk_agrees_with_the_generated_check():
     tree = check.tree
     text = str(tree)
     assert text.startswith("TREE_GUARD_MANAGER:\n+- RootGuardManager\n| +- GLOBAL_STATE: ")
-    assert "| +- GuardManager: source=L['xs'], accessed_by=FrameLocalsGuardAccessor(key='xs')" in text
-    assert "| | +- GuardManager: source=L['xs'][0], accessed_by=TupleGetItemGuardAccessor(0)" in text
-    assert "| | +- TENSOR_MATCH: check_tensor(L['x'], torch.float32, device=None, requires_grad=False, size=[2]" in text
+    assert ("| +- GuardManager: source=L['xs'], accessed_by=FrameLocalsGuardAccessor(key='xs', framelocals_idx=1), "
+            "type=<class 'tuple'>, tag_safe=(False, False)") in text
+    assert "| | +- GuardManager: source=L['xs'][0], accessed_by=TupleGetItemGuardAccessor(0), type=<class 'torch.Tensor'>" in text
+    assert ("| | +- TENSOR_MATCH: check_tensor(L['x'], Tensor, DispatchKeySet(CPU, BackendSelect, ADInplaceOrView, "
+            "AutogradCPU), torch.float32, device=None, requires_grad=False, size=[2]") in text
     variants = [args, (torch.ones(3), args[1], 2), (torch.ones(2), (torch.ones(2),), 2), (torch.ones(2), args[1], 3),
-                (torch.ones(2, dtype=torch.float64), args[1], 2), (torch.ones(2), [torch.ones(2)] * 2, 2)]
+                (torch.ones(2, dtype=torch.float64), args[1], 2), (torch.ones(2), [torch.ones(2)] * 2, 2),
+                (args[0], (args[0], args[1][1]), 2), (torch.ones(2), (args[1][0],) * 2, 2)]
     for x, xs, n in variants:
         L = {"x": x, "xs": xs, "n": n}
         assert tree.check(L, g.__globals__, check.scope) == check(L, g.__globals__)
@@ -312,3 +386,32 @@ def _random_calls(seed, dynamic=False):
 def test_random_sequences_are_served_as_torch_serves_them(seed, dynamic):
     ours, theirs = both(_random_calls(seed, dynamic), limit={"recompile_limit": 4})
     assert ours == theirs, f"per call (graphs that ran, compiles so far): ours {ours}, torch {theirs}"
+
+
+def add_three(a, b, c):
+    return a + b * c
+
+
+def test_an_aliasing_recompile_names_the_duplicate_tensors_as_torch():
+    """``0/0: Duplicate tensors found: ["a", "b"]`` (``recompilation_reason_for_no_tensor_aliasing_guard``)."""
+    from minidynamo._torch_private import dynamo_guard_failures
+
+    def strip(reason):  # torch's comment (the user's line) after two spaces
+        return reason.split("/", 1)[1].split("  ")[0].split("\n")[0].rstrip()
+
+    x, y, z = torch.ones(3), torch.ones(3), torch.ones(3)
+    md.reset()
+    dynamo_reset()
+    ours = md.compile(add_three, backend="eager")
+    theirs = torch.compile(add_three, backend="eager")
+    # (a fourth call (x, x, x) would name the guards of the entry traced with (y, z, y), whose kept
+    # tensor of the pair differs: torch keeps the one its lazy trackers realize first, b * c before a)
+    for args in ((x, y, z), (x, x, z), (y, z, y)):
+        torch.testing.assert_close(ours(*args), add_three(*args))
+        theirs(*args)
+    mine = [strip(r) for rec in ours.cache.recompiles for r in rec.reasons]
+    torchs = [strip(r) for r in dynamo_guard_failures(add_three.__code__)]
+    dynamo_reset()
+    md.reset()
+    assert any("Duplicate tensors found" in r for r in torchs)
+    assert mine == torchs

@@ -141,6 +141,38 @@ def test_exceptions_through_run_and_answered_frames():
     assert _hooked(user_answered, 1) == ("answered", 2)
 
 
+def test_default_with_a_callback_runs_the_frame_its_callees_asking_that_callback():
+    """``(DEFAULT, cb)``: CPython runs the frame, its callees ask ``cb`` (torch's recursive action,
+    eval_frame_cpp.cpp; Note [Run-only reaches the frames it calls]); the caller's callback is back after."""
+    seen = []
+
+    def user_inner(x):
+        return x + 1
+
+    def user_outer(x):
+        return user_inner(x) * 2
+
+    def user_raising(x):
+        raise ValueError(x)
+
+    def second(func, L):
+        seen.append(("second", func.__name__))
+        return HOOK.DEFAULT
+
+    def first(func, L):
+        seen.append(("first", func.__name__))
+        return (HOOK.DEFAULT, second) if func.__name__ in ("user_outer", "user_raising") else HOOK.DEFAULT
+
+    def user_top(x):
+        return user_outer(x) + user_inner(x)
+
+    assert HOOK.call_with(first, user_top, 1) == 6
+    assert seen == [("first", "user_top"), ("first", "user_outer"), ("second", "user_inner"), ("first", "user_inner")]
+    with pytest.raises(ValueError):
+        HOOK.call_with(first, user_raising, 1)
+    assert HOOK.call_with(first, user_inner, 1) == 2 and seen[-1] == ("first", "user_inner")
+
+
 def test_generators_run_in_cpython_their_callees_still_hooked():
     assert _hooked(lambda: list(user_gen(5))) == [("answered", i + 1) for i in range(5)]
     gen = user_gen(3)

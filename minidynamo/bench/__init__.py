@@ -47,7 +47,8 @@ by phase).
 The modules: ``bench/workloads.py`` (what is compiled), ``bench/measure.py`` (one worker:
 what it times, and the processes it runs in), ``bench/stats.py`` (medians and intervals),
 ``bench/report.py`` (table, regressions, plot), ``bench/imports.py`` (the import-time
-breakdown), ``bench/dynamic.py`` (the dynamic-shape row), ``bench/frame_hook.py``
+breakdown), ``bench/dynamic.py`` (the dynamic-shape row), ``bench/guards.py`` (the guard-check
+rows of the table: ``--only guards``), ``bench/frame_hook.py``
 (``--frame-hook``); this one is the driver and the command line.
 """
 
@@ -219,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", metavar="PATH", help="save a matplotlib figure")
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few rounds (for tests)")
     parser.add_argument("--only", "--workloads", dest="only", metavar="NAMES",
-                        help=f"comma-separated subset of {','.join(WORKLOADS)}")
+                        help=f"comma-separated subset of {','.join(WORKLOADS)} (and dynamic_shapes, guards: "
+                             "the dynamic-shape row, the guard-check rows)")
     parser.add_argument("--no-scaling", action="store_true", help="skip the chain-length curve")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start measurements")
     parser.add_argument("--repeats", type=int, default=None, metavar="N",
@@ -257,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
     dynamic_row = not args.only or "dynamic_shapes" in workloads  # bench/dynamic.py: 20 batch sizes
-    workloads = tuple(w for w in workloads if w != "dynamic_shapes")
+    guard_rows = not args.only or "guards" in workloads  # bench/guards.py: 1, 10, 100 inputs, 200 parameters
+    workloads = tuple(w for w in workloads if w not in ("dynamic_shapes", "guards"))
     unknown = [w for w in workloads if w not in _BUILDERS]
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
@@ -269,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
                  progress=lambda msg: print(msg, file=sys.stderr, flush=True), repeats=repeats)
     if not (args.no_imports or args.quick):
         report["_imports"] = import_breakdown()
+    if guard_rows:  # bench/guards.py: one entry's guard check per call, ours, flat and torch's
+        from minidynamo.bench import guards as bench_guards
+
+        print("  guard check rows", file=sys.stderr, flush=True)
+        report["guards"] = bench_guards.run_in_process(args.quick)
     print(format_table(report))
     if dynamic_row:
         from minidynamo.bench import dynamic as bench_dynamic

@@ -141,6 +141,7 @@ def run(quick: bool = False) -> dict:
         out[system] = json.loads(proc.stdout.strip().splitlines()[-1])
     ours, theirs = out["ours"], out["torch"]
     out["compile_ratio"] = ours["total_first_calls_s"] / theirs["total_first_calls_s"]
+    out["dynamic_static_ratio"] = {"ours": _ratio(ours), "torch": _ratio(theirs)}
     return out
 
 
@@ -160,7 +161,13 @@ def format_report(r: dict) -> str:
         f"ratio {r['compile_ratio']:.2f}",
         f"  per-call overhead      ours dynamic {us(o['dynamic_overhead_s'])} / static {us(o['static_overhead_s'])}"
         f"    torch dynamic {us(t['dynamic_overhead_s'])} / static {us(t['static_overhead_s'])}",
+        f"  dynamic / static       ours {_ratio(o):.2f}    torch {_ratio(t):.2f}    (target: ours within 1.5)",
     ])
+
+
+def _ratio(side: dict) -> float:
+    """A dynamic entry's per-call overhead over a static entry's (both over eager, paired rounds)."""
+    return side["dynamic_overhead_s"] / side["static_overhead_s"] if side["static_overhead_s"] > 0 else float("nan")
 
 
 def main(argv=None) -> int:

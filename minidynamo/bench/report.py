@@ -86,6 +86,10 @@ def format_table(report: dict) -> str:
             f"{_ms(o.get('compile_cold_s')) + ' / ' + _ms(t.get('compile_cold_s')):>24}{_ratio(e.get('cold_ratio')):>7}"
             f"{_us(o.get('overhead_s')) + ' / ' + _us(t.get('overhead_s')):>27}{_overhead_ratio(e):>12}"
         )
+    if report.get("guards"):  # the guard check of one entry per call, in us (bench/guards.py)
+        from minidynamo.bench.guards import table_rows
+
+        lines += table_rows(report["guards"])
     lines.append("")
     lines.append("per-call overhead over eager, median and 95% interval (Note [How sure a figure is], bench/stats.py):")
     for name, e in _workloads(report):

@@ -112,7 +112,9 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
             if tx.result[0] == "jump" and config.fullgraph:
                 raise FullGraphError(tx.result[-1])
             try:
-                return finish(tx, frame, config)
+                entry = finish(tx, frame, config)
+                entry.check.note_values(L, frame.f_globals, frame.code)  # what its guard tree prints
+                return entry
             except Unsupported as e:  # a value at the break cannot be rebuilt
                 explanation = explain_unsupported(tx, e)
                 at_break = tx.result[-1] if tx.result and isinstance(tx.result[-1], GraphBreak) else None

@@ -74,6 +74,7 @@ from .external_utils import wrap_inline
 # The cache, split off this module: its names stay importable from here.
 from .frame_cache import (  # noqa: F401
     CODE_CACHES,
+    RUN_ONLY,
     FrameCache,
     RecompileRecord,
     _call_frame,
@@ -86,6 +87,8 @@ from .frame_cache import (  # noqa: F401
     _traced_no_ops,
     call_frame,
     internal_error_explanation,
+    lookup,
+    run_only_mode,
 )
 from .resume_execution import unhooked
 from .variables import builder as _builder
@@ -127,9 +130,8 @@ class CompileConfig:
         if cache is not None and cache.fallback is None:  # Note [A cache hit is one Python frame of ours]
             G = frame.f_globals
             entries, key = cache.entries, self.backend_key
-            any_backend = cache.run_only is not None
             for i, entry in enumerate(entries):
-                if entry.backend_key is not key and not any_backend and entry.backend_key != key:
+                if entry.backend_key is not key and entry.backend_key != key:
                     continue  # another backend's entry (Note [The cache lives on the code object])
                 try:
                     ok = entry.check.fn(L, G)
@@ -139,18 +141,46 @@ class CompileConfig:
                     if i:  # move_to_front (Note [The entry that hit last is tried first])
                         entries.insert(0, entries.pop(i))
                     counters["cache_hits"] += 1
+                    if cache.run_only is not None:  # its callees run-only (Note [Run-only reaches ...])
+                        return run_only_mode(_run_entry, frame, cache, self, entry, L, G, self._in_cpython,
+                                             self._in_cpython)
                     return _run_entry(frame, cache, self, entry, L, G, self._in_cpython, self._in_cpython)
                 entry.check.record_failure(L, G)  # Note [A manager that fails is tried first]
-            if any_backend:  # run-only after the limit: a miss runs in CPython, untraced
-                return self.hook.DEFAULT
+            if cache.run_only is not None:  # run-only after the limit: a miss runs in CPython, untraced,
+                return (self.hook.DEFAULT, self.run_only_callback)  # and so do its callees
         looked_up = cache is not None and cache.fallback is None  # its guards ran above: not twice per call
         out = _call_frame(frame, L, self, self._in_cpython, self._in_cpython, looked_up)  # the hook is off here
-        if out is self.hook.DEFAULT and self.frames[code].fallback is not None:
-            # eager for good (a break in a loop, no ops): never asked
-            # again, as torch marks the code SKIP; a new config or md.reset() asks again
-            _decided_skips.add(code)
-            return self.hook.SKIP
+        if out is self.hook.DEFAULT:
+            cache = self.frames[code]
+            if cache.run_only is not None:  # it hit the limit just now (Note [Run-only reaches ...])
+                return (self.hook.DEFAULT, self.run_only_callback)
+            if cache.fallback is not None:
+                # eager for good (a break in a loop, no ops): never asked
+                # again, as torch marks the code SKIP; a new config or md.reset() asks again
+                _decided_skips.add(code)
+                return self.hook.SKIP
         return out
+
+    def run_only_callback(self, func: types.FunctionType, L: dict) -> Any:
+        """The callback of the frames a run-only frame calls (torch's ``Py_False``): look up, never trace.
+
+        ``eval_frame_cpp.cpp``: no cache yet, run in CPython; else the entry whose guards
+        hold (of any backend) runs, or CPython runs the frame; the frames either calls are
+        run-only too (this callback stays the thread's). Note [Run-only reaches the frames it calls].
+        """
+        code = func.__code__
+        cache = self.frames.get(code)
+        if cache is None or cache.fallback is not None or not cache.entries:
+            return self.hook.SKIP if _not_user_code(func) else self.hook.DEFAULT
+        frame = self.by_id.get(id(code))
+        if frame is None or frame.code is not code or (frame.fn is not func and frame.f_globals is not func.__globals__):
+            frame = OptimizedFunction(func, self)
+        entry = lookup(cache, L, frame.f_globals, self.backend_key)
+        if entry is None:
+            return self.hook.DEFAULT
+        counters["cache_hits"] += 1
+        return run_only_mode(_run_entry, frame, cache, self, entry, L, frame.f_globals, self._in_cpython,
+                             self._in_cpython)
 
     def __post_init__(self) -> None:
         self.backend_key = (self.backend, self.dynamic)  # what an entry's backend must match (backend_match)
@@ -181,10 +211,11 @@ class CompileConfig:
         With the frame hook, the call runs with the hook on: the frames it makes pass the cache.
         """
         if self.hook is not None:
+            callback = self.run_only_callback if RUN_ONLY.depth else self.frame_callback  # Note [Run-only reaches ...]
             if isinstance(fn, torch.nn.Module) or is_user_function(fn) or (
                     isinstance(fn, types.MethodType) and is_user_function(fn.__func__)) or _user_call_method(fn) \
                     or isinstance(fn, functools.partial) and self.compiled_callee(fn.func) is not fn.func:
-                return functools.partial(self.hook.call_with, self.frame_callback, fn)
+                return functools.partial(self.hook.call_with, callback, fn)
             return fn
         if isinstance(fn, torch.nn.Module):
             forward = getattr(type(fn), "forward", None)

@@ -43,12 +43,27 @@ Note [Recompiles and the cache size limit]
     entries in all, the frame becomes RUN_ONLY (``convert_frame.py``: ``_compile``,
     a warning once): the entries it has are still served, and only a miss runs
     eagerly, never traced again. Ours does the same with ``minidynamo.config``'s flags.
+
+Note [Run-only reaches the frames it calls]
+    The strategy ``_compile`` gives a frame at the limit is ``FrameExecStrategy(RUN_ONLY,
+    RUN_ONLY)`` (``convert_frame.py``): the second half is the *recursive* action. From
+    then on ``dynamo__custom_eval_frame`` (``torch/csrc/dynamo/eval_frame_cpp.cpp``)
+    runs every call of that frame, a hit or a miss, with the callback ``False`` for the
+    frames it calls (``_callback_from_action``): such a frame checks its cache (entries
+    of any backend) and runs the entry that holds, or runs eagerly, and is never traced;
+    one with no cache yet runs eagerly; and the frames *they* call are run-only too. So
+    a helper the run-only frame calls eagerly is not compiled on its own, and a helper
+    whose guards now fail (a global changed) is not recompiled. Ours: ``RUN_ONLY`` counts
+    the run-only frames active now on this thread; while it is set, ``_call_frame`` only looks up, and
+    with the frame hook the frame runs with ``CompileConfig.run_only_callback`` as its
+    callees' callback (``frame_hook.c``'s ``(DEFAULT, callback)`` answer).
 """
 
 from __future__ import annotations
 
 import itertools
 import textwrap
+import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -137,13 +152,33 @@ def reset_code_caches() -> None:
     _frame_ids = itertools.count()
 
 
+class _RunOnly(threading.local):
+    """Run-only frames running now on this thread (torch: this thread's callback is False)."""
+
+    depth = 0
+
+
+# Note [Run-only reaches the frames it calls]: per thread, as torch's eval-frame callback
+RUN_ONLY = _RunOnly()
+
+
+def run_only_mode(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` with the frames it calls in run-only mode (torch's recursive RUN_ONLY)."""
+    RUN_ONLY.depth += 1
+    try:
+        return fn(*args)
+    finally:
+        RUN_ONLY.depth -= 1
+
+
 def lookup(cache: FrameCache, L: dict, G: dict, backend_key: Any) -> Any:
     """The first entry whose guards hold, moved to the front; None on a miss (``extra_state.cpp``: ``lookup``).
 
-    In RUN_ONLY mode every entry is tried, whatever its backend (torch passes ``Py_False``).
+    A frame called from a run-only frame tries every entry, whatever its backend (torch
+    passes ``Py_False`` as the backend); the run-only frame itself still matches its backend.
     """
     entries = cache.entries
-    any_backend = cache.run_only is not None
+    any_backend = RUN_ONLY.depth > 0
     for i, entry in enumerate(entries):
         key = entry.backend_key
         if key is not backend_key and not any_backend and key != backend_key:
@@ -206,17 +241,26 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
     from .guard_tree import fail_reason
 
     cache = config.frames.get(_frame_key(frame))
+    G = frame.f_globals
+    if RUN_ONLY.depth:  # called from a run-only frame: look up, never trace (Note [Run-only reaches ...])
+        entry = None if cache is None or cache.fallback is not None else lookup(cache, L, G, config.backend_key)
+        if entry is None:
+            return _run_only_miss(frame, L, eager, run_skipped, looked_up)
+        counters["cache_hits"] += 1
+        return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
     if cache is None:
         cache = config.frames[_frame_key(frame)] = FrameCache()
-    G = frame.f_globals
     if cache.fallback is not None:
         return run_skipped(L) if cache.skipped else eager()
     entry = None if looked_up else lookup(cache, L, G, config.backend_key)  # the hook's callback looked up
+    if cache.run_only is not None:  # the limit was hit: a hit is served, a miss runs eagerly, untraced,
+        if entry is None:  # and the frames either calls are run-only (Note [Run-only reaches ...])
+            return run_only_mode(_run_only_miss, frame, L, eager, run_skipped, looked_up)
+        counters["cache_hits"] += 1
+        return run_only_mode(_run_entry, frame, cache, config, entry, L, G, eager, run_skipped)
     if entry is not None:
         counters["cache_hits"] += 1
         return _run_entry(frame, cache, config, entry, L, G, eager, run_skipped)
-    if cache.run_only is not None:  # the limit was hit: a miss runs eagerly, untraced (Note [Recompiles ...])
-        return eager()
     if any(_has_same_id_matched_objs(e, L) for e in cache.entries):  # cache_size.py: is_recompilation
         reasons = [fail_reason(e, L, G, config.backend_key) for e in cache.entries]
         guard, change = cache.entries[0].check.first_failure(L, G)
@@ -246,7 +290,7 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
                 raise FullGraphError(fallback)
             events.emit("cache_limit", function=frame.__name__, limit=limit, message=fallback)
             warnings.warn(fallback, stacklevel=3)
-            return eager()
+            return run_only_mode(_run_only_miss, frame, L, eager, run_skipped, looked_up)
     from .dynamic_shapes import retry_static, warn_if_retried
 
     for _attempt in range(2):
@@ -283,6 +327,18 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         return out
     _eager_for_good(frame, cache, config, fallback)
     return run_skipped(L) if cache.skipped else eager()
+
+
+def _run_only_miss(frame, L: dict, eager: Callable, run_skipped: Callable, looked_up: bool) -> Any:
+    """A run-only miss: the frame runs eagerly, and the user frames it calls still reach their caches.
+
+    The hook's callback (``looked_up``) answers DEFAULT and runs the frame with its
+    callees' callback set to run-only (``CompileConfig.frame_callback``); without the hook
+    the frame runs on our interpreter, whose calls go through the cache (Note [No PEP 523 ...]).
+    """
+    if looked_up or not vm_can_run(frame.code, frame.offset):
+        return eager()
+    return run_skipped(L)
 
 
 def _add_entry(frame, cache: FrameCache, config: CompileConfig, entry) -> None:

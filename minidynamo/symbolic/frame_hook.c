@@ -17,6 +17,7 @@
         off for this thread (so our own Python is never hooked). It answers
           SKIP      mark the code object, run the frame in CPython;
           DEFAULT   run the frame in CPython (its callees still pass the hook);
+          (DEFAULT, cb)  the same, its callees asking cb instead (run-only mode);
           a value   the compiled code ran (guards held): that is the frame's result,
                     and the frame itself never runs.
 
@@ -122,6 +123,8 @@ static void clear_fresh_frame(PyThreadState *ts, _PyInterpreterFrame *frame) {
 #define ANSWERED(ts, frame) ((void)0) /* 3.11: _PyEval_Vector clears and pops it */
 #endif
 
+static PyObject *set_callback(PyObject *self, PyObject *cb);
+
 static PyObject *hook(PyThreadState *ts, _PyInterpreterFrame *frame, int throwflag) {
     PyObject *callback = PyThread_tss_get(&callback_key);
     if (callback == NULL || throwflag || frame->owner != FRAME_OWNED_BY_THREAD || frame->f_locals != NULL) {
@@ -174,6 +177,22 @@ static PyObject *hook(PyThreadState *ts, _PyInterpreterFrame *frame, int throwfl
     PyObject *answer = PyObject_CallFunctionObjArgs(callback, FRAME_FUNC(frame), L, NULL);
     PyThread_tss_set(&callback_key, callback);
     Py_DECREF(L);
+    if (answer != NULL && PyTuple_CheckExact(answer) && PyTuple_GET_SIZE(answer) == 2 &&
+        PyTuple_GET_ITEM(answer, 0) == DEFAULT) {
+        /* (DEFAULT, cb): run the frame in CPython, its callees asking cb instead (torch's
+           recursive action: RUN_ONLY after the recompile limit, eval_frame_cpp.cpp) */
+        PyObject *previous = set_callback(NULL, PyTuple_GET_ITEM(answer, 1));
+        Py_DECREF(answer);
+        if (previous == NULL) {
+            ANSWERED(ts, frame);
+            return NULL;
+        }
+        PyObject *out = eval_default(ts, frame, 0);
+        PyObject *back = set_callback(NULL, previous);
+        Py_DECREF(previous);
+        Py_XDECREF(back);
+        return out;
+    }
     if (answer == SKIP || answer == DEFAULT) {
         if (answer == SKIP && PyUnstable_Code_SetExtra((PyObject *)code, extra_index, &skip_mark) < 0) {
             PyErr_Clear();

@@ -22,19 +22,23 @@ from . import tensor_match
 from .guards import _MODULE_TABLES, Guard, GuardSet, _no_hooks_expr
 from .source import AttrSource, GetItemSource, LocalSource, ModuleSource, Source
 
-# ``torch.float32`` in a guard, as the check function reads it: a global bound once.
-_TORCH_CONSTANT = re.compile(r"(?<![\w.'\]])torch\.([A-Za-z_]\w*)(?![\w.(])")
+# ``torch.float32`` or ``torch.nn.Parameter`` in a guard, as the check function reads it: a global bound once.
+_TORCH_CONSTANT = re.compile(r"(?<![\w.'\]])torch((?:\.[A-Za-z_]\w*)+)(?![\w.(])")
 
 
 def _hoist_torch_constants(text: str, scope: dict[str, Any]) -> str:
-    """``torch.float32`` -> ``___torch_float32`` (bound in ``scope``): one lookup instead of two."""
+    """``torch.float32`` -> ``___torch_float32`` (bound in ``scope``): one lookup instead of two (three
+    for ``torch.nn.Parameter``, which a module's 200 parameters pay on every call)."""
 
     def bind(m: re.Match) -> str:
-        value = getattr(torch, m.group(1), None)
+        value: Any = torch
+        for part in m.group(1)[1:].split("."):
+            value = getattr(value, part, None)
         if not isinstance(value, (torch.dtype, type)):
             return m.group(0)
-        scope[f"___torch_{m.group(1)}"] = value
-        return f"___torch_{m.group(1)}"
+        name = "___torch_" + m.group(1)[1:].replace(".", "_")
+        scope[name] = value
+        return name
 
     return _TORCH_CONSTANT.sub(bind, text)
 
@@ -426,6 +430,7 @@ class CheckFunction:
             self.scope["___global_state"] = guard_set.global_state
         self.tensor_specs = dict(guard_set.tensor_specs)  # source -> TENSOR_MATCH's fields (the tree's leaves)
         self._tree = None
+        self._printed: dict = {}  # what the tree prints beside the guards (note_values)
         specs = guard_set.tensor_specs if tensor_match.get() is not None else None
         self.source = _check_fn_source(self.guards, self.scope, specs, guard_set)
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.scope)  # noqa: S102
@@ -461,8 +466,43 @@ class CheckFunction:
         if self._tree is None:
             from .guard_tree import build_tree
 
-            self._tree = build_tree(self.guards, self.tensor_specs)
+            self._tree = build_tree(self.guards, self.tensor_specs, **self._printed)
         return self._tree
+
+    def note_values(self, L: dict, G: dict, code) -> None:
+        """Keep what the tree prints of the traced values: each source's type, each local's index
+        in the frame, each tensor's dispatch keys (Note [The tree prints as torch's], guard_tree.py).
+
+        Called once per entry when it is made; only types and strings are kept, never the values.
+        """
+        from minidynamo.dispatch import key_set
+
+        from .guard_tree import _code
+
+        scope = dict(self.scope, L=L, G=G)
+        types, keys = {}, {}
+        tls_in, tls_out = set(key_set.tls_included()), set(key_set.tls_excluded())  # as key_set.keys, once
+        for g in self.guards:
+            if g.source is None:
+                continue
+            for source in (g.source, *g.source.bases()):
+                name = source.name()
+                if name in types:
+                    break
+                try:
+                    value = eval(_code(name), scope)  # noqa: S307 - our own source expression
+                except Exception:  # noqa: BLE001 - not readable now: printed without its type
+                    break
+                types[name] = type(value)
+                if name in self.tensor_specs and isinstance(value, torch.Tensor):
+                    try:  # torch's check_tensor prints the class and the key set the dispatcher computes
+                        names = (set(key_set.tensor_keys(value)) | tls_in) - tls_out
+                        keys[name] = f"{type(value).__name__}, DispatchKeySet({', '.join(reversed(key_set.order(names)))})"
+                    except Exception:  # noqa: BLE001 - a tensor our key-set model does not cover
+                        pass
+        names = code.co_varnames + tuple(n for n in code.co_cellvars if n not in code.co_varnames) + code.co_freevars
+        self._printed = {"value_types": types, "local_index": {n: i for i, n in enumerate(names)}, "tensor_keys": keys}
+        self._tree = None
 
     def record_failure(self, L: dict, G: dict) -> None:
         """These guards failed in a lookup: count it in the tree, as torch's managers do (guard_tree.py)."""

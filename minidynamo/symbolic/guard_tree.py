@@ -21,10 +21,31 @@ Note [The tree is walked by one generated function]
     (Note [Each source is read once], guard_codegen.py). ``RootGuardManager.check``
     walks the tree itself in Python, node by node, and agrees with the generated
     function (tests/test_cache_like_torch.py); it is for reading, not for the hot path.
-    Two places differ from torch on purpose: a tensor's TENSOR_MATCH is five
-    readable guards that run as one C++ call, printed here as one leaf; and the
-    size guards of dynamic shapes and NO_TENSOR_ALIASING run after the children
-    (torch puts the latter on each tensor's node).
+    One place differs from torch on purpose: a tensor's TENSOR_MATCH is five
+    readable guards that run as one C++ call, printed here as one leaf. The size
+    guards of dynamic shapes run after the children, as torch's epilogue
+    ``LAMBDA_GUARD``s; NO_TENSOR_ALIASING sits on each of its tensors' nodes, each node
+    checking its own tensor against those before it (torch's ``RelationalGuard``, Note [A
+    relational guard fails where the duplicate shows]).
+
+Note [The tree prints as torch's]
+    ``GuardManagerWrapper.__str__`` (``torch/_dynamo/guards.py``) prints a manager as
+    ``GuardManager: source=L['x'], accessed_by=FrameLocalsGuardAccessor(key='x',
+    framelocals_idx=0), type=<class 'torch.Tensor'>, tag_safe=(False, False)``:
+    ``type`` is the type of the value the manager guarded when traced; ``tag_safe`` is
+    (``is_tag_safe``, ``is_tag_safe_root``), which only ``find_tag_safe_roots`` sets,
+    run under ``config.use_recursive_dict_tags_for_guards`` (False by default), so it
+    reads ``(False, False)`` by default, and always in ours, which has no dict tags.
+    Globals hang under one ``G`` manager (``GlobalsGuardAccessor``), each read through a
+    ``DictGetItemGuardAccessor``; a list item is read by ``ListGetItemGuardAccessor``,
+    a tuple item by ``TupleGetItemGuardAccessor``. The global state is one leaf,
+    ``___check_global_state() against {...}``; a relational guard (NO_TENSOR_ALIASING)
+    prints its code on the first node that holds it and its bare name on the others.
+    Our kinds print under torch's names where torch names the same test differently
+    (``EQUALS_MATCH`` / ``TRUE_MATCH`` / ``FALSE_MATCH`` / ``NONE_MATCH`` for a constant,
+    ``TORCH_FUNCTION_MODE_STACK``, ``LAMBDA_GUARD`` for a shape guard); a guard torch
+    has and we do not (``DIMENSION_DYNAMIC_MARKING_GUARD``, the saved-tensors-hooks
+    ``LAMBDA_GUARD``) is not printed, and ours keep their readable expressions.
 """
 
 from __future__ import annotations
@@ -38,7 +59,8 @@ import torch
 from .guards import Guard
 from .source import AttrSource, GetItemSource, GlobalSource, LocalSource, Source
 
-_AFTER_CHILDREN = ("SHAPE_ENV", "NO_TENSOR_ALIASING")  # root leaves our walk runs last
+_AFTER_CHILDREN = ("SHAPE_ENV", "NO_TENSOR_ALIASING")  # root leaves our walk runs last (aliasing: when no node holds it)
+_TORCH_KIND = {"TORCH_FUNCTION_STATE": "TORCH_FUNCTION_MODE_STACK", "SHAPE_ENV": "LAMBDA_GUARD"}  # Note [The tree prints ...]
 
 
 @dataclass
@@ -52,24 +74,31 @@ class GuardManager:
     tensor_spec: Optional[tuple] = None  # (dtype, device, sizes, strides, requires_grad) of a TENSOR_MATCH
     fail_count: int = 0  # how often a leaf here or below failed (Note [A manager that fails is tried first])
     tensor_check: Any = None  # the C++ TensorMatch of this node's TENSOR_MATCH leaf, where the extension is built
+    value_type: Optional[type] = None  # the type of the value when traced (Note [The tree prints as torch's])
+    tensor_keys: str = ""  # "Tensor, DispatchKeySet(CPU, ...)": what TENSOR_MATCH printed, when traced
+    relational: list = field(default_factory=list)  # [guard, index of this node's tensor among its operands]
 
-    def lines(self, depth: int) -> list[str]:
+    def lines(self, depth: int, printed: set) -> list[str]:
         bar = "| " * depth
         out = []
         done_tensor = False
         constant = any(g.kind == "CONSTANT_MATCH" for g in self.leaves)
+        tensor = any(g.kind == "TENSOR_MATCH" for g in self.leaves)
         for g in self.leaves:
-            if g.kind == "TYPE_MATCH" and constant:  # one leaf in torch: EQUALS_MATCH checks the type too
-                continue
+            if g.kind == "TYPE_MATCH" and (constant or tensor):  # one leaf in torch: EQUALS_MATCH / TENSOR_MATCH
+                continue  # check the type themselves
             if g.kind == "TENSOR_MATCH":  # five readable guards, one C++ leaf (Note [TENSOR_MATCH runs in C++])
                 if not done_tensor:
                     out.append(f"{bar}| +- TENSOR_MATCH: {_check_tensor_text(self)}")
                     done_tensor = True
                 continue
-            out.append(f"{bar}| +- {g.kind}: {g.expr}")
+            out.append(f"{bar}| +- {_leaf_text(g)}")
+        for g, _ in self.relational:  # a relational guard: its code once, then its name (torch's printed_relational_guards)
+            out.append(f"{bar}| +- {g.kind}" + ("" if id(g) in printed else f": {_relational_text(g)}"))
+            printed.add(id(g))
         for child in self.children.values():
-            out.append(f"{bar}| +- GuardManager: source={child.source.name()}, accessed_by={child.accessed_by}")
-            out += child.lines(depth + 1)
+            out.append(f"{bar}| +- {_manager_line(child)}")
+            out += child.lines(depth + 1, printed)
         return out
 
     def first_failure(self, scope: dict, update: bool = False) -> Optional[list[Guard]]:
@@ -101,8 +130,10 @@ class GuardManager:
                 continue
             if not _holds(g, scope):
                 return [g]
+        for g, i in self.relational:  # Note [A relational guard fails where the duplicate shows]
+            if i and _is_duplicate(g.operands[1], i, scope):
+                return [g]
         return None
-
 
     def _tensor_holds(self, tensor: list, scope: Any) -> bool:
         """The TENSOR_MATCH leaf: one C++ call on the node's value where built, else its five Python guards."""
@@ -146,12 +177,17 @@ class RootGuardManager(GuardManager):
     after_children: list = field(default_factory=list)
 
     def __str__(self) -> str:
+        """The tree as ``TORCH_LOGS=guards`` prints torch's (Note [The tree prints as torch's])."""
         lines = ["TREE_GUARD_MANAGER:", "+- RootGuardManager"]
-        lines += [f"| +- {g.kind}: {g.expr}" for g in self.leaves]
+        state = [g for g in self.leaves if g.kind == "GLOBAL_STATE"]
+        if state:  # one C++ leaf in both (GlobalStateGuard): one line, its fields as torch names them
+            lines.append(f"| +- GLOBAL_STATE: ___check_global_state() against {_global_state_text(state)}")
+        lines += [f"| +- {_leaf_text(g)}" for g in self.leaves if g.kind != "GLOBAL_STATE"]
+        printed: set = set()
         for child in self.children.values():
-            lines.append(f"| +- GuardManager: source={child.source.name()}, accessed_by={child.accessed_by}")
-            lines += child.lines(1)
-        lines += [f"| +- {g.kind}: {g.expr}" for g in self.after_children]
+            lines.append(f"| +- {_manager_line(child)}")
+            lines += child.lines(1, printed)
+        lines += [f"| +- {_leaf_text(g)}" for g in self.after_children]
         return "\n".join(lines)
 
     def first_failure(self, L: dict, G: dict, scope: Optional[dict] = None,  # type: ignore[override]
@@ -211,43 +247,172 @@ def _holds(guard: Guard, scope: Any) -> bool:
         return False
 
 
-def accessor(source: Source) -> str:
+class GlobalsDictSource(Source):
+    """``G``, the frame's globals dict: the one manager all globals hang under (torch's ``GlobalsGuardAccessor``)."""
+
+    def name(self) -> str:
+        return "G"
+
+
+_GLOBALS = GlobalsDictSource()
+
+
+def accessor(source: Source, parent_type: Optional[type] = None, local_index: Optional[dict] = None) -> str:
     """How a node's value is read from its parent's, named as torch's guard accessors."""
     if isinstance(source, LocalSource):
-        return f"FrameLocalsGuardAccessor(key={source.local_name!r})"
+        index = (local_index or {}).get(source.local_name)
+        where = "" if index is None else f", framelocals_idx={index}"
+        return f"FrameLocalsGuardAccessor(key={source.local_name!r}{where})"
+    if isinstance(source, GlobalsDictSource):
+        return "GlobalsGuardAccessor"
     if isinstance(source, GlobalSource):
-        return f"GlobalsGuardAccessor(key={source.global_name!r})"
+        return f"DictGetItemGuardAccessor({source.global_name!r})"
     if isinstance(source, AttrSource):
         return f"GetAttrGuardAccessor({source.member})"
     if isinstance(source, GetItemSource):
-        kind = "TupleGetItem" if type(source.index) is int else "DictGetItem"
+        if parent_type is not None and issubclass(parent_type, list):
+            kind = "ListGetItem"
+        elif parent_type is not None and issubclass(parent_type, dict) or type(source.index) is not int:
+            kind = "DictGetItem"
+        else:
+            kind = "TupleGetItem"
         return f"{kind}GuardAccessor({source.index!r})"
     return f"{type(source).__name__}Accessor"
 
 
-def build_tree(guards: list[Guard], tensor_specs: Optional[dict] = None) -> RootGuardManager:
-    """Group ``guards`` by source path into a tree of managers (``GuardBuilder.get_guard_manager``)."""
+def _path(source: Source) -> list[Source]:
+    """The sources from the root to ``source``: a global's goes through ``G`` (Note [The tree prints as torch's])."""
+    path = [*reversed(list(source.bases())), source]
+    return [_GLOBALS, *path] if isinstance(path[0], GlobalSource) else path
+
+
+def build_tree(guards: list[Guard], tensor_specs: Optional[dict] = None, value_types: Optional[dict] = None,
+               local_index: Optional[dict] = None, tensor_keys: Optional[dict] = None) -> RootGuardManager:
+    """Group ``guards`` by source path into a tree of managers (``GuardBuilder.get_guard_manager``).
+
+    ``value_types`` (source name -> type when traced), ``local_index`` (a local's index
+    among the frame's locals) and ``tensor_keys`` are only printed (Note [The tree prints as torch's]).
+    """
     from . import tensor_match
 
     make_matcher = tensor_match.get()
+    value_types = value_types or {}
     root = RootGuardManager(None)
+    relational = []
     for g in guards:
         if g.source is None:
+            if g.kind == "NO_TENSOR_ALIASING" and g.operands:
+                relational.append(g)
+                continue
             (root.after_children if g.kind in _AFTER_CHILDREN else root.leaves).append(g)
             continue
         node: GuardManager = root
-        for s in [*reversed(list(g.source.bases())), g.source]:
+        for s in _path(g.source):
             name = s.name()
             if name not in node.children:
-                node.children[name] = GuardManager(s, accessor(s))
+                node.children[name] = GuardManager(s, accessor(s, node.value_type, local_index),
+                                                   value_type=value_types.get(name, dict if s is _GLOBALS else None))
             node = node.children[name]
         node.leaves.append(g)
         if g.kind == "TENSOR_MATCH" and tensor_specs and node.tensor_spec is None:
             node.tensor_spec = tensor_specs.get(g.source.name())
+            node.tensor_keys = (tensor_keys or {}).get(g.source.name(), "")
             if node.tensor_spec is not None and make_matcher is not None:
                 node.tensor_check = make_matcher(*node.tensor_spec)
+    for g in relational:  # on each of its tensors' nodes (Note [A relational guard fails where the duplicate shows])
+        nodes = [_find(root, name) for name in g.operands[1]]
+        if any(n is None for n in nodes):
+            root.after_children.append(g)
+            continue
+        for i, n in enumerate(nodes):
+            n.relational.append([g, i])
     root.leaves.sort(key=lambda g: g.kind != "GLOBAL_STATE")  # GLOBAL_STATE is checked first
     return root
+
+
+def _is_duplicate(names: tuple, i: int, scope: Any) -> bool:
+    """Note [A relational guard fails where the duplicate shows]
+
+    Torch's NO_TENSOR_ALIASING is one ``RelationalGuard`` (``guards.cpp``) that each of its
+    tensors' managers calls with its value: it remembers the tensors seen so far in this
+    walk and fails at the first one seen twice. So ``f(a, b, c)`` traced with three tensors
+    and called with ``(y, z, y)`` fails at ``c``'s node, after ``b``'s leaves. Ours checks,
+    at the node of the ``i``-th tensor, that it is none of the ones before it.
+    """
+    try:
+        value = _value(names[i], scope)
+        return any(_value(name, scope) is value for name in names[:i])
+    except Exception:  # noqa: BLE001 - a value that cannot be read fails the guard
+        return True
+
+
+def _value(name: str, scope: Any) -> Any:
+    code = _code(name)
+    if type(scope) is tuple:
+        return eval(code, scope[0], scope[1])  # noqa: S307 - our own source expression
+    return eval(code, scope)  # noqa: S307
+
+
+def _find(root: GuardManager, name: str) -> Optional[GuardManager]:
+    """The manager of the source named ``name``, or None."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.source is not None and node.source.name() == name:
+            return node
+        stack.extend(node.children.values())
+    return None
+
+
+def _manager_line(node: GuardManager) -> str:
+    """``GuardManager: source=..., accessed_by=..., type=<class ...>, tag_safe=(False, False)``."""
+    kind = "" if node.value_type is None else f", type={node.value_type}"
+    return f"GuardManager: source={node.source.name()}, accessed_by={node.accessed_by}{kind}, tag_safe=(False, False)"
+
+
+def _leaf_text(g: Guard) -> str:
+    """``KIND: code``, with torch's kind where torch names the same test otherwise (Note [The tree prints ...])."""
+    kind, expr = _TORCH_KIND.get(g.kind, g.kind), g.expr
+    if g.kind == "CONSTANT_MATCH":
+        if expr.endswith((" is True", " is False")):  # TRUE_MATCH / FALSE_MATCH print ``== True``
+            head, value = expr.rsplit(" is ", 1)
+            kind, expr = f"{value.upper()}_MATCH", f"{head} == {value}"
+        elif expr.endswith(" is None"):
+            kind = "NONE_MATCH"
+        else:
+            kind = "EQUALS_MATCH"
+    return f"{kind}: {expr}"
+
+
+def _relational_text(g: Guard) -> str:
+    written, sources = g.operands
+    if len(written) == len(sources):  # every pair: torch's check_no_aliasing(...)
+        return f"check_no_aliasing({', '.join(sources)})"
+    return g.expr
+
+
+_STATE_FIELDS = {  # our GLOBAL_STATE leaf's value -> the name of its field in torch's GlobalStateGuard
+    "torch.is_grad_enabled()": "grad_mode",
+    "torch.is_inference_mode_enabled()": "inference_mode",
+    "___autocast_state()": "autocast_state",
+    "torch.get_default_dtype()": "default_dtype",
+    "___deterministic_algorithms()": "deterministic_algorithms",
+    "torch.backends.cuda.matmul.allow_tf32": "allow_tf32",
+    "___cublas_reduced_precision()": "allow_fp16_bf16_reduce",
+    "torch.get_num_threads()": "num_threads",
+    "___torch_function_state()": "torch_function",
+    "torch.is_autocast_cache_enabled()": "cached_enabled",
+}
+
+
+def _global_state_text(state: list) -> str:
+    """``{"allow_tf32": False, "autocast_state": (), ...}``: the fields in torch's order (sorted by name)."""
+    fields = {}
+    for g in state:
+        value = g.expr[len(g.value_expr):].strip()
+        value = value.split(" ", 1)[1] if value.startswith(("is ", "== ")) else value
+        fields[_STATE_FIELDS.get(g.value_expr, g.value_expr)] = value
+    return "{" + ", ".join(f'"{k}": {v}' for k, v in sorted(fields.items())) + "}"
 
 
 def _check_tensor_text(node: GuardManager) -> str:
@@ -260,7 +425,8 @@ def _check_tensor_text(node: GuardManager) -> str:
     if strides is None:
         strides = _contiguous_strides(sizes)
     stride = "[" + ", ".join("None" if s is None else str(s) for s in strides) + "]"
-    return (f"check_tensor({name}, {dtype}, device={None if device is None else device.index}, "
+    keys = f"{node.tensor_keys}, " if node.tensor_keys else ""
+    return (f"check_tensor({name}, {keys}{dtype}, device={None if device is None else device.index}, "
             f"requires_grad={requires_grad}, size={size}, stride={stride})")
 
 
@@ -330,6 +496,15 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
         text = tensor_mismatch(strip_local_scope(name), tensor_specs[name], value)
         if text is not None:
             return text
+    if g.kind == "NO_TENSOR_ALIASING" and g.operands:  # guards.py: recompilation_reason_for_no_tensor_aliasing_guard
+        groups: dict[int, list] = {}
+        for name in g.operands[1]:
+            try:
+                groups.setdefault(id(eval(_code(name), scope)), []).append(name)  # noqa: S307 - our own source
+            except Exception:  # noqa: BLE001 - not readable: not a duplicate
+                pass
+        duplicates = ", ".join(f"{names}" for names in groups.values() if len(names) > 1)
+        return strip_local_scope(f"Duplicate tensors found: {duplicates}")
     if g.kind == "GLOBAL_STATE":
         changed = [_GLOBAL_STATE_FIELDS.get(x.value_expr, x.value_expr) for x in failed]
         return "GLOBAL_STATE changed: " + "".join(f"{c} " for c in dict.fromkeys(changed))
