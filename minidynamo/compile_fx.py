@@ -19,6 +19,14 @@ Note [One boundary between our fakes and Inductor's]
     recomputes every node's value in that mode. Nothing else crosses: the graph,
     its ops and its partition are ours.
 
+Note [A graph crosses once]
+    In training, the joint graph crosses (its values recomputed in torch's mode) before
+    Inductor's joint-graph passes and our partition; the forward and backward graphs cut
+    from it copy its nodes with their values, so they are torch's already and are not
+    propagated again (torch's, too, carry the values of the joint trace). Only their
+    example inputs may differ: a saved activation in the layout Inductor chose for the
+    forward (graph_compile's Note [Saved activations in the forward's layout]).
+
 Note [Our symbols in Inductor's ShapeEnv]
     A graph over our symbols (``s0`` for a dynamic batch) reaches Inductor once, for
     every size, as torch's does. At the same boundary (:class:`_Symbols`), each
@@ -42,6 +50,19 @@ Note [Inductor's compilers, as _compile_fx_main configures them]
     ``aot_module_simplified``, with our min-cut partitioner; its compilers call
     torch's ``compile_fx_forward`` / ``compile_fx_backward`` as torch's do. The
     compiled code is called boxed (one list it empties), torch's convention.
+
+Note [What a warm cache saves us, and what it saves torch]
+    With ``TORCHINDUCTOR_CACHE_DIR`` filled by an earlier process, Inductor's FX graph
+    cache (``torch/_inductor/codecache.py``: ``FxGraphCache``) serves our forward and
+    backward graphs as it serves torch's: our graphs are the same from one process to
+    the next, so their keys are. torch's ``AOTAutogradCache``
+    (``torch/_functorch/_aot_autograd/autograd_cache.py``) also skips its AOTAutograd,
+    Inductor's joint-graph passes (``partition_fn``) included; ours is not that cache, so
+    a warm compile of ours still traces, carries the joint graph's values into torch's
+    mode (once: Note [A graph crosses once]), runs the joint-graph passes (their pattern
+    registration, ``joint_graph.lazy_init``, is the larger part) and partitions. The rest
+    of a warm compile, ours or torch's, is importing Inductor, probing the CPU's vector
+    ISA and loading the cached kernels.
 
 Note [When Inductor refuses a graph]
     An exception inside Inductor is raised again as ``InductorCompileError`` naming
@@ -145,16 +166,49 @@ def _fake_like(mode: Any, symbols: _Symbols, v: Any) -> Any:
     return symbols.value(v)
 
 
-def _torch_fake_inputs(ti: Any, gm: fx.GraphModule, mode: Any, symbols: _Symbols) -> list[Any]:
-    """Note [One boundary between our fakes and Inductor's]: torch fakes for ``gm``'s inputs, values re-propagated."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    fakes = [_fake_like(mode, symbols, n.meta.get("val")) for n in placeholders]
-    symbols.give_guards()
+def _crossed(gm: fx.GraphModule, mode: Any, env: Any) -> bool:
+    """Every value of ``gm`` is already torch's: a forward or backward cut from a joint graph that crossed."""
     for n in gm.graph.nodes:
-        n.meta.pop("val", None)
-        n.meta.pop("tensor_meta", None)
-    with mode:
-        ti.FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fakes)
+        if n.op == "output":
+            continue
+        if "val" not in n.meta:
+            return False
+        v = n.meta["val"]
+        if n.op == "placeholder":
+            if isinstance(v, torch.Tensor) and getattr(v, "fake_mode", None) is not mode:
+                return False
+            if isinstance(v, torch.SymInt) and v.node.shape_env is not env:
+                return False
+    return True
+
+
+def _torch_fake_inputs(ti: Any, gm: fx.GraphModule, mode: Any, symbols: _Symbols,
+                       example_inputs: list[Any] | None = None) -> list[Any]:
+    """Note [One boundary between our fakes and Inductor's]: torch fakes for ``gm``'s inputs, values re-propagated.
+
+    The graph's values are propagated from its placeholders' values (the strides it was traced
+    with); an example input of other strides (a saved activation in the layout Inductor gave
+    the forward, graph_compile's Note [Saved activations in the forward's layout]) is returned
+    with its own strides, as torch's ``as_strided`` of the example input.
+    """
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if _crossed(gm, mode, symbols.env):  # Note [A graph crosses once]
+        fakes = [n.meta["val"] for n in placeholders]
+        symbols.give_guards()
+    else:
+        fakes = [_fake_like(mode, symbols, n.meta.get("val")) for n in placeholders]
+        symbols.give_guards()
+        for n in gm.graph.nodes:
+            n.meta.pop("val", None)
+            n.meta.pop("tensor_meta", None)
+        with mode:
+            ti.FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fakes)
+    for i, ours in enumerate(example_inputs or ()):
+        if isinstance(ours, torch.Tensor) and isinstance(fakes[i], torch.Tensor):
+            stride = tuple(symbols.value(d) for d in ours.stride())
+            if stride != tuple(fakes[i].stride()):
+                with mode:
+                    fakes[i] = fakes[i].as_strided(fakes[i].shape, stride)
     return fakes
 
 
@@ -230,9 +284,9 @@ def compile_fx(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
         call.output_strides = strides  # graph_compile's Note [Saved activations in the forward's layout]
         return call
 
-    def bw_compiler(bw_gm: fx.GraphModule, _our_inputs: list) -> Callable:
+    def bw_compiler(bw_gm: fx.GraphModule, our_inputs: list) -> Callable:
         try:
-            fakes = _torch_fake_inputs(ti, bw_gm, mode, symbols)
+            fakes = _torch_fake_inputs(ti, bw_gm, mode, symbols, our_inputs)
             with inductor_context(bw_gm):
                 out = ti.compile_fx_backward(bw_gm, fakes, compiler_config_extra=config_extra,
                                              inner_compile=ti.compile_fx_inner)

@@ -162,6 +162,16 @@ def deberta_v2(n_layer: int = 2):
     return _sequence_classifier("DebertaV2Config", "DebertaV2ForSequenceClassification", n_layer)
 
 
+def timm_model(name: str, **kwargs) -> torch.nn.Module:
+    """``timm.create_model(name, pretrained=False, **kwargs)``, seeded, random weights, in train mode
+    (Note [timm without torchvision]); the inductor benchmark's resnet18 row."""
+    _without_broken_torchvision()
+    import timm
+
+    torch.manual_seed(0)
+    return timm.create_model(name, pretrained=False, **kwargs)
+
+
 def resnet10t():
     """timm ``resnet10t`` (BatchNorm), 10 classes, 32x32 images."""
     _without_broken_torchvision()

@@ -92,8 +92,10 @@ def three_ways(make_model, make_args, *, train: bool, calls: int = 1) -> dict:
     base = make_model()
     base.train(train)
     eager = _run(copy.deepcopy(base), make_args, lambda m: m, train=train, calls=calls)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", AOTFallbackWarning)  # no graph of ours may run eagerly
+    # no graph of ours may run eagerly: the warning becomes an error, and suppress_errors=False
+    # lets it reach the test instead of turning the frame eager with a warning of its own
+    with warnings.catch_warnings(), md.config.patch(suppress_errors=False):
+        warnings.simplefilter("error", AOTFallbackWarning)
         ours = _run(copy.deepcopy(base), make_args, lambda m: md.compile(m, backend="inductor"), train=train,
                     calls=calls)
     theirs = _run(copy.deepcopy(base), make_args, lambda m: torch.compile(m, backend="inductor"), train=train,
@@ -179,6 +181,29 @@ def test_conv_batch_norm(train):
     ours = three_ways(ConvBN, lambda: (torch.randn(2, 3, 6, 6),), train=train)
     if train:  # the running statistics were updated, as eager's
         assert not torch.equal(ours["buffers"]["bn.running_mean"], torch.zeros(4))
+
+
+class ConvPoolResidual(torch.nn.Module):
+    """A view of a value the backward computes from channels_last saved activations.
+
+    Inductor's layout optimization makes the convs' outputs channels_last; the backward is
+    compiled for that layout (graph_compile's Note [Saved activations in the forward's
+    layout]), so the residual's gradient (a conv backward plus the tangent) is channels_last
+    there, and the max-pool backward's decomposition views it as ``(N*C, H*W)``: valid for
+    the strides the graph was traced with, which its values keep (resnet18 fell back here).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        p = F.max_pool2d(F.relu(self.c1(x)), 3, 2, 1)
+        return p + self.c2(p)
+
+
+def test_backward_views_channels_last_saved_values():
+    three_ways(ConvPoolResidual, lambda: (torch.randn(2, 3, 8, 8),), train=True)
 
 
 def test_mutated_inputs_and_views():

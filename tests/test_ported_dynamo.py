@@ -514,8 +514,6 @@ def test_compiled_equals_eager(name):
 # ours differs from torch on these, each for the reason given
 COUNT_DIFFERENCES = {
     "user_raise_caught": "torch traces raise/except within the frame; ours runs a frame with a raise eagerly",
-    "recursion_with_break": "torch marks the int n dynamic at the first recompile (automatic dynamic) and counts "
-    "an identity graph; ours specializes n (one more recompile, one graph fewer)",
 }
 
 

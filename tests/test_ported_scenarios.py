@@ -37,8 +37,6 @@ COUNT_DIFFERENCES: dict[str, str] = {
     "the backend no new graph for that call",
     "keyerror_caught_then_key_added": "a frame that raises (a KeyError caught in the frame) runs eagerly in ours; "
     "torch traces it (and is wrong once the key exists: TORCH_WRONG)",
-    "closure_over_a_different_tensor": "a float in a closure cell: torch makes it dynamic at its first change "
-    "(automatic dynamic), ours specializes each value (one graph more)",
     "dicts_keyed_by_dtype_and_enum": "ours breaks on a dict keyed by a dtype or an enum (its keys guard and item "
     "sources are written as literals): the frame runs eagerly; torch traces it (and is wrong when the enum "
     "argument changes: TORCH_WRONG)",

@@ -301,6 +301,23 @@ def torch_min_cut_partition(joint_module, *, num_fwd_outputs, static_lifetime_in
     )
 
 
+def torch_fx_graph_cse(graph):
+    """Oracle: torch's ``fx_graph_cse`` (torch/_functorch/compile_utils.py): a new graph, duplicates merged.
+
+    It writes ``mutation_region_id`` into the meta of ``graph``'s nodes: pass a copy.
+    """
+    from torch._functorch.compile_utils import fx_graph_cse
+
+    return fx_graph_cse(graph)
+
+
+def functorch_config_patch(**changes):
+    """``torch._functorch.config.patch`` (e.g. ``cse=False``): a context manager and decorator."""
+    from torch._functorch import config
+
+    return config.patch(**changes)
+
+
 def torch_min_cut_ban_reasons(joint_module, *, num_fwd_outputs) -> dict[str, str]:
     """Oracle: why torch's min-cut partition may not recompute each node, as torch words it.
 
@@ -579,6 +596,34 @@ def torch_aot_eager_saved(fn, *args) -> list:
     out = torch.compile(fn, backend=backend)(*args)
     out.sum().backward()
     return saved
+
+
+def torch_aot_eager_forward_graphs(fn, *args) -> tuple[list, list, object]:
+    """Oracle: the forward graphs torch's ``aot_eager`` compiles for ``fn(*args)`` (inference or the
+    partition's forward), the class names of the errors its backend raised (torch then falls back), and
+    the output. The backend is ``aot_eager``'s recipe (``aot_autograd`` with no-op compilers)."""
+    import torch._dynamo
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    graphs, errors = [], []
+
+    def fw(gm, _inputs):
+        graphs.append(gm)
+        return make_boxed_func(gm)
+
+    inner = aot_autograd(fw_compiler=fw, bw_compiler=lambda gm, _i: make_boxed_func(gm))
+
+    def backend(gm, example_inputs):
+        try:
+            return inner(gm, example_inputs)
+        except Exception as exc:
+            errors.append(type(getattr(exc, "inner_exception", None) or exc.__cause__ or exc).__name__)
+            raise
+
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend=backend)(*args)
+    return graphs, errors, out
 
 
 def _nbytes(val) -> int:

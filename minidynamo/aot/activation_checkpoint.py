@@ -121,3 +121,6 @@ def is_tag_activation_checkpoint(target: Any) -> bool:
 def is_cond(target: Any) -> bool:
     return target is getattr(torch.ops.higher_order, "cond", None)
 
+
+def is_while_loop(target: Any) -> bool:
+    return target is getattr(torch.ops.higher_order, "while_loop", None)

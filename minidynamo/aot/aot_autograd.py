@@ -51,7 +51,8 @@ import torch.fx as fx
 
 from minidynamo import events
 from minidynamo._torch_private import SUPPORTED_NODES, tree_flatten, tree_unflatten
-from minidynamo.aot.activation_checkpoint import is_cond, is_tag_activation_checkpoint, recompute_region
+from minidynamo.aot.activation_checkpoint import (is_cond, is_tag_activation_checkpoint, is_while_loop,
+                                                  recompute_region)
 from minidynamo.aot.compilers import _boxed_graph, _run_graph  # noqa: F401 - _boxed_graph: importable from here
 from minidynamo.aot.graph_compile import (  # noqa: F401 - importable from here, as before the split
     AOTConfig,
@@ -356,6 +357,10 @@ class _SourceLineInterpreter(fx.Interpreter):
                     from minidynamo.aot.higher_order import run_cond
 
                     return run_cond(*self.fetch_args_kwargs_from_env(n)[0])
+                if n.op == "call_function" and is_while_loop(n.target):  # aot/higher_order.py
+                    from minidynamo.aot.higher_order import run_while_loop
+
+                    return run_while_loop(*self.fetch_args_kwargs_from_env(n)[0])
                 return super().run_node(n)
             except Exception as exc:  # name the user's op in the fallback warning
                 if not hasattr(exc, "_md_aot_node"):

@@ -18,3 +18,8 @@ from __future__ import annotations
 # backward that raises eager's error only when a gradient reaches the stale node
 # (what it would take for AOT to accept what eager accepts).
 compile_mutated_saved_intermediates: bool = False
+
+# Note [Why CSE before the cut] (cse.py): the min-cut partitioner first merges equal
+# nodes of the joint graph. torch's name and default (torch/_functorch/config.py: ``cse``,
+# read by partitioners.py's min_cut_rematerialization_partition); False keeps duplicates.
+cse: bool = True

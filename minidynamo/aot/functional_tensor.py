@@ -227,11 +227,23 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
                                           tuple(self._unwrap(o) for o in operands))
         return tuple(self._wrap_fresh(o) for o in out)
 
+    def _while_loop(self, cond_fn, body_fn, carried, additional):
+        """torch's ``while_loop_func``: the op on the values under the wrappers, outputs wrapped fresh."""
+        for gm in (cond_fn, body_fn):
+            if any(n.op == "call_function" and getattr(n.target, "_schema", None) is not None
+                   and n.target._schema.is_mutable for n in gm.graph.nodes):
+                raise NotImplementedError("a torch.while_loop body that mutates its inputs is not functionalized")
+        out = torch.ops.higher_order.while_loop(cond_fn, body_fn, tuple(self._unwrap(o) for o in carried),
+                                                tuple(self._unwrap(o) for o in additional))
+        return tuple(self._wrap_fresh(o) for o in out)
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
                 return self._cond(*args, **kwargs)
+            if func is torch.ops.higher_order.while_loop:
+                return self._while_loop(*args, **kwargs)
             return NotImplemented
         writes = _written_positions(func)
         mutated = [i for i, _ in writes if i < len(args)]

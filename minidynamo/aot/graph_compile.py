@@ -192,7 +192,7 @@ def _trace_joint(flat_fn: Callable, flat_args: list[Any], meta: Any, fake_mode: 
     return joint
 
 
-def _restride_saved(part: PartitionResult, strides: list | None) -> None:
+def _restride_saved(part: PartitionResult, strides: list | None, bw_inputs: list[Any]) -> None:
     """Note [Saved activations in the forward's layout]
 
     A compiler may choose its own layout for what the forward returns (Inductor's
@@ -200,18 +200,21 @@ def _restride_saved(part: PartitionResult, strides: list | None) -> None:
     compiled after the forward, for the layouts the saved activations really
     have: each backward input whose forward output the compiler reported a stride
     for (``compiled_fw.output_strides``, torch: ``TracingContext.report_output_strides``)
-    gets a fake value of that stride. torch does the same in
-    ``graph_compile._aot_stage2b_bw_compile``. Saved values are matched by name:
-    the partition gives a saved node the same name in both graphs.
+    gets a fake value of that stride, in the example inputs the backward compiler
+    is given (``bw_inputs``); the graph's own values keep the strides they were
+    traced with, so its ops still check as traced (a ``view`` of a saved value is
+    valid for the traced strides, not always for channels_last). torch does the
+    same in ``graph_compile._aot_stage2b_bw_compile`` (``as_strided`` of the
+    example input). Saved values are matched by name: the partition gives a saved
+    node the same name in both graphs.
     """
     if not strides:
         return
     out_node = next(n for n in reversed(part.fw_module.graph.nodes) if n.op == "output")
     position = {a.name: i for i, a in enumerate(out_node.args[0]) if isinstance(a, fx.Node)}
-    for ph in part.bw_module.graph.nodes:
-        if ph.op != "placeholder":
-            continue
-        i, val = position.get(ph.name), ph.meta.get("val")
+    placeholders = [n for n in part.bw_module.graph.nodes if n.op == "placeholder"]
+    for j, ph in enumerate(placeholders):
+        i, val = position.get(ph.name), bw_inputs[j]
         if i is None or i >= len(strides) or strides[i] is None or not isinstance(val, torch.Tensor):
             continue
         stride = tuple(strides[i])
@@ -219,7 +222,7 @@ def _restride_saved(part: PartitionResult, strides: list | None) -> None:
             continue
         size, dtype, device = tuple(val.shape), val.dtype, val.device
         with val.fake_mode:
-            ph.meta["val"] = torch.empty_strided(size, stride, dtype=dtype, device=device)
+            bw_inputs[j] = torch.empty_strided(size, stride, dtype=dtype, device=device)
 
 
 def _symbolic_mode(flat_args: list[Any]) -> Any:
@@ -297,10 +300,11 @@ def aot_dispatch(flat_fn: Callable, flat_args: list[Any], config: AOTConfig, art
         events.emit("aot_graph", which="Backward graph", gm=part.bw_module)
         part.fw_module.meta["fw_metadata"] = meta  # what a compiler may read (torch: TracingContext.fw_metadata)
         compiled_fw = config.fw_compiler(part.fw_module, _example_inputs(part.fw_module))
-        _restride_saved(part, getattr(compiled_fw, "output_strides", None))
+        bw_inputs = _example_inputs(part.bw_module)
+        _restride_saved(part, getattr(compiled_fw, "output_strides", None), bw_inputs)
         bw_compiler = config.bw_compiler or config.fw_compiler
         compiled_bw = (_boxed_graph(part.bw_module) if bw_compiler is _run_graph
-                       else bw_compiler(part.bw_module, _example_inputs(part.bw_module)))
+                       else bw_compiler(part.bw_module, bw_inputs))
         # torch's convention (functorch.compile.make_boxed_func): a compiled backward marked
         # ``_boxed_call`` takes one list, which it empties (Note [The backward frees what it has read]).
         boxed_bw = bw_compiler is _run_graph or getattr(compiled_bw, "_boxed_call", False)

@@ -1,4 +1,4 @@
-"""``torch.cond`` in AOTAutograd: functionalized, in the joint graph, with a backward of its own.
+"""``torch.cond`` and ``torch.while_loop`` in AOTAutograd: functionalized, in the joint graph (cond with a backward).
 
 Place in the pipeline: AOT runs Dynamo's graph (``aot_autograd._SourceLineInterpreter``);
 at a ``cond`` node it calls :func:`run_cond` instead of the operator. The three modes
@@ -8,7 +8,8 @@ AOT stacks (``FunctionalTensorMode`` above ``ProxyTorchDispatchMode`` above
 ``FunctionalTensorMode._cond``, ``ProxyTorchDispatchMode._cond``, ``FakeTensorMode._cond``.
 Mirrors ``torch/_higher_order_ops/cond.py``: ``CondAutogradOp`` (autograd),
 ``cond_func`` (functionalization), ``trace_cond`` (the proxy mode),
-``cond_fake_tensor_mode`` (fake tensors).
+``cond_fake_tensor_mode`` (fake tensors); and ``torch/_higher_order_ops/while_loop.py``
+(``while_loop_tracing``, ``while_loop_fake_tensor_mode``, ``while_loop_func``) for inference.
 
 Note [cond's backward is a cond]
     The forward records ``cond(pred, true_graph_0, false_graph_0, operands)``, each branch
@@ -37,7 +38,7 @@ import torch.fx as fx
 
 from minidynamo._torch_private import AutoDispatchBelowAutograd, disable_current_modes
 
-__all__ = ["run_cond", "CondAutogradOp"]
+__all__ = ["run_cond", "CondAutogradOp", "run_while_loop"]
 
 
 def _cond():
@@ -65,10 +66,27 @@ def _trace_branch(fn: Callable, values: list, name: str) -> fx.GraphModule:
 
     with disable_current_modes():
         mode, fakes = _fresh_fakes(values)
-        gm = make_fx(lambda *a: tuple(fn(*a)), fake_mode=mode, pass_name=None,
+        gm = make_fx(lambda *a: tuple(_run_nested(fn, a)), fake_mode=mode, pass_name=None,
                      placeholder_names=[f"arg{i}_1" for i in range(len(fakes))])(*fakes)
     gm.meta["hop_branch"] = name
     return gm
+
+
+class _NestedLoops(fx.Interpreter):
+    """A Dynamo subgraph run while a branch is traced: a ``while_loop`` inside it goes through
+    :func:`run_while_loop`, so its own subgraphs are traced to ATen ops too (torch: ``reenter_make_fx``)."""
+
+    def run_node(self, n: fx.Node) -> Any:
+        if n.op == "call_function" and n.target is getattr(torch.ops.higher_order, "while_loop", None):
+            return run_while_loop(*self.fetch_args_kwargs_from_env(n)[0])
+        return super().run_node(n)
+
+
+def _run_nested(fn: Callable, args: tuple) -> Any:
+    if isinstance(fn, fx.GraphModule) and any(
+            n.target is getattr(torch.ops.higher_order, "while_loop", None) for n in fn.graph.nodes):
+        return _NestedLoops(fn).run(*args)
+    return fn(*args)
 
 
 def _vjp(branch: fx.GraphModule, num_operands: int) -> Callable:
@@ -134,3 +152,57 @@ def run_cond(pred, true_gm: fx.GraphModule, false_gm: fx.GraphModule, operands: 
 
     _Op.backward = staticmethod(backward)
     return tuple(_Op.apply(pred, fw_true, fw_false, bw_true, bw_false, *operands))
+
+
+def _trace_cond_fn(fn: Callable, values: list) -> fx.GraphModule:
+    """``cond_fn`` to ATen ops; its graph returns the boolean itself, as torch's ``while_loop_cond_graph_0``."""
+    gm = _trace_branch(lambda *a: (fn(*a),), values, "cond_fn")
+    out = gm.graph.find_nodes(op="output")[0]
+    out.args = (out.args[0][0],)
+    gm.recompile()
+    return gm
+
+
+_FAKE_RULE: list = []
+
+
+def _register_fake_rule() -> None:
+    """Our FakeTensorMode's rule for ``while_loop``, registered the way torch registers its own
+    (``@while_loop_op.py_impl(FakeTensorMode)`` in torch/_higher_order_ops/while_loop.py): the operator
+    calls it, with the mode popped, when our mode is the one on top."""
+    from minidynamo.fake import FakeTensorMode
+
+    if not _FAKE_RULE:
+        torch.ops.higher_order.while_loop.py_impl(FakeTensorMode)(
+            lambda mode, *args, **kwargs: mode._while_loop(*args, **kwargs))
+        _FAKE_RULE.append(True)
+
+
+def run_while_loop(cond_gm: fx.GraphModule, body_gm: fx.GraphModule, carried: tuple, additional: tuple) -> tuple:
+    """Dynamo's ``while_loop`` node, run by AOT for inference: its two subgraphs traced to ATen ops.
+
+    Note [while_loop has no backward here]
+        torch 2.13 has ``WhileLoopAutogradOp`` (torch/_higher_order_ops/while_loop.py): the forward
+        stacks every iteration's carries, the backward is one more ``while_loop`` that walks them
+        in reverse, reading its index with ``.item()``. Under ``aot_eager`` with the default
+        ``capture_scalar_outputs=False`` that ``.item()`` raises ``DataDependentOutputException``
+        while tracing the joint graph: torch's backend fails, Dynamo falls back and the loop runs
+        eagerly. Ours refuses the same programs (an input that needs a gradient, grad mode on) and
+        runs Dynamo's graph eagerly (Note [AOT failures run the graph eagerly]). With
+        ``capture_scalar_outputs=True`` torch compiles the backward; ours still runs it eagerly.
+    """
+    carried, additional = tuple(carried), tuple(additional)
+    operands = list(carried) + list(additional)
+    if not all(isinstance(o, torch.Tensor) for o in operands):
+        raise NotImplementedError("torch.while_loop with an int carry: torch's AOTAutograd traces it as an unbacked "
+                                  "symbol; minidynamo's traces tensor carries only (the graph runs eagerly)")
+    if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) and o.requires_grad for o in operands):
+        raise NotImplementedError(
+            "torch.while_loop with an input that requires grad: its backward reads the loop count with .item(); "
+            "torch 2.13's aot_eager fails there too (DataDependentOutputException: aten._local_scalar_dense) "
+            "unless capture_scalar_outputs=True (Note [while_loop has no backward here])")
+    _register_fake_rule()
+    cond_aten = _trace_cond_fn(cond_gm, operands)
+    body_aten = _trace_branch(body_gm, operands, "body_fn")
+    with AutoDispatchBelowAutograd():
+        return tuple(torch.ops.higher_order.while_loop(cond_aten, body_aten, carried, additional))

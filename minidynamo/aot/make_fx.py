@@ -210,11 +210,35 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.num_ops += 1
         return out
 
+    def _while_loop(self, cond_fn, body_fn, carried, additional):
+        """torch's ``while_loop_tracing`` (torch/_higher_order_ops/while_loop.py): the subgraphs become
+        ``while_loop_cond_graph_0`` / ``while_loop_body_graph_0``, the call one node; the subgraphs
+        arrive traced to ATen ops (aot/higher_order.py: ``run_while_loop``)."""
+        tracer = self.tracer
+        i = 0
+        while hasattr(tracer.root, f"while_loop_cond_graph_{i}"):
+            i += 1
+        setattr(tracer.root, f"while_loop_cond_graph_{i}", cond_fn)
+        setattr(tracer.root, f"while_loop_body_graph_{i}", body_fn)
+        c = tracer.graph.get_attr(f"while_loop_cond_graph_{i}")
+        b = tracer.graph.get_attr(f"while_loop_body_graph_{i}")
+        node = tracer.graph.call_function(
+            torch.ops.higher_order.while_loop,
+            (c, b, tuple(tracer.to_arg(o) for o in carried), tuple(tracer.to_arg(o) for o in additional)))
+        out = tuple(torch.ops.higher_order.while_loop(cond_fn, body_fn, tuple(carried), tuple(additional)))
+        node.meta["val"] = out
+        for j, o in enumerate(out):
+            tracer.track(o, tracer.graph.call_function(operator.getitem, (node, j)))
+        self.num_ops += 1
+        return out
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
                 return self._cond(*args, **kwargs)
+            if func is torch.ops.higher_order.while_loop:
+                return self._while_loop(*args, **kwargs)
             return NotImplemented
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded

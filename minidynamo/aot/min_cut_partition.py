@@ -19,6 +19,8 @@ Note [Saving as a minimum cut]
     set of values to save: everything between that cut and the backward is
     recomputed. torch solves it with networkx; ours with ``max_flow.minimum_cut``
     (Dinic's algorithm), which cuts the same edges (Note [Which minimum cut]).
+    Before building it, equal nodes of the joint graph are merged, as torch's
+    ``fx_graph_cse`` does (cse.py, Note [Why CSE before the cut]).
 
 Note [What may be recomputed]
     torch's rules, as ours: an op is recomputable only if it is on an allowlist
@@ -48,7 +50,9 @@ import torch
 import torch.fx as fx
 
 from minidynamo._torch_private import OpOverload, lazy_graph_module
+import minidynamo.aot.config as aot_config
 from minidynamo.aot.activation_checkpoint import cleanup_recompute_tags, must_recompute, policy
+from minidynamo.aot.cse import fx_graph_cse
 from minidynamo.aot.max_flow import FlowGraph, minimum_cut
 from minidynamo.aot.sym_tracing import hint
 from minidynamo.aot.partitioners import (
@@ -304,6 +308,8 @@ def min_cut_rematerialization_partition(joint_module: fx.GraphModule, *, num_fwd
     """
     graph = joint_module.graph
     graph.eliminate_dead_code()
+    if aot_config.cse:  # Note [Why CSE before the cut] (cse.py), as torch's partitioner
+        fx_graph_cse(graph)
     cleanup_recompute_tags(graph)
     info, fwd_outputs, bwd_outputs = _classify_nodes(graph, num_fwd_outputs)
     if not info.required_bw:

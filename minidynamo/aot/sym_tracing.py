@@ -198,11 +198,9 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
 
     Tensors whose Dynamo fake has static sizes stay real (every AOT pass converts
     them in the same mode, aliasing kept); a symbolic one becomes a fresh fake of
-    that mode with the same SymInt sizes (contiguous: Dynamo only makes those
-    symbolic). The same Dynamo fake twice gives the same new fake.
+    that mode with the same SymInt sizes, strides and storage offset. The same Dynamo fake twice gives the same new fake.
     """
     from minidynamo.fake import FakeTensor, FakeTensorMode
-    from minidynamo.shapes.symbolic_shapes import contiguous_strides
     from minidynamo._torch_private import DisableTorchDispatch
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -228,9 +226,14 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
             if id(v) not in made:
                 if tuple(hint(s) for s in v.shape) != tuple(real.shape):
                     raise RuntimeError(f"placeholder {n.name}: fake sizes {tuple(v.shape)} do not match {tuple(real.shape)}")
-                sizes = list(v.shape)
+                sizes, strides, offset = list(v.shape), list(v.stride()), v.storage_offset()
                 with DisableTorchDispatch(), torch.no_grad(), torch.inference_mode(False):
-                    elem = torch.empty_strided(sizes, contiguous_strides(sizes), dtype=real.dtype, device="meta")
+                    # Dynamo's strides and offset (a non-contiguous input's may be symbols: Note [A symbolic fake])
+                    elem = torch.empty_strided(sizes, strides, dtype=real.dtype, device="meta")
+                    if not (isinstance(offset, int) and offset == 0):
+                        extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+                        elem = torch.empty((offset + extent,), dtype=real.dtype, device="meta")
+                        elem.as_strided_(sizes, strides, offset)
                 fake = FakeTensor(mode, elem, real.device, requires_grad=real.requires_grad)
                 if real.requires_grad and not real.is_leaf:
                     with mode._quiet(), mode, torch.enable_grad():

@@ -48,7 +48,8 @@ The modules: ``bench/workloads.py`` (what is compiled), ``bench/measure.py`` (on
 what it times, and the processes it runs in), ``bench/stats.py`` (medians and intervals),
 ``bench/report.py`` (table, regressions, plot), ``bench/imports.py`` (the import-time
 breakdown), ``bench/dynamic.py`` (the dynamic-shape row), ``bench/guards.py`` (the guard-check
-rows of the table: ``--only guards``), ``bench/frame_hook.py``
+rows of the table: ``--only guards``), ``bench/checkpoint.py`` (checkpointing's saved tensors and a
+cond compile: ``--only checkpoint``), ``bench/frame_hook.py``
 (``--frame-hook``); this one is the driver and the command line.
 """
 
@@ -220,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", metavar="PATH", help="save a matplotlib figure")
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few rounds (for tests)")
     parser.add_argument("--only", "--workloads", dest="only", metavar="NAMES",
-                        help=f"comma-separated subset of {','.join(WORKLOADS)} (and dynamic_shapes, guards: "
-                             "the dynamic-shape row, the guard-check rows)")
+                        help=f"comma-separated subset of {','.join(WORKLOADS)} (and dynamic_shapes, guards, "
+                             "checkpoint: the dynamic-shape row, the guard-check rows, the checkpointing rows)")
     parser.add_argument("--no-scaling", action="store_true", help="skip the chain-length curve")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start measurements")
     parser.add_argument("--repeats", type=int, default=None, metavar="N",
@@ -260,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     workloads = tuple(args.only.split(",")) if args.only else WORKLOADS
     dynamic_row = not args.only or "dynamic_shapes" in workloads  # bench/dynamic.py: 20 batch sizes
     guard_rows = not args.only or "guards" in workloads  # bench/guards.py: 1, 10, 100 inputs, 200 parameters
-    workloads = tuple(w for w in workloads if w not in ("dynamic_shapes", "guards"))
+    checkpoint_rows = not args.only or "checkpoint" in workloads  # bench/checkpoint.py: saved tensors, cond
+    workloads = tuple(w for w in workloads if w not in ("dynamic_shapes", "guards", "checkpoint"))
     unknown = [w for w in workloads if w not in _BUILDERS]
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
@@ -283,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
 
         report["dynamic_shapes"] = bench_dynamic.run(args.quick)
         print(bench_dynamic.format_report(report["dynamic_shapes"]))
+    if checkpoint_rows:
+        from minidynamo.bench import checkpoint as bench_checkpoint
+
+        report["checkpoint"] = bench_checkpoint.run(args.quick)
+        print(bench_checkpoint.format_report(report["checkpoint"]))
     if "_imports" in report:
         print(format_imports(report["_imports"]))
     compare = args.compare or (PREVIOUS if os.path.exists(PREVIOUS) else None)

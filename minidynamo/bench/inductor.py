@@ -11,8 +11,14 @@ Per workload, in training (forward and backward) with ``torch.set_num_threads(1)
 - numerics: ours against eager and against torch's Inductor, outputs and gradients
   (``bitwise``, ``fp32`` within rtol 1e-4 / atol 1e-5, or ``differs``).
 
-Workloads: an MLP classifier, a 2-layer transformer encoder, a small conv net with batch norm.
-Nothing here asserts a time; ``--quick`` runs one small workload with few rounds.
+- graphs: what each Dynamo compiled in the first step (graphs, graph breaks, frames or graphs
+  that ran eagerly instead), so a fallback is printed as it is, not hidden in a ratio.
+
+Workloads: an MLP classifier, a 2-layer transformer encoder (``nn.TransformerEncoder``), a small
+conv net with batch norm, and timm's resnet18 (random weights, 2 images of 64x64, no downloads;
+minidynamo/zoo.py, Note [timm without torchvision]). Nothing here asserts a time; ``--quick``
+runs one small workload with few rounds. No test runs these rows (each costs minutes of C++
+builds); tests/test_inductor_backend.py checks the backend itself on small programs.
 
     python -m minidynamo.bench --backend inductor [--quick] [--only NAMES] [--json PATH]
 """
@@ -45,16 +51,60 @@ def _workload(name: str):
                                     torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.AdaptiveAvgPool2d(1),
                                     torch.nn.Flatten(), torch.nn.Linear(16, 10))
         return model, (torch.randn(4, 3, 32, 32),)
-    raise ValueError(f"unknown workload {name!r}; known: mlp, encoder, convnet")
+    if name == "resnet18":
+        from minidynamo.zoo import timm_model
+
+        model = timm_model("resnet18", num_classes=10)
+        torch.manual_seed(0)
+        return model, (torch.randn(2, 3, 64, 64),)
+    raise ValueError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
 
 
-WORKLOADS = ("mlp", "encoder", "convnet")
+WORKLOADS = ("mlp", "encoder", "convnet", "resnet18")
+
+
+def _graphs_figure(system: str, caught: list) -> str:
+    """``graphs/breaks/eager``: graphs compiled, graph breaks, frames or graphs run eagerly instead."""
+    if system == "ours":
+        from minidynamo.aot.aot_autograd import AOTFallbackWarning
+        from minidynamo.symbolic import counters
+
+        aot_eager = sum(1 for w in caught if issubclass(w.category, AOTFallbackWarning))
+        return f"{counters['graphs']}/{counters['graph_breaks']}/{counters['eager_fallbacks'] + aot_eager}"
+    from minidynamo._torch_private import dynamo_counters
+
+    c = dynamo_counters()  # torch raises instead of running a frame eagerly (suppress_errors=False): no third figure
+    return f"{c['stats']['unique_graphs']}/{sum(c['graph_break'].values())}/-"
 
 
 def _step(fn, args):
     out = fn(*args)
     out.sum().backward()
     return out
+
+
+def _print_break_reasons(name: str, model, args) -> None:
+    """Why our Dynamo broke the graph or ran a frame eagerly: a second, untimed trace (backend
+    ``eager``) that listens to the ``graph_break`` events; each reason's first line, once."""
+    import warnings
+
+    import minidynamo as md
+    from minidynamo import events
+
+    reasons: dict[str, int] = {}
+
+    def on(event) -> None:
+        if event.kind == "graph_break":
+            reason = str(event.details.get("reason", "")).strip().splitlines()
+            key = reason[0] if reason else "?"
+            reasons[key] = reasons.get(key, 0) + 1
+
+    md.reset()
+    with events.subscribe(on), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md.compile(model, backend="eager")(*args)
+    for reason, count in reasons.items():
+        print(f"{name} (ours) graph break x{count}: {reason[:200]}", file=sys.stderr)
 
 
 def worker(name: str, system: str, out_path: str, rounds: int) -> None:
@@ -66,15 +116,23 @@ def worker(name: str, system: str, out_path: str, rounds: int) -> None:
     torch.set_num_threads(1)
     model, args = _workload(name)
     eager_model = copy.deepcopy(model)
-    start = time.perf_counter()
-    if system == "ours":
-        import minidynamo as md
+    import warnings
 
-        compiled = md.compile(model, backend="inductor")
-    else:
-        compiled = torch.compile(model, backend="inductor")
-    out = _step(compiled, args)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if system == "ours":
+            import minidynamo as md
+
+            compiled = md.compile(model, backend="inductor")
+        else:
+            compiled = torch.compile(model, backend="inductor")
+        out = _step(compiled, args)
     compile_s = time.perf_counter() - start
+    graphs = _graphs_figure(system, caught)
+    for w in caught:  # a fallback is printed as it is (its first line), beside the row
+        if "eager" in str(w.message) or "Fallback" in w.category.__name__:
+            print(f"{name} ({system}): {w.category.__name__}: {str(w.message).splitlines()[0]}", file=sys.stderr)
     grads = [p.grad.clone() for p in model.parameters()]
     ratios = []
     for _ in range(rounds):
@@ -85,9 +143,12 @@ def worker(name: str, system: str, out_path: str, rounds: int) -> None:
         t2 = time.perf_counter()
         ratios.append((t2 - t1) / (t1 - t0))
     ratios.sort()
+    if system == "ours" and graphs.split("/")[1:] != ["0", "0"]:
+        _print_break_reasons(name, copy.deepcopy(eager_model), args)
     torch.save({"out": out.detach(), "grads": grads}, out_path + ".pt")
     with open(out_path, "w") as f:
-        json.dump({"compile_s": compile_s, "per_call_ratio": ratios[len(ratios) // 2] if ratios else None}, f)
+        json.dump({"compile_s": compile_s, "per_call_ratio": ratios[len(ratios) // 2] if ratios else None,
+                   "graphs": graphs}, f)
 
 
 def _run_worker(name: str, system: str, cache_dir: str, tmp: str, rounds: int) -> dict:
@@ -130,7 +191,7 @@ def measure(name: str, rounds: int) -> dict:
             cold = _run_worker(name, system, cache, tmp, 0)
             warm = _run_worker(name, system, cache, tmp, rounds)
             row[system] = {"cold_compile_s": cold["compile_s"], "warm_cache_compile_s": warm["compile_s"],
-                           "per_call_vs_eager": warm["per_call_ratio"]}
+                           "per_call_vs_eager": warm["per_call_ratio"], "graphs": cold["graphs"]}
             row[system + "_results"] = torch.load(warm["results"])
     eager = _eager_results(name)
     ours_r, torch_r = row.pop("ours_results"), row.pop("torch_results")
@@ -143,14 +204,16 @@ def measure(name: str, rounds: int) -> dict:
 
 def _print(rows: list[dict]) -> None:
     head = (f"{'workload':10s} {'per call/eager':>22s} {'ours/torch':>10s} {'cold compile s':>18s} "
-            f"{'warm-cache s':>16s}  numerics (eager, torch's inductor)")
+            f"{'warm-cache s':>16s} {'graphs/breaks/eager':>20s}  numerics (eager, torch's inductor)")
     print(head)
-    print(f"{'':10s} {'ours':>10s} {'torch':>11s} {'':>10s} {'ours':>8s} {'torch':>9s} {'ours':>7s} {'torch':>8s}")
+    print(f"{'':10s} {'ours':>10s} {'torch':>11s} {'':>10s} {'ours':>8s} {'torch':>9s} {'ours':>7s} {'torch':>8s} "
+          f"{'ours':>9s} {'torch':>10s}")
     for r in rows:
         o, t = r["ours"], r["torch"]
         print(f"{r['workload']:10s} {o['per_call_vs_eager']:10.2f} {t['per_call_vs_eager']:11.2f} "
               f"{r['per_call_ours_over_torch']:10.2f} {o['cold_compile_s']:8.1f} {t['cold_compile_s']:9.1f} "
-              f"{o['warm_cache_compile_s']:7.1f} {t['warm_cache_compile_s']:8.1f}  "
+              f"{o['warm_cache_compile_s']:7.1f} {t['warm_cache_compile_s']:8.1f} "
+              f"{o.get('graphs', '-'):>9s} {t.get('graphs', '-'):>10s}  "
               f"{r['numerics_vs_eager']}, {r['numerics_vs_torch_inductor']}")
 
 

@@ -49,9 +49,27 @@ __all__ = ["FakeTensorConverter"]
 
 
 def can_be_dynamic(t: torch.Tensor) -> bool:
-    """A dense contiguous tensor owning its whole storage (Note [A symbolic fake])."""
-    return (not t._is_view() and t.is_contiguous() and t.storage_offset() == 0
-            and t.untyped_storage().nbytes() == t.numel() * t.element_size())
+    """A strided tensor, contiguous or not, a view or not (Note [A symbolic fake]).
+
+    Not: a tensor with autograd history whose layout a ``clone`` would not keep (the
+    fake gets its history by a clone: ``x[:, ::2]`` or ``x[1:]`` of a leaf that requires grad).
+    """
+    if t.layout != torch.strided or t.is_sparse or t.is_quantized or t.is_nested:
+        return False
+    if t.requires_grad and not t.is_leaf and (t.storage_offset() != 0 or not _dense(t)):
+        return False
+    return True
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense (``x.t()``, a permute): a ``clone`` keeps its strides."""
+    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1)
+    expected = 1
+    for st, sz in dims:
+        if st != expected:
+            return False
+        expected *= sz
+    return True
 
 
 class FakeTensorConverter:
@@ -145,19 +163,25 @@ class FakeTensorConverter:
         return fake
 
     def _convert_symbolic(self, mode, t: torch.Tensor, device, dynamic_dims, source: str) -> FakeTensor:
-        """Note [A symbolic fake]: sizes from the ShapeEnv (SymInts over s0, s1...), contiguous strides.
+        """Note [A symbolic fake]: sizes, strides and storage offset from the ShapeEnv (SymInts over s0, s1...).
 
         As torch's ``ShapeEnv.create_symbolic_sizes_strides_storage_offset`` followed by
         ``empty_strided`` on meta: the storage is the meta tensor's own (its byte size an
-        expression too). Only a contiguous tensor that owns its whole storage becomes
-        symbolic (``can_be_dynamic``), so no aliasing with another input is lost.
+        expression too). A stride is an expression of the sizes where the layout allows
+        (``x.t()``: ``(1, s0)``), else a symbol of its own (``x[:, ::2]``'s step), as torch's
+        ``_compute_symbolic_stride``; a storage offset of 2 or more is a symbol too. The
+        fake owns its storage, so it is not a view of another input: the symbolic layer
+        keeps inputs that share a storage static (``dynamic_shapes.dynamic_dims_for``).
         """
-        from minidynamo.shapes.symbolic_shapes import contiguous_strides
-
-        sizes = mode.shape_env.symbolic_sizes(t, source, dynamic_dims if isinstance(dynamic_dims, dict)
-                                              else set(dynamic_dims))
+        env = mode.shape_env
+        sizes = env.symbolic_sizes(t, source, dynamic_dims if isinstance(dynamic_dims, dict) else set(dynamic_dims))
+        strides, offset = env.symbolic_strides_and_offset(t, source, sizes)
         with DisableTorchDispatch(), torch.no_grad(), torch.inference_mode(False):
-            elem = torch.empty_strided(sizes, contiguous_strides(sizes), dtype=t.dtype, device="meta")
+            elem = torch.empty_strided(sizes, strides, dtype=t.dtype, device="meta")
+            if not (isinstance(offset, int) and offset == 0):
+                extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+                elem = torch.empty((offset + extent,), dtype=t.dtype, device="meta")
+                elem.as_strided_(sizes, strides, offset)
         fake = FakeTensor(mode, elem, device, requires_grad=t.requires_grad)
         if t.requires_grad and not t.is_leaf:
             with mode._quiet(), mode, torch.enable_grad():

@@ -50,6 +50,7 @@ from minidynamo.fake.fake_tensor import (
     FakeTensorError,
     MixedFakeTensorError,
     UnsupportedOperatorError,
+    _METADATA_AS_INTS,
     _flat_tensors,
     _map_tensors,
 )
@@ -164,9 +165,18 @@ class FakeTensorMode(TorchDispatchMode):
         with self:
             return tuple(o.clone() for o in true_fn(*operands))
 
+    def _while_loop(self, cond_fn, body_fn, carried, additional):
+        """torch's ``while_loop_fake_tensor_mode``: the body run once on the fakes, its outputs fresh;
+        Dynamo checked that they match the carries. Registered as torch registers its own rule,
+        ``while_loop.py_impl(FakeTensorMode)`` (aot/higher_order.py, on first use)."""
+        with self:
+            return tuple(o.clone() for o in body_fn(*carried, *additional))
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is _PRIM_DEVICE:
             return self._device_of(args[0])
+        if func in _METADATA_AS_INTS:  # torch's _DISPATCH_META_HANDLERS (fake_tensor.py)
+            return _METADATA_AS_INTS[func](args[0])
         if isinstance(func, HigherOrderOperator):
             if func is torch.ops.higher_order.cond:
                 return self._cond(*args, **(kwargs or {}))

@@ -122,6 +122,13 @@ def _map_tensors(fn, x):
 # --- the tensor -----------------------------------------------------------------
 
 
+_METADATA_AS_INTS = {  # torch/_subclasses/fake_tensor.py: _DISPATCH_META_HANDLERS
+    torch.ops.aten.size.default: lambda t: tuple(int(s) for s in t.size()),
+    torch.ops.aten.stride.default: lambda t: tuple(int(s) for s in t.stride()),
+    torch.ops.aten.storage_offset.default: lambda t: int(t.storage_offset()),
+}
+
+
 class FakeTensor(torch.Tensor):
     """A tensor with sizes, strides, dtype and a claimed device, and no data.
 
@@ -159,6 +166,8 @@ class FakeTensor(torch.Tensor):
         # .device on a FakeTensor is asked here (dispatch_device=True), even in-kernel.
         if func is torch.ops.prim.device.default:
             return args[0].fake_mode._device_of(args[0])
+        if func in _METADATA_AS_INTS:  # a C++ kernel asking sizes() of a symbolic fake: torch's
+            return _METADATA_AS_INTS[func](args[0])  # _DISPATCH_META_HANDLERS, each symbol fixed (a guard)
         # No FakeTensorMode active (an op on fakes outside `with mode:`, or a mode
         # stacked above ours already popped itself): enter the fakes' own mode.
         modes = {t.fake_mode for t in _flat_tensors(args, kwargs or {}) if isinstance(t, FakeTensor)}

@@ -13,8 +13,8 @@ Mirrors ``torch/fx/experimental/symbolic_shapes.py`` (``ShapeEnv``: ``create_sym
 ``evaluate_expr``, ``produce_guards``; 8000 lines) and ``torch/fx/experimental/sym_node.py``
 (``SymNode``). Unbacked symbols (``u0``: Note [An unbacked symbol has no value]) have a range
 ``[lo, hi]`` and the facts ``torch._check`` states. Ours drops value ranges of backed symbols
-beyond ``>= 2`` for sizes and a lower bound for int inputs (from their guards), symbolic strides and storage
-offsets (a dynamic input is contiguous), symbolic floats beyond ``sqrt``/``floor``,
+beyond ``>= 2`` for sizes and a lower bound for int inputs (from their guards), symbolic
+floats beyond comparisons, ``sqrt``/``floor`` and ``int`` (float inputs: Note [A float input becomes a symbol]),
 and the guard-simplification machinery beyond substitution (``replacements``) and
 questions the recorded guards already decide. The sympy functions and the printer
 live in ``sym_functions.py``, ``SymNode`` in ``sym_node.py`` (re-exported here).
@@ -153,6 +153,7 @@ class ShapeEnv:
     divisible: dict = field(default_factory=dict)  # symbol -> k, after the guard Eq(Mod(s, k), 0)
     int_symbols: set = field(default_factory=set)  # symbols of int inputs: any int (Note [An int input ...])
     int_lower: dict = field(default_factory=dict)  # int symbol -> lower bound, after a guard s >= c
+    float_symbols: set = field(default_factory=set)  # symbols of float inputs (Note [A float input ...])
     # unbacked symbols (Note [An unbacked symbol has no value])
     unbacked: list = field(default_factory=list)  # u0, u1, ..., zuf0 in the order made
     var_to_range: dict = field(default_factory=dict)  # unbacked symbol -> [lo, hi] (None: unbounded)
@@ -261,6 +262,22 @@ class ShapeEnv:
         events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
         return sym
 
+    def create_float_symbol(self, val: float, source: str) -> sympy.Symbol:
+        """Note [A float input becomes a symbol]
+
+        A float argument lifted to a graph input (``dynamic_shapes.float_input``) is read
+        in the graph as ``.item()`` of a 0-d float64 tensor, whose value is this backed
+        symbol (torch's ``create_unspecified_symbol`` of ``SymT.FLOAT``, named ``zf0``,
+        ``zf1``...). Its range is every float: no ``>= 2`` guard, no 0/1 specialization,
+        and a decision on it (``scale > 1``) is a guard over the argument (``L['scale'] > 1``).
+        """
+        sym = sympy.Symbol(f"zf{len(self.float_symbols)}", real=True)
+        self.var_to_val[sym] = val
+        self.var_to_sources[sym] = [source]
+        self.float_symbols.add(sym)
+        events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
+        return sym
+
     def create_symint(self, expr, hint: int):
         """A ``torch.SymInt`` over ``expr`` (a plain int when ``expr`` is a number)."""
         expr = _sympify(expr)
@@ -292,7 +309,8 @@ class ShapeEnv:
                 return None
         shifted = {s: sympy.Symbol(f"_t_{s.name}", integer=True, positive=True) * self.divisible[s]
                    if use_guards and s in self.divisible else sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + 2
-                   for s in expr.free_symbols if s not in self.int_symbols and s not in self.var_to_range}
+                   for s in expr.free_symbols
+                   if s not in self.int_symbols and s not in self.float_symbols and s not in self.var_to_range}
         shifted.update({s: sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + self.int_lower[s]
                         for s in expr.free_symbols if use_guards and s in self.int_lower})
         for s in expr.free_symbols & set(self.var_to_range):  # unbacked: from its range (Note [An unbacked ...])
@@ -338,11 +356,12 @@ class ShapeEnv:
             if value and isinstance(expr, sympy.Eq):
                 self._unify(expr)
             return value
-        # an int needed as a Python int (range(n), a Python list of that length): the symbol is fixed
-        value = int(hint)
+        # an int needed as a Python int (range(n), a Python list of that length): the symbol is fixed;
+        # a float needed as a Python float (Note [A float input becomes a symbol]) the same way
+        value = float(hint) if expr.free_symbols & self.float_symbols and not expr.is_integer else int(hint)
         self._record(sympy.Eq(expr, value), why)
         if isinstance(expr, sympy.Symbol):
-            self.replacements[expr] = sympy.Integer(value)
+            self.replacements[expr] = sympy.Integer(value) if type(value) is int else sympy.Float(value)
         return value
 
     def _implied(self, expr: sympy.Basic) -> Optional[bool]:
@@ -399,7 +418,7 @@ class ShapeEnv:
         """After ``Eq(s1, s0)`` held, write ``s1`` as ``s0`` from now on (Note [Duck sizing])."""
         lhs, rhs = eq.lhs, eq.rhs
         if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
-            new, old = sorted((lhs, rhs), key=lambda s: int(s.name[1:]))
+            new, old = sorted((lhs, rhs), key=lambda s: (len(s.name), s.name))  # s2 before s10, s0 before zf0
             self.replacements[old] = new
         elif isinstance(lhs, sympy.Symbol) and not rhs.has(lhs):
             self.replacements[lhs] = rhs
@@ -421,7 +440,7 @@ class ShapeEnv:
         names = self.source_names()
         out: list[tuple[str, str]] = []
         for sym, sources in self.var_to_sources.items():
-            if sym in self.replacements or sym in self.int_symbols:
+            if sym in self.replacements or sym in self.int_symbols or sym in self.float_symbols:
                 continue
             out.append((f"{sources[0]} >= 2", f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"))
         for source, first in self.duck_guards:
@@ -444,6 +463,41 @@ class ShapeEnv:
         return "\n".join(f"{e}   # {why}" for e, why in self.produce_guards())
 
     # -- symbolic meta tensors -------------------------------------------------------------
+    def symbolic_strides_and_offset(self, t: torch.Tensor, source: str, sizes: list) -> tuple[list, Any]:
+        """The strides and storage offset of ``t``'s symbolic fake, as torch's ``_compute_symbolic_stride``.
+
+        Strides are visited smallest first. A stride of 0 or 1 stays itself (unless it
+        is also the product of the next dim's size and stride); a stride equal to an
+        earlier dim's ``size * stride`` is that expression (``x.t()``: ``(1, s0)``); any
+        other becomes a DUCK symbol of its own, read from ``L['x'].stride()[i]``, once
+        some size of ``t`` is symbolic. The storage offset is a DUCK symbol
+        (``L['x'].storage_offset()``) when some size is, with 0/1 specialization.
+        """
+        ex_size, ex_stride = [int(s) for s in t.shape], [int(s) for s in t.stride()]
+        size_exprs = [s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(s) for s in sizes]
+        static = not any(isinstance(s, torch.SymInt) for s in sizes)
+        n = len(ex_size)
+        strides: list = [None] * n
+        candidates: dict = {}
+        for val, neg_i in sorted((v, -i) for i, v in enumerate(ex_stride)):
+            i = -neg_i
+            contiguous = i != n - 1 and ex_stride[i] == ex_size[i + 1] * ex_stride[i + 1]
+            if val in (0, 1) and not contiguous:
+                out = sympy.Integer(val)
+            elif val in candidates:
+                out = candidates[val]
+            elif static:
+                out = sympy.Integer(val)
+            else:
+                out = _sympify(self.create_symbol(val, f"{source}.stride()[{i}]", duck=True))
+            strides[i] = out
+            candidates[ex_size[i] * val] = size_exprs[i] * out
+        ex_offset = int(t.storage_offset())
+        offset = ex_offset if static else self.create_symbol(ex_offset, f"{source}.storage_offset()", duck=True)
+        return ([self.create_symint(e, v) for e, v in zip(strides, ex_stride)],
+                self.create_symint(offset, ex_offset))
+
+
     def symbolic_sizes(self, t: torch.Tensor, source: str, dynamic_dims) -> list:
         """Sizes of ``t`` with the dims in ``dynamic_dims`` symbolic (SymInts), the rest ints."""
         sizes = []

@@ -24,7 +24,8 @@ from minidynamo.bytecode import call_target
 from . import counters
 from .codegen import PyCodegen, assemble, graph_args
 from .dynamic_shapes import install_shape_guards
-from .exc import EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Unsupported, unimplemented, warn_internal
+from .exc import (EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, TensorifyScalarRestartAnalysis,
+                  Unsupported, unimplemented, warn_internal)
 from .guard_codegen import CheckFunction
 from .guards import Guard
 from .output_graph import OutputGraph
@@ -115,6 +116,8 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
                 entry = finish(tx, frame, config)
                 entry.check.note_values(L, frame.f_globals, frame.code)  # what its guard tree prints
                 return entry
+            except TensorifyScalarRestartAnalysis:  # Note [Tensorify before AOT] (dynamic_shapes.py)
+                continue
             except Unsupported as e:  # a value at the break cannot be rebuilt
                 explanation = explain_unsupported(tx, e)
                 at_break = tx.result[-1] if tx.result and isinstance(tx.result[-1], GraphBreak) else None

@@ -35,7 +35,7 @@ from .source import AttrSource, SizeSource, Source
 
 __all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for",
            "install_shape_guards", "automatic_dynamic_changes",
-           "int_input"]
+           "int_input", "float_input"]
 
 _TRACED_DYNAMIC, _STATIC_NOW = "___traced_dynamic", "___static"  # frame_state flags, not sources
 _DYNAMIC = "_minidynamo_dynamic_dims"
@@ -152,10 +152,11 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     if not wanted:
         return ()
     env = shape_env_of(output)
-    if not can_be_dynamic(value):
+    if not can_be_dynamic(value) or _shares_storage(output, value):
         for i in wanted:
             env.specializations.append(_spec(f"{name}.size()[{i}]", shape[i],
-                                             "not contiguous or a view: our symbolic fakes are contiguous"))
+                                             "it shares its storage with another input, or has autograd history "
+                                             "and a layout a clone would not keep: our symbolic fakes own their storage"))
         return ()
     dims = []
     for i in wanted:
@@ -168,6 +169,33 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
         output.dim_kinds = {}
     output.dim_kinds.update({(name, i): kinds[i] for i in dims})
     return tuple(dims)
+
+
+def _shares_storage(output, value: torch.Tensor) -> bool:
+    """Another tensor among the frame's arguments (or their list/tuple/dict items) with ``value``'s storage.
+
+    Our symbolic fake owns its storage (Note [A symbolic fake], fake/converter.py), so two
+    inputs viewing one storage (``f(b, b.t())``) would lose their aliasing: such inputs stay
+    static. torch fakeifies them as views of one symbolic base; ours does not.
+    """
+    seen = getattr(output, "_storages", None)
+    if seen is None:
+        seen = output._storages = {}
+        items = []
+        for v in output.L.values():
+            items += list(v.values()) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else [v]
+        for v in items:
+            if isinstance(v, torch.Tensor) and v.layout == torch.strided and not v.is_nested:
+                try:
+                    key = v.untyped_storage().data_ptr()
+                except Exception:  # noqa: BLE001 - a tensor with no storage to read
+                    continue
+                seen.setdefault(key, set()).add(id(v))
+    try:
+        ids = seen.get(value.untyped_storage().data_ptr(), set())
+    except Exception:  # noqa: BLE001
+        return False
+    return bool(ids - {id(value)}) and value.untyped_storage().nbytes() > 0
 
 
 def _spec(source: str, value: int, reason: str):
@@ -195,9 +223,14 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     kinds = getattr(output, "dim_kinds", {})
     duck = {i: kinds.get((source.name(), i), "DUCK") == "DUCK" for i in dynamic_dims}  # Note [Duck sizing]
     fake = output.fake_mode.from_tensor(value, dynamic_dims=duck, source=source.name())
-    for i in dynamic_dims:
-        size = fake.shape[i]
-        if not isinstance(size, torch.SymInt):
+    from .source import TensorPropertySource
+
+    properties = [(SizeSource(source, i), fake.shape[i], int(value.shape[i])) for i in dynamic_dims]
+    properties += [(TensorPropertySource(source, "stride", i), st, int(value.stride(i)))
+                   for i, st in enumerate(fake.stride())]  # Note [A symbolic fake]: a stride may be a symbol
+    properties.append((TensorPropertySource(source, "storage_offset"), fake.storage_offset(), int(value.storage_offset())))
+    for prop_source, size, example in properties:
+        if not isinstance(size, torch.SymInt) or not size.node.expr.is_Symbol:
             continue
         sym = size.node.expr
         if sym in output.symbol_proxies:
@@ -205,10 +238,40 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
         node = new_placeholder(str(sym))
         node.type = torch.SymInt  # prints as `s0: torch.SymInt`, as torch's graphs
         node.meta["example_value"] = size
-        node.meta["source"] = f"{source.name()}.size()[{i}]"
+        node.meta["source"] = prop_source.name()
         output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
-        output.graphargs.append((SizeSource(source, i), node, int(value.shape[i])))
+        output.graphargs.append((prop_source, node, example))
+    _stride_guards(output, source, value, fake)
     return fake
+
+
+def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
+    """A non-contiguous dynamic input's strides: each one's expression (``L['x'].stride()[0] == 5 * L['x'].stride()[1]``).
+
+    The TENSOR_MATCH guard checks the strides that are plain ints (Note [A symbolic fake]);
+    a stride that is a symbol of its own has its ``>= 2`` from the ShapeEnv; the rest are
+    expressions of the sizes and stride symbols, guarded here as torch's ``produce_guards`` does.
+    """
+    from minidynamo.shapes.symbolic_shapes import python_expr
+
+    if value.is_contiguous():
+        return
+    env, n, guards = output.shape_env, source.name(), output.guards
+    names = env.source_names()
+    spec = []
+    for i, st in enumerate(fake.stride()):
+        if not isinstance(st, torch.SymInt):
+            spec.append(int(st))
+            guards.add(source, "TENSOR_MATCH", f"{n}.stride()[{i}] == {int(st)}", "tensor input: the graph was "
+                       "traced for its metadata", f"{n}.stride()")
+            continue
+        spec.append(-1)  # any stride in the C++ check; the expression below, or the symbol's own guard
+        if not st.node.expr.is_Symbol:
+            guards.add(None, "SHAPE_ENV", f"{n}.stride()[{i}] == {python_expr(st.node.expr, names)}",
+                       "the stride the trace computed from the sizes", f"{n}.stride()")
+    if n in guards.tensor_specs:
+        dtype, device, sizes, _, requires_grad = guards.tensor_specs[n]
+        guards.tensor_specs[n] = (dtype, device, sizes, tuple(spec), requires_grad)
 
 
 # --- int inputs ------------------------------------------------------------------------
@@ -274,6 +337,165 @@ def int_input(tx, source: Source, value: int):
     output.graphargs.append((source, node, value))
     output.guards.TYPE_MATCH(source, value, "an int input traced as a SymInt (automatic dynamic)")
     return proxy, symint
+
+
+# --- float inputs ----------------------------------------------------------------------
+
+
+def float_input(tx, source: Source, value: float):
+    """Note [A float input is lifted once it changes]
+
+    torch 2.13 (``specialize_float=False``, torch/_dynamo/config.py) traces a float
+    argument as a constant the first time (guard ``L['scale'] == 0.5``). When a call
+    passes another value, the frame's record of it says "changed" (the same record an
+    int has: a float where an int was, or the reverse, is a change), and the next trace
+    lifts it (``VariableBuilder.wrap_symfloat``, torch/_dynamo/variables/builder.py): the
+    graph takes a 0-d float64 tensor (``L_scale_``, read at the call as
+    ``torch.tensor(L['scale'], dtype=torch.float64)``: torch's ``FloatTensorSource``) and
+    calls ``.item()`` on it, a ``SymFloat`` over a backed symbol ``zf0`` (Note [A float
+    input becomes a symbol]). Later values reuse that graph. A decision on it
+    (``if scale > 1``) is a guard (``L['scale'] > 1``), so a value on the other side
+    compiles one more graph, which later values on that side reuse. ``dynamic=True``
+    lifts from the first call, ``dynamic=False`` or ``specialize_float=True`` never;
+    nan and inf stay constants (torch: "our guard modeling in ShapeEnv cannot deal with
+    nan"). Unlike ints, globals, defaults and module attributes are lifted too.
+
+    Simpler than torch: under an AOT backend, torch's ``tensorify_python_scalars``
+    (torch/fx/passes/_tensorify_python_scalars.py) rewrites the ``.item()`` uses into
+    tensor ops, or restarts the trace with the float a constant where it cannot
+    (``TensorifyScalarRestartAnalysis``); ours does the same on the Dynamo graph,
+    before AOT (Note [Tensorify before AOT], backends.py). Returns the function that makes
+    the ``.item()`` node on first use and the SymFloat (the builder wraps them in a lazy
+    ``SymNodeVariable``), or None to keep the float a constant.
+    """
+    import math
+
+    from minidynamo import config
+
+    output = tx.output
+    if config.specialize_float or getattr(output, "dynamic", None) is False or output.frame_state.get(_STATIC_NOW):
+        return None
+    name = source.name()
+    scalars = output.frame_state.setdefault(_INTS, {})
+    if name not in scalars:
+        scalars[name] = None if name in output.frame_state else value
+    elif scalars[name] is not None and scalars[name] != value:
+        scalars[name] = None
+    if math.isnan(value) or math.isinf(value) or name in output.frame_state.get(_SPECIALIZED_FLOATS, ()):
+        return None
+    all_dynamic, automatic = effective_dynamic(output)
+    if not all_dynamic and (scalars[name] is not None or not automatic):
+        return None
+    from minidynamo.shapes.symbolic_shapes import SymNode
+
+    from .source import FloatTensorSource
+
+    env = shape_env_of(output)
+    output.fake_mode.shape_env = env
+    output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
+    output.guards.TYPE_MATCH(source, value, "a float input lifted to a graph input (specialize_float=False)")
+    sym = env.create_float_symbol(value, name)
+    symfloat = torch.SymFloat(SymNode(sym, env, float, value))
+
+    def make_proxy():  # the graph input and its .item(), made when the trace first uses the float
+        tensor_source = FloatTensorSource(source)
+        wrapped = torch.tensor(value, dtype=torch.float64)
+        node = output._new_placeholder(tensor_source.fx_name())
+        node.meta["example_value"] = output.fake_mode.from_tensor(wrapped)
+        node.meta["source"] = tensor_source.name()
+        output.graphargs.append((tensor_source, node, wrapped))
+        proxy = output.create_proxy("call_method", "item", (torch.fx.Proxy(node, output.tracer),), {})
+        proxy.node.meta["example_value"] = symfloat
+        proxy.node.meta["float_input"] = name
+        output.symbol_proxies[sym] = proxy
+        return proxy
+
+    return make_proxy, symfloat  # the builder wraps them: SymNodeVariable.lazy (variables/builder.py)
+
+
+_SPECIALIZED_FLOATS = "___specialized_floats"  # frame_state: float sources a restart made constants
+
+
+import operator as _op
+
+# where a lifted float may flow for torch's tensorify to turn it into tensor compute: SymFloat
+# arithmetic (``_sympy_interp``), and ops that decompose to its SUPPORTED_OPS (mul/add/sub/div
+# .Tensor, the comparisons; ``s - x`` is ``aten.rsub.Scalar``, not among them)
+_SYMFLOAT_ARITHMETIC = {_op.mul, _op.add, _op.sub, _op.truediv, _op.neg, _op.pow}
+_TENSOR_OPS = {_op.mul, _op.add, _op.truediv, _op.sub, torch.mul, torch.add, torch.sub, torch.div, torch.true_divide,
+               _op.gt, _op.lt, _op.ge, _op.le, _op.eq, _op.ne, _op.iadd, _op.imul, _op.isub, _op.itruediv}
+_TENSOR_METHODS = {"mul", "add", "sub", "div", "true_divide", "mul_", "add_", "sub_", "div_", "gt", "lt", "ge", "le",
+                   "eq", "ne", "__mul__", "__add__", "__sub__", "__truediv__"}
+_FLIPS_TO_RSUB = {_op.sub, _op.isub, torch.sub}
+
+
+def check_tensorify(graph: torch.fx.Graph, frame_state: dict, leaving: set = frozenset()) -> None:
+    """Note [Tensorify before AOT]
+
+    Under an AOT backend torch lowers the graph to ATen and runs
+    ``tensorify_python_scalars``: each ``.item()`` of a lifted float whose uses are all
+    SymFloat arithmetic feeding ``aten.mul/add/sub/div.Tensor`` or a comparison is
+    rewritten into tensor compute on the 0-d input; if any use is something else
+    (``torch.full(..., s)``, ``x.clamp(min=s)``, ``x ** s``, ``s - x``, ``int(s)``, a float
+    returned or live at a graph break: torch's graph returns it), the float is marked to specialize and Dynamo restarts
+    (``TensorifyScalarRestartAnalysis``), so that graph is traced with the float a
+    constant and each new value compiles again. Ours makes the same decision on the
+    Dynamo graph, from the torch-level op each use will decompose to, before AOT
+    sees it. The eager backend and user callables get
+    the graph with its ``.item()``, as torch's do. Where every use qualifies, the
+    ``.item()`` is rewritten away as torch's pass does: the arithmetic runs on the 0-d
+    tensor, and each tensor op reads it cast to its compute dtype, so AOT traces a
+    graph of tensors only.
+    """
+    failed = set()
+    for node in graph.nodes:
+        name = node.meta.get("float_input") if node.op == "call_method" else None
+        if name and (name in leaving or not _tensorifiable(node)):  # ``leaving``: returned, or live at a break
+            failed.add(name)
+    if failed:
+        from .exc import TensorifyScalarRestartAnalysis
+
+        frame_state.setdefault(_SPECIALIZED_FLOATS, set()).update(failed)
+        raise TensorifyScalarRestartAnalysis(failed)
+    for node in [n for n in graph.nodes if n.op == "call_method" and n.meta.get("float_input")]:
+        _tensorify_uses(graph, node, node.args[0])
+        graph.erase_node(node)
+
+
+def _tensorify_uses(graph: torch.fx.Graph, node: torch.fx.Node, tensor: torch.fx.Node) -> None:
+    """``node`` (a SymFloat) is now the 0-d float64 ``tensor``: its arithmetic computes on the tensor, and a
+    tensor op reads it cast to the op's compute dtype (torch's ``convert_element_type`` in the same pass)."""
+    for user in list(node.users):
+        if user.target in _SYMFLOAT_ARITHMETIC and isinstance(user.meta.get("example_value"), torch.SymFloat):
+            user.replace_input_with(node, tensor)
+            user.meta.pop("example_value", None)  # a 0-d float64 tensor now
+            _tensorify_uses(graph, user, user)
+            continue
+        dtype = user.meta["example_value"].dtype
+        if dtype == torch.bool:  # a comparison: no cast, as torch
+            user.replace_input_with(node, tensor)
+            continue
+        compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+        with graph.inserting_before(user):
+            cast = graph.call_method("to", (tensor, compute))
+        user.replace_input_with(node, cast)
+
+
+def _tensorifiable(node: torch.fx.Node) -> bool:
+    for user in node.users:
+        value = user.meta.get("example_value")
+        if user.op == "call_function" and user.target in _SYMFLOAT_ARITHMETIC and isinstance(value, torch.SymFloat):
+            if not _tensorifiable(user):
+                return False
+        elif user.op == "call_function" and user.target in _TENSOR_OPS and isinstance(value, torch.Tensor):
+            if user.target in _FLIPS_TO_RSUB and user.args and user.args[0] is node:
+                return False
+        elif user.op == "call_method" and user.target in _TENSOR_METHODS and isinstance(value, torch.Tensor):
+            if user.args and user.args[0] is node:
+                return False
+        else:
+            return False
+    return True
 
 
 # --- sizes read in the trace --------------------------------------------------------------
@@ -348,8 +570,9 @@ def automatic_dynamic_changes(frame_state: dict, L: dict, G: dict, dynamic) -> l
     return changed
 
 
-def _int_changed(now, recorded: int) -> bool:
-    return type(now) is int and now != recorded
+def _int_changed(now, recorded) -> bool:
+    """An int or float input that is now another int or float (Note [A float input is lifted once it changes])."""
+    return type(now) in (int, float) and now != recorded
 
 
 def _read(name: str, L: dict, G: dict, default):

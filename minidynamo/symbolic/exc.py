@@ -163,6 +163,19 @@ class RestartAnalysis(Exception):
     stop_at: Optional[tuple] = None  # (offset, visit): stop there and run the rest eagerly
 
 
+class TensorifyScalarRestartAnalysis(Exception):
+    """A lifted float the AOT backend could not turn into tensor compute: trace again with it a constant.
+
+    torch's class of this name (torch/_dynamo/exc.py), raised by ``tensorify_python_scalars``
+    (torch/fx/passes/_tensorify_python_scalars.py); ours by ``dynamic_shapes.check_tensorify``
+    (Note [Tensorify before AOT]). ``sources``: the floats to keep constant from now on.
+    """
+
+    def __init__(self, sources: set):
+        super().__init__(f"floats kept constant: {sorted(sources)}")
+        self.sources = sources
+
+
 class EagerFallback(Exception):
     """The frame cannot be compiled at all; run it eagerly (with this explanation)."""
 

@@ -424,7 +424,7 @@ def _check_tensor_text(node: GuardManager) -> str:
     size = "[" + ", ".join("None" if s == -1 else str(s) for s in sizes) + "]"  # torch prints None for a symbol
     if strides is None:
         strides = _contiguous_strides(sizes)
-    stride = "[" + ", ".join("None" if s is None else str(s) for s in strides) + "]"
+    stride = "[" + ", ".join("None" if s is None or s == -1 else str(s) for s in strides) + "]"
     keys = f"{node.tensor_keys}, " if node.tensor_keys else ""
     return (f"check_tensor({name}, {keys}{dtype}, device={None if device is None else device.index}, "
             f"requires_grad={requires_grad}, size={size}, stride={stride})")
@@ -479,7 +479,7 @@ def tensor_mismatch(name: str, spec: tuple, value: Any) -> Optional[str]:
     want_strides = strides if strides is not None else _contiguous_strides(sizes)
     if strides is not None or not value.is_contiguous():
         for i, (want, got) in enumerate(zip(want_strides, value.stride())):
-            if want is not None and want != got and value.shape[i] > 1:
+            if want is not None and want != -1 and want != got and value.shape[i] > 1:  # -1: a symbolic stride
                 return f"{t} stride mismatch at index {i}. expected {want}, actual {got}"
     return None
 

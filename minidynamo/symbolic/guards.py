@@ -357,8 +357,9 @@ class GuardSet:
     def _dynamic_tensor_match(self, source: Source, value: torch.Tensor, why: str, dynamic_dims: tuple) -> None:
         """TENSOR_MATCH with some sizes symbolic: rank and the static sizes here; in C++ a size -1 matches any.
 
-        A dynamic input is traced as contiguous (Note [A symbolic fake]), so its stride
-        guard is ``is_contiguous()`` whatever its sizes.
+        A contiguous dynamic input's stride guard is ``is_contiguous()`` whatever its sizes; a
+        non-contiguous one's strides are guarded once its fake has them, a symbolic stride as
+        -1 in C++ (``dynamic_shapes._stride_guards``, Note [A symbolic fake]).
         """
         n = source.name()
         self.TYPE_MATCH(source, value, why)
@@ -371,7 +372,8 @@ class GuardSet:
             self.add(source, "TENSOR_MATCH", f"{n}.device == {self.name_for_constant(value.device)}", why, f"{n}.device")
         static = [f"{n}.size()[{i}] == {int(s)}" for i, s in enumerate(value.shape) if i not in dynamic_dims]
         self.add(source, "TENSOR_MATCH", " and ".join([f"{n}.dim() == {value.dim()}"] + static), why, f"{n}.shape")
-        self.add(source, "TENSOR_MATCH", f"{n}.is_contiguous()", why, f"{n}.stride()")
+        if value.is_contiguous():  # else each stride is guarded once the fake has them (dynamic_shapes._stride_guards)
+            self.add(source, "TENSOR_MATCH", f"{n}.is_contiguous()", why, f"{n}.stride()")
         self.add(source, "TENSOR_MATCH", f"{n}.requires_grad is {value.requires_grad}", why, f"{n}.requires_grad")
         sizes = tuple(-1 if i in dynamic_dims else int(s) for i, s in enumerate(value.shape))  # -1: any size
         self.tensor_specs.setdefault(n, (value.dtype, None if value.device.type == "cpu" else value.device, sizes,

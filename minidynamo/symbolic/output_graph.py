@@ -10,8 +10,12 @@ and hands it to the backend. Mirrors ``torch/_dynamo/output_graph.py``
 Note [An empty graph is not compiled]
     If the piece of code before a graph break (or a whole frame) made no call in the
     graph, there is nothing to run: no graph is compiled and none is counted. Real
-    Dynamo's test is the same (``count_calls(self.graph) == 0``), which is why
-    ``explain(...).graph_count`` can be smaller than "pieces between breaks".
+    Dynamo's test is the same (``count_calls(self.graph) == 0``, ``compile_subgraph``),
+    which is why ``explain(...).graph_count`` can be smaller than "pieces between breaks".
+    torch counts before it prunes: a comparison on a symbolic size decided into a guard
+    (``x if n == 0 else x * n``), or an unused ``.item()`` of a lifted float, is a call, so
+    such a piece compiles a graph that returns its inputs. Ours erases those nodes earlier
+    and counts them all the same.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from . import counters
 from .fake_values import make_fake_mode, wrap_to_fake
 from .guards import GuardSet
 from .side_effects import SideEffects
-from .source import Source
+from .source import SizeSource, Source, TensorPropertySource
 from .variables.tensor import TensorVariable
 
 
@@ -142,14 +146,17 @@ class OutputGraph:
             if (node.op == "call_function" and not node.users and id(node) not in keep
                     and (node.target is operator.getitem or isinstance(node.meta.get("example_value"), sym))):
                 self.graph.erase_node(node)
+            elif node.op == "call_method" and not node.users and id(node) not in keep and node.meta.get("float_input"):
+                self.graph.erase_node(node)  # a lifted float only decided on (``if scale > 1``): no input of the graph
 
     def compile_graph(self, outputs: list[torch.fx.Node], backend: Callable, name: str, code: Any = None):
         """Turn the graph into a GraphModule, call the backend; returns (gm, compiled, input sources).
 
         Returns None when the graph makes no call (Note [An empty graph is not compiled]).
         """
+        calls_made = self.count_calls() + getattr(self.graph, "_md_dropped_calls", 0)
         self._remove_unused_sym_nodes(outputs)
-        if self.count_calls() == 0:
+        if calls_made == 0:
             assert not outputs, "graph outputs without any call"
             return None
         if self.shape_env is not None and self.shape_env.creation_range:  # unbacked ranges (runtime_assert.py)
@@ -158,23 +165,38 @@ class OutputGraph:
             insert_deferred_runtime_asserts(self.graph, self.shape_env)
         self.graph.output(tuple(outputs))
         # remove_unused_graphargs: inputs nothing reads do not become graph arguments
-        used = []
+        used, provided = [], {}
         for source, node, value in self.graphargs:
-            if node.users or (isinstance(node.meta.get("example_value"), torch.SymInt)  # a size's symbol stays,
-                              and ".size()" in source.name()):  # as torch's; an unused int input goes
+            example = node.meta.get("example_value")
+            of_tensor = isinstance(source, (SizeSource, TensorPropertySource))  # a size, stride or offset
+            if isinstance(example, torch.SymInt) and of_tensor and not _still_symbolic(example):
+                node.replace_all_uses_with(int(example))  # the trace fixed this size (a guard ``== 6``): a constant
+            elif isinstance(example, torch.SymInt) and of_tensor and example.node.expr in provided:
+                # unified with an earlier symbol (a guard ``s1 == s0``, Note [Duck sizing]): one input, as torch's
+                node.replace_all_uses_with(provided[example.node.expr])
+                example = None
+            elif isinstance(example, torch.SymInt) and of_tensor:
+                provided[example.node.expr] = node
+            if node.users or (_still_symbolic(example)  # a size's symbol stays, as
+                              and of_tensor):  # torch's, unless the trace fixed it to a
+                # constant (``torch.as_tensor(x.size(0))``); an unused int input goes
                 used.append((source, node, value))
             else:
                 self.graph.erase_node(node)
         self.graph.lint()
+        if self.symbol_proxies and backend_is_aot(backend):  # Note [Tensorify before AOT] (dynamic_shapes.py)
+            from .dynamic_shapes import check_tensorify
+
+            check_tensorify(self.graph, self.frame_state, getattr(self, "floats_leaving", set()))
         gm = lazy_graph_module(self.graph_root(), self.graph, class_name=name)  # code written when first run
         if code is not None:  # whose graph it is, for a backend's warnings
             gm.meta["user_code"] = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         example_inputs = [value for _, _, value in used]
         events.emit("dynamo_graph", gm=gm, name=name, function=code.co_name if code is not None else name)
         if self.symbol_proxies:  # Note [AOT backends specialize per size] (backends.py)
-            from minidynamo.backends import compile_symbolic_or_per_size, eager
+            from minidynamo.backends import compile_symbolic_or_per_size
 
-            if backend is eager or not getattr(backend, "__module__", "").startswith("minidynamo.backends"):
+            if not backend_is_aot(backend):
                 compiled = backend(gm, example_inputs)
             else:
                 compiled = compile_symbolic_or_per_size(backend, gm, example_inputs, name)
@@ -182,6 +204,21 @@ class OutputGraph:
             compiled = backend(gm, example_inputs)
         counters["graphs"] += 1
         return gm, compiled, [source for source, _, _ in used]
+
+
+def _still_symbolic(value: Any) -> bool:
+    """A SymInt whose expression still has a symbol (not replaced by a constant after a guard ``s0 == 6``)."""
+    if not isinstance(value, torch.SymInt):
+        return False
+    expr = getattr(value.node, "expr", None)
+    return expr is None or bool(getattr(expr, "free_symbols", True))
+
+
+def backend_is_aot(backend: Callable) -> bool:
+    """One of our backends that runs AOTAutograd (not ``eager``, not a user's callable)."""
+    from minidynamo.backends import eager
+
+    return backend is not eager and getattr(backend, "__module__", "").startswith("minidynamo.backends")
 
 
 class SubgraphTracer:

@@ -172,6 +172,40 @@ class SizeSource(Source):
         return f"{self.base.name()}.size()[{self.dim}]"
 
 
+@dataclass(frozen=True, repr=False)
+class TensorPropertySource(Source):
+    """``L['x'].stride()[1]`` or ``L['x'].storage_offset()`` (torch's ``TensorPropertySource``)."""
+
+    base: Source
+    prop: str  # "stride" or "storage_offset"
+    index: int = -1
+
+    def name(self) -> str:
+        if self.prop == "storage_offset":
+            return f"{self.base.name()}.storage_offset()"
+        return f"{self.base.name()}.{self.prop}()[{self.index}]"
+
+
+@dataclass(frozen=True, repr=False)
+class FloatTensorSource(Source):
+    """``torch.tensor(L['scale'], dtype=torch.float64)``: a float input passed to the graph as a 0-d
+    tensor (torch's ``FloatTensorSource``, Note [A float input is lifted once it changes] in
+    dynamic_shapes.py). Only the graph call reads it; guards are on ``base``, the float."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"torch.tensor({self.base.name()}, dtype=torch.float64)"
+
+    def fx_name(self) -> str:
+        return self.base.fx_name()
+
+    def get(self, L: dict, G: dict) -> Any:
+        import torch
+
+        return torch.tensor(self.base.get(L, G), dtype=torch.float64)
+
+
 def globals_source_for(fn_globals: dict, code, fn_source: Any = None) -> Any:
     """Where an inlined function's globals are read from, when they are not the root frame's ``G``.
 

@@ -108,7 +108,7 @@ bool same(c10::IntArrayRef actual, const std::vector<int64_t>& expected) {
   return actual.size() == expected.size() && std::equal(actual.begin(), actual.end(), expected.begin());
 }
 
-// sizes with -1 where a size is dynamic (checked by the SHAPE_ENV guards): any size matches there
+// sizes (or strides) with -1 where one is dynamic (checked by the SHAPE_ENV guards): any value matches there
 bool same_sizes(c10::IntArrayRef actual, const std::vector<int64_t>& expected) {
   if (actual.size() != expected.size()) return false;
   for (size_t i = 0; i < expected.size(); ++i)
@@ -124,7 +124,7 @@ int tensor_matches(const TensorMatch* self, PyObject* obj) {
     return t.scalar_type() == self->dtype &&
            (self->cpu_only ? t.is_cpu() : t.device() == self->device) &&
            same_sizes(t.sizes(), self->sizes) &&
-           (self->contiguous_only ? t.is_contiguous() : same(t.strides(), self->strides)) &&
+           (self->contiguous_only ? t.is_contiguous() : same_sizes(t.strides(), self->strides)) &&
            t.requires_grad() == self->requires_grad;
   } catch (const std::exception& e) {  // a nested or sparse tensor: its sizes or strides cannot be read
     PyErr_SetString(PyExc_RuntimeError, e.what());

@@ -107,6 +107,13 @@ class VariableBuilder:
             symbolic = int_input(tx, source, value)
             if symbolic is not None:
                 return SymNodeVariable(*symbolic, source=source)
+        if type(value) is float:  # Note [A float input is lifted once it changes] (dynamic_shapes.py)
+            from ..dynamic_shapes import float_input
+            from .sym_node import SymNodeVariable
+
+            lifted = float_input(tx, source, value)  # (make_proxy, SymFloat): the node is made on first use
+            if lifted is not None:
+                return SymNodeVariable.lazy(*lifted, source=source)
         if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, tuple)):
             guards.CONSTANT_MATCH(source, value, "Python value folded into the trace")
             return ConstantVariable(value, source=source)

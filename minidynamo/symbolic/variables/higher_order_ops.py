@@ -1,13 +1,15 @@
-"""Higher-order operators while tracing: ``torch.cond`` and activation checkpointing as subgraphs.
+"""Higher-order operators while tracing: ``torch.cond``, ``torch.while_loop`` and checkpointing as subgraphs.
 
-Place in the pipeline: a call of ``torch.cond`` or ``torch.utils.checkpoint.checkpoint``
-reaches ``TorchInGraphFunctionVariable.call_function`` (``torch.py``), which hands it here.
-Each function argument (a branch, the checkpointed function) is traced into a graph of
-its own (:func:`speculate_subgraph`), installed as an attribute of the graph's module, and
+Place in the pipeline: a call of ``torch.cond``, ``torch.while_loop`` or
+``torch.utils.checkpoint.checkpoint`` reaches ``TorchInGraphFunctionVariable.call_function``
+(``torch.py``), which hands it here. Each function argument (a branch, a loop's ``cond_fn``
+and ``body_fn``, the checkpointed function) is traced into a graph of its own
+(:func:`speculate_subgraph`), installed as an attribute of the graph's module, and
 the call becomes one node whose target is torch's own operator:
-``torch.ops.higher_order.cond`` or ``torch.ops.higher_order.tag_activation_checkpoint``.
+``torch.ops.higher_order.cond``, ``torch.ops.higher_order.while_loop`` or
+``torch.ops.higher_order.tag_activation_checkpoint``.
 Mirrors ``torch/_dynamo/variables/higher_order_ops.py`` (``speculate_subgraph``,
-``CondHigherOrderVariable``, ``CheckpointHigherOrderVariable``).
+``CondHigherOrderVariable``, ``CheckpointHigherOrderVariable``, ``_call_while_loop``).
 
 Note [A branch is traced, never run]
     Python's ``if`` on a tensor's value is a graph break: the trace cannot know which
@@ -45,13 +47,17 @@ def _side_effect_state(side_effects) -> tuple:
             tuple(side_effects.global_stores))
 
 
-def _flatten(var: VariableTracker, op: str) -> tuple[list[TensorVariable], Any]:
-    """The tensors a body returns, and how to rebuild the value (None: a single tensor)."""
-    from .lists import ListVariable, TupleVariable
+def _flatten(var: VariableTracker, op: str, ints_ok: bool = False) -> tuple[list[TensorVariable], Any]:
+    """The tensors a body returns, and how to rebuild the value (None: a single tensor).
 
-    if isinstance(var, TensorVariable):
+    ``ints_ok``: symbolic ints (and bools) may be among them too (``while_loop``'s int carries)."""
+    from .lists import ListVariable, TupleVariable
+    from .sym_node import SymNodeVariable
+
+    kinds = (TensorVariable, SymNodeVariable) if ints_ok else TensorVariable
+    if isinstance(var, kinds):
         return [var], None
-    if isinstance(var, (TupleVariable, ListVariable)) and all(isinstance(v, TensorVariable) for v in var.items):
+    if isinstance(var, (TupleVariable, ListVariable)) and all(isinstance(v, kinds) for v in var.items):
         return list(var.items), type(var)
     raise UncapturedHigherOrderOpError(
         op, f"{op} bodies must return a tensor or a tuple/list of tensors, not {var}")
@@ -91,12 +97,15 @@ class Subgraph:
 
 
 def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTracker], op: str,
-                       pure: bool = False, fn_kwargs: dict | None = None) -> Subgraph:
+                       pure: bool = False, fn_kwargs: dict | None = None, constant_ok: bool = False,
+                       ints_ok: bool = False) -> Subgraph:
     """Trace ``fn_var(*operands)`` into a graph of its own (torch: ``speculate_subgraph``).
 
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
     or a side effect on a value from outside it (Note [A branch is traced, never run]).
     """
+    from .sym_node import SymNodeVariable
+
     parent = tx.output
     sub = parent.subgraph_tracer()  # output_graph.SubgraphTracer
     args, operand_nodes = [], []
@@ -106,6 +115,10 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
             proxy = sub.placeholder(a.as_proxy().node.name, a.example_value)
             operand_nodes.append(proxy.node)
             args.append(TensorVariable(proxy, a.example_value))
+        elif ints_ok and isinstance(a, SymNodeVariable):  # a while_loop int carry (Note [A loop is two subgraphs ...])
+            proxy = sub.placeholder(a.proxy.node.name if a.proxy is not None else "unbacked_symint", a.sym_num)
+            operand_nodes.append(proxy.node)
+            args.append(SymNodeVariable(proxy, a.sym_num))
         elif a.is_python_constant():
             args.append(a)
         else:
@@ -114,7 +127,9 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
     tx.output = sub
     try:
         result = fn_var.call_function(tx, args, dict(fn_kwargs or {}))  # a tensor among them is lifted
-        outputs, spec = _flatten(result, op)
+        if constant_ok and result.is_python_constant():  # while_loop's cond_fn may answer a Python bool
+            return Subgraph(sub, operand_nodes, [], ("constant", result.as_python_constant()))
+        outputs, spec = _flatten(result, op, ints_ok)
         out_nodes = tuple(sub.lift(v.as_proxy()).node for v in outputs)
     except Unsupported as e:
         raise UncapturedHigherOrderOpError(op, f"{e.reason}" + (f"\n  Hint: {e.hint}" if e.hint else "")) from None
@@ -141,7 +156,7 @@ def _check_pure(op: str, operands: list, versions: list, outputs: list, sub) -> 
                                                    f"Found in {op}")
     inputs = [a.example_value for a in operands] + [n.meta.get("example_value") for n in sub.lifted]
     seen = {StorageWeakRef(t.untyped_storage()) for t in inputs if isinstance(t, torch.Tensor)}
-    for o in outputs:
+    for o in (o for o in outputs if isinstance(o, TensorVariable)):
         ref = StorageWeakRef(o.example_value.untyped_storage())
         if ref in seen:
             raise UncapturedHigherOrderOpError(op, "Encountered aliasing during higher order op tracing\n"
@@ -292,6 +307,169 @@ def _constant_partial(var: VariableTracker):
                              **{k: v.as_python_constant() for k, v in var.keywords.items()})
 
 
+_WHILE = "torch.while_loop"
+
+
+def _plain_uncaptured(op: str, message: str) -> UncapturedHigherOrderOpError:
+    """torch raises some HOP errors with its own message, not the "captured completely" preamble."""
+    err = UncapturedHigherOrderOpError(op, message)
+    err.args = (f"{message}\n  Higher Order Operator: {op}",)
+    return err
+
+
+def _meta_diff(lhs: Any, rhs: Any) -> list[str]:
+    """torch's ``check_meta_consistency`` fields (torch/_higher_order_ops/utils.py), grad and contiguity left out."""
+    ints = (int, torch.SymInt)
+    if not (isinstance(lhs, torch.Tensor) and isinstance(rhs, torch.Tensor)):
+        return [] if isinstance(lhs, ints) and isinstance(rhs, ints) else [f"'type: {lhs} vs {rhs}'"]
+    out = [f"'{what}: {a} vs {b}'" for what, a, b in (
+        ("shape", lhs.shape, rhs.shape), ("stride", lhs.stride(), rhs.stride()), ("dtype", lhs.dtype, rhs.dtype))
+        if a != b]
+    if lhs.device != rhs.device:
+        out.append("device")
+    return out
+
+
+def call_while_loop(tx, args: list, kwargs: dict) -> VariableTracker:
+    """``torch.while_loop(cond_fn, body_fn, carried_inputs)``: one ``while_loop`` node, two subgraphs.
+
+    Note [A loop is two subgraphs and a carry]
+        ``while cond_fn(*carry): carry = body_fn(*carry)`` cannot be unrolled by the trace: how
+        many times it runs depends on data. So, as ``torch.cond``, both functions are traced
+        once each into a subgraph (``cond_fn_0``, ``body_fn_0``) and the graph keeps one node,
+        ``while_loop(cond_fn_0, body_fn_0, carried_inputs, additional_inputs)``. Since the body's
+        outputs are the next iteration's inputs, they must match the carries one for one
+        (shape, stride, dtype, device), and ``cond_fn`` must return a boolean scalar tensor.
+        Both subgraphs take the carries first, then the values they read from outside
+        (torch's ``additional_inputs``: those both read, then ``cond_fn``'s own, then
+        ``body_fn``'s), as torch's ``_call_while_loop`` (torch/_dynamo/variables/higher_order_ops.py)
+        orders them. An ``int`` carry may change any number of times, so each subgraph sees
+        it as a fresh unbacked symbol (``u0``), and the node's output for it is one more
+        (torch's NOTE [unspecialize int carry with unbacked symints]). Where ours is simpler:
+        torch lets a body mutate a carry under ``no_grad``; ours refuses every mutation, and
+        our AOTAutograd runs a graph with an int carry eagerly (aot/higher_order.py).
+    """
+    import operator
+
+    from .lists import ListVariable, TupleVariable
+    from .sym_node import SymNodeVariable
+
+    names = ["cond_fn", "body_fn", "carried_inputs", "additional_inputs"]
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in bound:
+            unimplemented(f"torch.while_loop() got an unexpected keyword argument {k!r}", gb_id="GB0303")
+        bound[k] = v
+    if len(bound) < 3:
+        unimplemented("torch.while_loop expects cond_fn, body_fn and carried_inputs "
+                      "(Usage: while_loop(cond_fn, body_fn, operands))", gb_id="GB0303")
+    cond_fn, body_fn, carried_var = bound["cond_fn"], bound["body_fn"], bound["carried_inputs"]
+    if not isinstance(carried_var, (TupleVariable, ListVariable)):
+        unimplemented(f"torch.while_loop's carried_inputs must be a tuple or list, not {carried_var}",
+                      gb_id="GB0303")
+    carried = carried_var.unpack_var_sequence(tx)
+    extra = bound.get("additional_inputs")
+    additional = [] if extra is None else extra.unpack_var_sequence(tx)
+    is_int = [_is_int_carry(c) for c in carried]
+    for c, i in zip(carried + additional, is_int + [False] * len(additional)):
+        if not i and not isinstance(c, TensorVariable):
+            unimplemented(f"torch.while_loop with the carry {c}: carries are tensors or ints")
+    cond_br = speculate_subgraph(tx, cond_fn, _loop_operands(tx, carried, is_int) + additional, _WHILE, pure=True,
+                                 constant_ok=True, ints_ok=True)
+    if isinstance(cond_br.spec, tuple) and cond_br.spec[0] == "constant":
+        if cond_br.spec[1]:
+            raise UncapturedHigherOrderOpError(_WHILE, "torch.while_loop: infinite loop detected\n  Explanation: "
+                                               "Infinite loop detected because while_loop's cond_fn always returns "
+                                               f"the same value {cond_br.spec[1]}.")
+        return TupleVariable(list(carried))  # torch: a loop that never runs returns its carries
+    pred = cond_br.outputs[0] if len(cond_br.outputs) == 1 and cond_br.spec is None else None
+    ok = pred is not None and (
+        (isinstance(pred, TensorVariable) and pred.example_value.dtype == torch.bool
+         and pred.example_value.shape == torch.Size([])) or isinstance(getattr(pred, "sym_num", None), torch.SymBool))
+    if not ok:
+        got = pred.example_value.shape if isinstance(pred, TensorVariable) else f"{len(cond_br.outputs)} values"
+        raise UncapturedHigherOrderOpError(_WHILE, "torch.while_loop: unsupported cond_fn return type\n  "
+                                           f"Explanation: Expected cond_fn to return a scalar tensor or a bool but "
+                                           f"got {got}.")
+    out_node = cond_br.sub.graph.find_nodes(op="output")[0]
+    out_node.args = (out_node.args[0][0],)  # cond_fn_0 returns the boolean itself, as torch's
+    body_br = speculate_subgraph(tx, body_fn, _loop_operands(tx, carried, is_int) + additional, _WHILE, pure=True,
+                                 ints_ok=True)
+    outs = [_value(o) for o in body_br.outputs]
+    ins = [_value(c) for c in carried]
+    if len(outs) != len(ins):
+        raise _plain_uncaptured(_WHILE, "Expected body_fn_output and carried_inputs to have same number of outputs "
+                                        f"but got lhs:{outs} and rhs:{ins}")
+    diffs = [f"pair[{i}] differ in {', '.join(d)}" for i, d in enumerate(map(_meta_diff, outs, ins)) if d]
+    if diffs:
+        raise _plain_uncaptured(_WHILE, "Expected body_fn_output and carried_inputs to have same metadata but "
+                                        "found:\n" + "\n".join(diffs))
+    shared = [n for n in cond_br.freevars if n in body_br.sub.lifted]
+    freevars = shared + [n for n in cond_br.freevars if n not in body_br.sub.lifted] + [
+        n for n in body_br.freevars if n not in cond_br.sub.lifted]
+    needs_grad = [v for v in ins + [_value(a) for a in additional] + [n.meta.get("example_value") for n in freevars]
+                  if isinstance(v, torch.Tensor) and v.requires_grad]
+    if any(is_int) and needs_grad and torch.is_grad_enabled():  # torch's autograd rule stacks every carry
+        kinds = [int if i else type(v) for v, i in zip(ins, is_int)]
+        raise TorchRuntimeError(
+            "RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node with fake "
+            "tensors: call_function while_loop: got AssertionError(\"all carried_inputs must be tensors for "
+            f"stack_output, got {kinds}\")")
+    cond_name = tx.output.install_subgraph("cond_fn", None)
+    body_name = tx.output.install_subgraph("body_fn", None)
+    tx.output.subgraphs[cond_name] = cond_br.graph_module(freevars, cond_name)
+    tx.output.subgraphs[body_name] = body_br.graph_module(freevars, body_name)
+    c = tx.output.create_proxy("get_attr", cond_name, (), {})
+    b = tx.output.create_proxy("get_attr", body_name, (), {})
+    extra_proxies = tuple(a.as_proxy() for a in additional) + tuple(
+        torch.fx.Proxy(n, tx.output.tracer) for n in freevars)
+    carried_args = tuple(a.as_python_constant() if a.is_python_constant() else a.as_proxy() for a in carried)
+    proxy = tx.output.create_proxy("call_function", torch.ops.higher_order.while_loop,
+                                   (c, b, carried_args, extra_proxies), {})
+    proxy.node.meta["example_value"] = None
+    items = []
+    for i, v in enumerate(outs):
+        p = tx.output.create_proxy("call_function", operator.getitem, (proxy, i), {})
+        if isinstance(v, torch.Tensor):
+            example = _fresh(tx, v)
+            p.node.meta["example_value"] = example
+            items.append(TensorVariable(p, example))
+        else:  # an int carry leaves the loop as a value nobody knows (torch: a fresh unbacked symbol)
+            example = _unbacked_env(tx).create_unbacked_symint("torch.while_loop int output")
+            p.node.meta["example_value"] = example
+            items.append(SymNodeVariable(p, example))
+    return TupleVariable(items)
+
+
+def _is_int_carry(var: VariableTracker) -> bool:
+    from .sym_node import SymNodeVariable
+
+    if isinstance(var, SymNodeVariable):
+        return isinstance(var.sym_num, torch.SymInt)
+    return var.is_python_constant() and type(var.as_python_constant()) is int
+
+
+def _unbacked_env(tx):
+    from .unbacked import _env
+
+    return _env(tx)
+
+
+def _loop_operands(tx, carried: list, is_int: list) -> list:
+    """The carries a subgraph is traced with: each int a fresh unbacked symbol (torch's NOTE [unspecialize int
+    carry with unbacked symints]: the loop may have changed it any number of times)."""
+    from .sym_node import SymNodeVariable
+
+    return [SymNodeVariable(None, _unbacked_env(tx).create_unbacked_symint("torch.while_loop int carry")) if i else c
+            for c, i in zip(carried, is_int)]
+
+
+def _value(var: VariableTracker) -> Any:
+    if isinstance(var, TensorVariable):
+        return var.example_value
+    return var.sym_num if hasattr(var, "sym_num") else var.as_python_constant()
+
+
 def higher_order_handler(fn: Any):
     """The handler for a torch callable that is a higher-order op here, or None."""
     import sys
@@ -301,6 +479,10 @@ def higher_order_handler(fn: Any):
         return call_cond
     if fn is torch.ops.higher_order.cond:
         return call_cond
+    while_mod = sys.modules.get("torch._higher_order_ops.while_loop")
+    if fn is getattr(torch, "while_loop", None) or fn is getattr(torch.ops.higher_order, "while_loop", None) or (
+            while_mod is not None and fn is getattr(while_mod, "while_loop", None)):
+        return call_while_loop
     ckpt = sys.modules.get("torch.utils.checkpoint")
     if ckpt is not None and fn is ckpt.checkpoint:
         return call_checkpoint

@@ -49,6 +49,29 @@ class SymNodeVariable(VariableTracker):
         self.proxy = proxy
         self.sym_num = sym_num
 
+    @classmethod
+    def lazy(cls, make_proxy, sym_num: Any, **kwargs) -> "SymNodeVariable":
+        """A lifted float (Note [A float input is lifted once it changes], dynamic_shapes.py) whose graph
+        input and ``.item()`` node are made when the trace first needs its node.
+
+        torch wraps a float lazily (``LazyConstantVariable``, torch/_dynamo/variables/lazy.py): in
+        ``s - x`` the tensor is realized first, so the graph's inputs are ``(x, s)``; making our
+        placeholder on first use of ``proxy`` gives the same order.
+        """
+        var = cls(None, sym_num, **kwargs)
+        var._make_proxy = make_proxy
+        return var
+
+    @property
+    def proxy(self) -> torch.fx.Proxy:
+        if self._proxy is None and self._make_proxy is not None:
+            self._proxy, self._make_proxy = self._make_proxy(), None
+        return self._proxy
+
+    @proxy.setter
+    def proxy(self, value: torch.fx.Proxy) -> None:
+        self._proxy, self._make_proxy = value, None
+
     def as_proxy(self) -> torch.fx.Proxy:
         return self.proxy
 
@@ -73,10 +96,15 @@ class SymNodeVariable(VariableTracker):
 
     def _drop_if_unused(self) -> None:
         """The node of a decided comparison (and the arithmetic only it used) leaves the graph."""
+        if self._proxy is None:  # a lifted float read only as a constant (``f"{scale:.3f}"``): no node made
+            return
         node = self.proxy.node
         while node is not None and node.op == "call_function" and not node.users and node.graph is not None:
             inputs = [a for a in node.all_input_nodes]
-            node.graph.erase_node(node)
+            graph = node.graph
+            graph.erase_node(node)
+            # still a call the trace made: torch's graph keeps it until compile (Note [An empty graph ...])
+            graph._md_dropped_calls = getattr(graph, "_md_dropped_calls", 0) + 1
             node = inputs[0] if len(inputs) == 1 else None
 
     def unpack_var_sequence(self, tx):
@@ -112,6 +140,9 @@ class SymNodeVariable(VariableTracker):
         names = node.shape_env.source_names()
         if not node.expr.free_symbols <= set(names):
             return codegen.tensor_expr(self)
+        floats = node.expr.free_symbols & getattr(node.shape_env, "float_symbols", set())
+        if floats:  # a lifted float leaving the trace: torch's graph returns it (Note [Tensorify before AOT])
+            codegen.output.__dict__.setdefault("floats_leaving", set()).update(names[s] for s in floats)
         text = python_expr(node.expr, names)
         return f"bool({text})" if self.python_type() is bool else f"({text})"
 
@@ -168,3 +199,4 @@ def specialize_args(args: list) -> list:
     from .constant import ConstantVariable
 
     return [ConstantVariable(a.as_python_constant()) if isinstance(a, SymNodeVariable) else a for a in args]
+

@@ -172,16 +172,18 @@ class TorchInGraphFunctionVariable(VariableTracker):
             return tx.wrap_constant_result(isinstance(args[0], TensorVariable))
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             unimplemented(f"constructing {fn.__name__} inside the compiled function")
-        if fn is torch.tensor and args and type(args[0]).__name__ == "SymNodeVariable" and len(args) == 1 \
-                and set(kwargs) <= {"dtype", "device"}:
-            # Note [torch.tensor of a symbolic size]: ``torch.tensor(x.size(0))`` keeps the size
-            # symbolic, as torch does by tracing ``torch._refs.tensor`` (handle_torch_tensor in
-            # torch/_dynamo/variables/torch.py); ours records the same 0-d tensor as
-            # ``torch.scalar_tensor(s0, dtype=torch.int64)`` (a SymFloat: the default dtype).
-            value = args[0].sym_num
-            dtype = torch.int64 if isinstance(value, torch.SymInt) else torch.get_default_dtype()
-            kwargs = {"dtype": ConstantVariable(dtype), **kwargs}
-            return TorchInGraphFunctionVariable(torch.scalar_tensor).call_function(tx, args, kwargs)
+        if fn is torch.tensor and len(args) == 1 and set(kwargs) <= {"dtype", "device"} \
+                and _symbolic_data(args[0]) is not None:
+            # Note [torch.tensor of a symbolic size]: ``torch.tensor(x.size(0))``, ``torch.tensor([s0, 3])``
+            # or ``torch.tensor(x.shape)`` keep the sizes symbolic, as torch does by tracing
+            # ``torch._refs.tensor`` (handle_torch_tensor in torch/_dynamo/variables/torch.py), whose
+            # ``_recursive_build`` makes each number a ``torch.scalar_tensor`` and stacks them; ours
+            # records the same nodes, with the dtype ``_infer_scalar_type`` gives (int64 for ints,
+            # the default dtype once a float is among them, bool for bools only).
+            dtype = kwargs.get("dtype")
+            dtype = dtype.as_python_constant() if dtype is not None else _symbolic_data(args[0])
+            device = kwargs.get("device")
+            return _tensor_from_data(tx, args[0], dtype, device)
         device = _default_device()
         if device is not None and fn in _private.default_device_constructors() and (
                 "device" not in kwargs or (kwargs["device"].is_python_constant()
@@ -209,6 +211,46 @@ def _default_device():
     module = sys.modules.get("torch.utils._device")
     current = getattr(module, "CURRENT_DEVICE", None)
     return None if current is None else torch.device(current)
+
+
+def _symbolic_data(var: VariableTracker):
+    """The dtype ``torch.tensor(var)`` infers, when ``var`` is a number, a list or a tuple of them (nested)
+    holding a symbolic one; else None (the call is traced as it is)."""
+    from .lists import ListVariable, TupleVariable
+    from .sym_node import SymNodeVariable
+
+    kinds, symbolic = set(), [False]
+
+    def walk(v) -> bool:
+        if isinstance(v, SymNodeVariable):
+            symbolic[0] = True
+            kinds.add(v.python_type())
+            return True
+        if isinstance(v, (ListVariable, TupleVariable)):
+            return bool(v.items) and all(walk(i) for i in v.items)
+        if v.is_python_constant() and type(v.as_python_constant()) in (int, float, bool):
+            kinds.add(type(v.as_python_constant()))
+            return True
+        return False
+
+    if not walk(var) or not symbolic[0]:
+        return None
+    if float in kinds:
+        return torch.get_default_dtype()
+    return torch.bool if kinds == {bool} else torch.int64
+
+
+def _tensor_from_data(tx, var: VariableTracker, dtype, device) -> VariableTracker:
+    """``torch._refs._recursive_build``: a number is ``scalar_tensor(n, dtype=...)``, a list the stack of its items."""
+    from .lists import ListVariable, TupleVariable
+
+    if isinstance(var, (ListVariable, TupleVariable)):
+        items = ListVariable([_tensor_from_data(tx, v, dtype, device) for v in var.items])
+        return TorchInGraphFunctionVariable(torch.stack).call_function(tx, [items], {})
+    kwargs = {"dtype": ConstantVariable(dtype)}
+    if device is not None:
+        kwargs["device"] = device
+    return TorchInGraphFunctionVariable(torch.scalar_tensor).call_function(tx, [var], kwargs)
 
 
 def _has_tensor(var: VariableTracker) -> bool:
