@@ -70,6 +70,9 @@ allow_unspec_int_on_nn_module: bool = False
 capture_scalar_outputs: bool = False
 #: ``nonzero`` and friends give tensors of unbacked size in the graph instead of a break.
 capture_dynamic_output_shape_ops: bool = False
+#: ``assert t`` on a tensor becomes ``torch._assert_async(t, msg)`` in the graph instead of a
+#: data-dependent break (torch/_dynamo/config.py; symbolic_convert.py ``generic_jump``).
+rewrite_assert_with_torch_assert: bool = True
 
 # Note [A deprecated flag does nothing]
 #     torch 2.13 keeps ``inline_inbuilt_nn_modules`` as a deprecated ``Config`` entry

@@ -9,6 +9,7 @@ of the forward and backward graphs (torch's backward takes saved sizes as inputs
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -222,21 +223,24 @@ def test_random_sizes_match_eager(sizes):
     assert arts and all(getattr(a, "symbolic", False) for a in arts)
 
 
-def test_symbolic_float_argument_falls_back_per_size():
-    """``x / math.sqrt(x.size(0))``: a SymFloat our graphs cannot hold; the per-size path runs it, never a broken graph."""
-    import math
+def sqrt_of_size(x):
+    return x / math.sqrt(x.size(0))
 
-    def f(x):
-        return x / math.sqrt(x.size(0))
 
-    md.reset()
-    compiled = md.compile(f, backend="aot_eager", dynamic=True)
-    with events.record() as log, warnings.catch_warnings():
-        warnings.simplefilter("error")
-        for n in (3, 4, 9):
-            x = torch.randn(n, 2)
-            assert torch.allclose(compiled(x), f(x))
-    assert any(e.kind == "aot_symbolic_failed" for e in log)
+def test_symbolic_float_argument_compiles_once():
+    """``x / math.sqrt(x.size(0))``: a SymFloat argument becomes graph nodes (Note [A SymFloat argument
+    becomes nodes too], sym_tracing.py), so one symbolic compile serves every size, as torch's. Ours
+    computes the root with ``torch._sym_sqrt``; torch 2.13's Dynamo turns the float into a tensor
+    first (``tensorify_python_scalars``: ``aten.sqrt`` of a ``scalar_tensor``), so its graph holds
+    ``aten.sqrt``: the graphs differ, the compile counts must not."""
+    inputs = [[torch.randn(n, 2, requires_grad=True)] for n in (3, 4, 9)]
+    ours, arts = _run_ours(sqrt_of_size, inputs, True)  # no aot_symbolic_failed, no fallback warning
+    _check_eager(sqrt_of_size, inputs, ours)
+    _, compiles, fws, _, _ = _run_torch(sqrt_of_size, inputs, True)
+    assert len(arts) == compiles == 1 and arts[0].symbolic
+    targets = lambda gm: {n.target for n in gm.graph.nodes if n.op == "call_function"}  # noqa: E731
+    assert torch._sym_sqrt in targets(arts[0].artifacts.fw_module)
+    assert torch.ops.aten.sqrt.default in targets(fws[0])
 
 
 def mutated_then_viewed(x):

@@ -31,8 +31,6 @@ COUNT_DIFFERENCES: dict[str, str] = {
     "ours compiles one graph and replays the store",
     "delete_global_presence_flip": "ours compiles the x + 1 and breaks at DELETE_GLOBAL (not supported by our symbolic "
     "interpreter), the rest runs eagerly; torch hands the backend no graph",
-    "user_context_manager_object": "a with-statement on a user-defined context manager object is a graph break in "
-    "ours before any tensor op (0 graphs, the frame runs eagerly); torch inlines __enter__/__exit__",
     "dataclass_argument_mutated": "ours recompiles when s.name changes (the returned f-string read it); torch hands "
     "the backend no new graph for that call",
     "keyerror_caught_then_key_added": "a frame that raises (a KeyError caught in the frame) runs eagerly in ours; "

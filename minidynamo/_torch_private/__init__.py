@@ -134,6 +134,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     torch_collect_metadata,
     torch_compute_overlapping_tensors,
     torch_core_aten_decompositions,
+    torch_counting_aot_eager,
     torch_decomposition_table,
     torch_gen_alias_from_base,
     torch_get_decompositions,

@@ -630,3 +630,31 @@ def _nbytes(val) -> int:
     if isinstance(val, torch.Tensor):
         return val.numel() * val.element_size()
     return 0
+
+
+def torch_counting_aot_eager(counts: dict, graphs: dict | None = None):
+    """Oracle: torch's ``aot_eager`` built from ``torch._dynamo.backends.common.aot_autograd`` with compilers
+    that count: ``counts["dynamo"]`` graphs handed to the backend, ``counts["aot_fw"]`` forward (or inference)
+    graphs compiled, ``counts["aot_bw"]`` backward graphs (torch compiles the backward lazily, at the first
+    backward). Min-cut partition and kept inference mutations, as ``torch/_dynamo/backends/debugging.py``'s.
+    ``graphs``, if given, keeps each compiled graph under the same keys."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    def counting(key):
+        def compile_(gm, _inputs):
+            counts[key] = counts.get(key, 0) + 1
+            if graphs is not None:
+                graphs.setdefault(key, []).append(gm)
+            return make_boxed_func(gm.forward)
+        return compile_
+
+    aot = aot_autograd(fw_compiler=counting("aot_fw"), bw_compiler=counting("aot_bw"),
+                       partition_fn=min_cut_rematerialization_partition, keep_inference_input_mutations=True)
+
+    def backend(gm, example_inputs):
+        counts["dynamo"] = counts.get("dynamo", 0) + 1
+        return aot(gm, example_inputs)
+
+    return backend

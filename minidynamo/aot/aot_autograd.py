@@ -61,7 +61,8 @@ from minidynamo.aot.graph_compile import (  # noqa: F401 - importable from here,
     create_aot_dispatcher_function,
 )
 from minidynamo.aot.partitioners import default_partition
-from minidynamo.aot.sym_tracing import SymbolicAOTFailed, is_dynamic_graph, static_copy, symbolic_example_inputs
+from minidynamo.aot.sym_tracing import (SymbolicAOTFailed, is_dynamic_graph, rebind_unbacked, shape_env_of_graph,
+                                        static_copy, symbolic_example_inputs)
 
 __all__ = ["aot_function", "aot_module", "aot_module_simplified", "AOTConfig", "AOTFallbackWarning", "CompiledArtifacts",
            "SymbolicAOTFailed"]
@@ -348,6 +349,8 @@ class _SourceLineInterpreter(fx.Interpreter):
         tracing passes use it: the compiled function runs the captured graph.
     """
 
+    unbacked = False  # the graph's values hold unbacked symbols (set by _SourceLined)
+
     def run_node(self, n: fx.Node) -> Any:
         with events.source_line(n.meta.get("source_line")):
             try:
@@ -361,7 +364,10 @@ class _SourceLineInterpreter(fx.Interpreter):
                     from minidynamo.aot.higher_order import run_while_loop
 
                     return run_while_loop(*self.fetch_args_kwargs_from_env(n)[0])
-                return super().run_node(n)
+                out = super().run_node(n)
+                if self.unbacked:  # Note [Unbacked symbols are rebound to Dynamo's] (sym_tracing.py)
+                    rebind_unbacked(n.meta.get("example_value"), out)
+                return out
             except Exception as exc:  # name the user's op in the fallback warning
                 if not hasattr(exc, "_md_aot_node"):
                     exc._md_aot_node = (_node_label(n), n.meta.get("source_line"))
@@ -387,9 +393,13 @@ class _SourceLined(torch.nn.Module):
     def __init__(self, gm: fx.GraphModule):
         super().__init__()
         self.gm = gm
+        env = shape_env_of_graph(gm)
+        self.unbacked = env is not None and bool(env.unbacked)
 
     def forward(self, *args: Any) -> Any:
-        return _SourceLineInterpreter(self.gm).run(*args)
+        interp = _SourceLineInterpreter(self.gm)
+        interp.unbacked = self.unbacked
+        return interp.run(*args)
 
 
 def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_compiler: Callable | None = None,
@@ -477,6 +487,14 @@ def _compile_symbolic(gm: fx.GraphModule, compiled: Callable, params: list, exam
         reason = _failure_reason(exc)
     if reason is not None:
         _restore(env, saved)  # a failed trace's decisions guard nothing
+        if not any(_our_symint_input(n) for n in gm.graph.nodes if n.op == "placeholder"):
+            # only unbacked symbols (.item(), nonzero): no size to specialize on, so no per-size compile
+            # helps; the graph runs eagerly (Note [AOT failures run the graph eagerly])
+            warnings.warn(f"minidynamo.aot: {label} runs eagerly, AOTAutograd could not compile it {reason}",
+                          AOTFallbackWarning, stacklevel=2)
+            eager = functools.partial(gm.forward)
+            eager.artifacts = compiled.artifacts  # type: ignore[attr-defined]
+            return eager
         raise SymbolicAOTFailed(reason)
     art = compiled.artifacts
     grad = torch.is_grad_enabled()
@@ -508,6 +526,13 @@ def _compile_symbolic(gm: fx.GraphModule, compiled: Callable, params: list, exam
     forward.symbolic = True
     forward.zero_grad = lambda: None
     return forward
+
+
+def _our_symint_input(n: fx.Node) -> bool:
+    v = n.meta.get("example_value")
+    return isinstance(v, torch.SymInt) or (isinstance(v, torch.Tensor) and not all(isinstance(s, int) for s in v.shape)
+                                           and any(getattr(s.node, "hint", None) is not None for s in v.shape
+                                                   if isinstance(s, torch.SymInt)))
 
 
 def _snapshot(env: Any) -> tuple:

@@ -352,4 +352,16 @@ def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], conf
             keep_input_mutations=keep,
         )
 
-    return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers, keep_input_mutations=keep)
+    if _symbolic_mode(flat_args) is None:
+        return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers, keep_input_mutations=keep)
+    # Note [The Python dispatcher over symbolic sizes]
+    #     A CompositeImplicitAutograd op whose C++ kernel reads concrete sizes
+    #     (``upsample_linear1d.vec``: ``input.sizes()``) cannot run over SymInts; torch's
+    #     ``create_aot_dispatcher_function`` (torch/_functorch/aot_autograd.py) turns the
+    #     Python dispatcher on for every pass when the fakes have a ShapeEnv, so such an
+    #     op runs its Python decomposition (``torch/_decomp``), which computes sizes
+    #     symbolically, above functionalization and the tracer. Ours does the same.
+    from minidynamo._torch_private import enable_python_dispatcher
+
+    with enable_python_dispatcher():
+        return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers, keep_input_mutations=keep)

@@ -25,8 +25,8 @@ Note [A branch is traced apart]
     Each branch is traced by our ``make_fx`` with every dispatch mode of the trace around
     it switched off and a fake mode of its own, on fresh fakes with the operands'
     metadata: the branch's ops land in its own graph, never in the joint graph, and
-    autograd is live inside the backward branch's trace. Static sizes only: a ``cond``
-    over symbolic sizes runs the graph eagerly (the AOT fallback).
+    autograd is live inside the backward branch's trace. Over symbolic sizes the branch's
+    fake mode shares the operands' ShapeEnv (Note [A branch over symbolic sizes]).
 """
 
 from __future__ import annotations
@@ -46,19 +46,47 @@ def _cond():
 
 
 def _fresh_fakes(values: list) -> tuple[Any, list]:
-    """A fake mode of its own and fakes with ``values``' metadata (Note [A branch is traced apart])."""
-    from minidynamo.fake import FakeTensorMode
+    """A fake mode of its own and fakes with ``values``' metadata (Note [A branch is traced apart]).
 
+    Over symbolic sizes (Note [A branch over symbolic sizes]) the mode shares the operands' ShapeEnv and
+    the fakes keep their SymInt sizes; a SymInt operand (a size Dynamo lifted into the branch) stays itself.
+    """
+    from minidynamo.fake import FakeTensor, FakeTensorMode
+
+    env = _shape_env_of(values)
     mode = FakeTensorMode()
+    mode.shape_env = env
     out = []
     with mode:
         for v in values:
-            if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)) or (
-                    isinstance(v, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in v.shape)):
-                raise NotImplementedError("torch.cond over symbolic sizes is not traced by minidynamo's AOTAutograd")
-            out.append(torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device=v.device)
-                       if isinstance(v, torch.Tensor) else v)
+            if isinstance(v, torch.Tensor) and env is not None:
+                with disable_current_modes(), torch.no_grad():
+                    elem = torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
+                out.append(FakeTensor(mode, elem, v.device))
+            elif isinstance(v, torch.Tensor):
+                out.append(torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device=v.device))
+            else:
+                out.append(v)
     return mode, out
+
+
+def _shape_env_of(values: list) -> Any:
+    """Note [A branch over symbolic sizes]
+        An operand whose sizes are SymInts (``(s0, 3)``), or a SymInt operand, makes the
+        branch symbolic: it is traced on fakes with the same symbols, in a fake mode that
+        shares their ShapeEnv, so a size the branch reads (``t.size(0)``, ``view(-1)``) is a
+        node over its own placeholders (``sym_size.int(arg0_1, 0)``), as torch's
+        ``trace_cond`` records it with the operands' symbolic fakes. Decisions the branch
+        makes land in that ShapeEnv, whose guards Dynamo installs.
+    """
+    for v in values:
+        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return v.node.shape_env
+        if isinstance(v, torch.Tensor):
+            for s in v.shape:
+                if isinstance(s, torch.SymInt):
+                    return s.node.shape_env
+    return None
 
 
 def _trace_branch(fn: Callable, values: list, name: str) -> fx.GraphModule:
@@ -95,14 +123,17 @@ def _vjp(branch: fx.GraphModule, num_operands: int) -> Callable:
     def joint(*args):
         operands, grads = args[:num_operands], args[num_operands:]
         with torch.enable_grad():
-            prims = [o.detach().requires_grad_(o.is_floating_point()) for o in operands]
+            # a SymInt operand (a size Dynamo lifted) passes through and gets no gradient
+            prims = [o.detach().requires_grad_(o.is_floating_point()) if isinstance(o, torch.Tensor) else o
+                     for o in operands]
             outs = branch(*prims)
-            diff = [p for p in prims if p.requires_grad]
+            diff = [p for p in prims if isinstance(p, torch.Tensor) and p.requires_grad]
             pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
             got = torch.autograd.grad([o for o, _ in pairs], diff, [g for _, g in pairs], allow_unused=True) \
                 if pairs and diff else [None] * len(diff)
         by_prim = dict(zip(map(id, diff), got))
-        return tuple(by_prim.get(id(p)) if by_prim.get(id(p)) is not None else torch.zeros_like(p) for p in prims)
+        return tuple(by_prim.get(id(p)) if by_prim.get(id(p)) is not None else torch.zeros_like(p)
+                     for p in prims if isinstance(p, torch.Tensor))
 
     return joint
 
@@ -112,19 +143,25 @@ class CondAutogradOp(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, pred, fw_true, fw_false, bw_true, bw_false, *operands):
-        ctx.save_for_backward(pred, *operands)
+        # tensors are saved; a SymBool predicate (``x.size(0) > 6``) and SymInt operands are kept on ctx
+        values = (pred, *operands)
+        ctx.tensor_at = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+        ctx.save_for_backward(*(values[i] for i in ctx.tensor_at))
+        ctx.others = {i: v for i, v in enumerate(values) if not isinstance(v, torch.Tensor)}
         ctx.bw = (bw_true, bw_false)
         with AutoDispatchBelowAutograd():
             return tuple(_cond()(pred, fw_true, fw_false, tuple(operands)))
 
     @staticmethod
     def backward(ctx, *grads):
-        pred, *operands = ctx.saved_tensors
+        values = dict(ctx.others)
+        values.update(zip(ctx.tensor_at, ctx.saved_tensors))
+        pred, *operands = (values[i] for i in range(len(values)))
         bw_true, bw_false = ctx.bw
         grads = [torch.zeros_like(o) if g is None else g for g, o in zip(grads, ctx.outputs_like)]
         with AutoDispatchBelowAutograd():
-            got = _cond()(pred, bw_true, bw_false, tuple(operands) + tuple(grads))
-        return (None, None, None, None, None, *got)
+            got = iter(_cond()(pred, bw_true, bw_false, tuple(operands) + tuple(grads)))
+        return (None, None, None, None, None, *(next(got) if isinstance(o, torch.Tensor) else None for o in operands))
 
 
 def run_cond(pred, true_gm: fx.GraphModule, false_gm: fx.GraphModule, operands: tuple) -> tuple:

@@ -96,6 +96,7 @@ class PythonKeyTracer:
     def track(self, tensor: torch.Tensor, node: fx.Node) -> None:
         self._tensor_to_node[id(tensor)] = (tensor, node)
         node.meta["val"] = tensor
+        self.sym.output(node, tensor)  # a new unbacked size (nonzero's u0) is read off this node
 
     def is_tracked(self, tensor: torch.Tensor) -> bool:
         return id(tensor) in self._tensor_to_node

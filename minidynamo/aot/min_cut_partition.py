@@ -120,14 +120,17 @@ def _is_fusible(a: fx.Node, b: fx.Node) -> bool:
     return fusible(a) and fusible(b)
 
 
+_UNBACKED_NUMEL = 4096  # torch's _size_of: hint_int(numel, fallback=4096) for a size over an unbacked symbol
+
+
 def _size_of(node: fx.Node) -> int:
     """Bytes of the node's value; over symbolic sizes, for the example sizes (torch: ``hint_int``), no guard."""
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return hint(val.numel()) * val.element_size()
+        return hint(val.numel(), _UNBACKED_NUMEL) * val.element_size()
     if isinstance(val, (list, tuple)):
-        return sum(hint(v.numel()) * v.element_size() for v in val if isinstance(v, torch.Tensor))
-    if isinstance(val, (int, float, torch.SymInt)):
+        return sum(hint(v.numel(), _UNBACKED_NUMEL) * v.element_size() for v in val if isinstance(v, torch.Tensor))
+    if isinstance(val, (int, float, torch.SymInt, torch.SymFloat, torch.SymBool)):  # torch: py_sym_types weigh one
         return 1
     return 0
 
@@ -270,7 +273,7 @@ def _flow_graph(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
                                          and node not in info.required_bw)) and reason:
             ban(node, reason)
         val = node.meta.get("val")
-        if not isinstance(val, (torch.Tensor, int, float, torch.SymInt)):
+        if not isinstance(val, (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)):
             weight = math.inf  # a tuple (multi-output op): save its getitems instead
         elif node in static_inputs:
             weight = 0

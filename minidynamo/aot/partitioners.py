@@ -43,6 +43,20 @@ def _is_input_mutation(node: fx.Node) -> bool:
             and node.meta.get("partitioner_tag") == "is_forward")
 
 
+def _is_forward_assert(node: fx.Node) -> bool:
+    """Note [Runtime asserts run in the forward]
+        The runtime asserts Dynamo put in its graph (``_assert_scalar`` of ``u0 >= 0``,
+        symbolic/runtime_assert.py) are traced into the joint graph's forward. They have
+        no users and are impure, so a backward that gets the value they read (a saved
+        ``_local_scalar_dense``) could compute them again; the values were already
+        checked when the forward ran, and torch's backward graphs hold no copy of them
+        (seen on ``x[:u0]`` and ``masked_select`` through torch's ``aot_eager``). Only the
+        forward keeps them.
+    """
+    return (node.op == "call_function" and node.target is torch.ops.aten._assert_scalar.default
+            and node.meta.get("partitioner_tag") == "is_forward")
+
+
 def _extract_graph_with_inputs_outputs(
     joint: fx.Graph, inputs: list[fx.Node], outputs: list[Any], what: str
 ) -> fx.Graph:
@@ -61,6 +75,8 @@ def _extract_graph_with_inputs_outputs(
             continue
         if what == "backward" and _is_input_mutation(node):
             continue  # Note [Input mutations kept in the graph] (graph_capture): the forward's job
+        if what == "backward" and _is_forward_assert(node):
+            continue  # Note [Runtime asserts run in the forward]
         if all(a in computable for a in node.all_input_nodes):
             computable.add(node)
             if node.is_impure():
@@ -152,7 +168,7 @@ def default_partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int) -> 
 def syms_first(saved: list[fx.Node]) -> list[fx.Node]:
     """Saved SymInts before saved tensors: the backward graph takes its sizes first, as torch's does
     (``saved_sym_nodes + saved_values``); the runtime keeps them on ``ctx``, not in ``save_for_backward``."""
-    syms = [n for n in saved if isinstance(n.meta.get("val"), torch.SymInt)]
+    syms = [n for n in saved if isinstance(n.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool))]
     return syms + [n for n in saved if n not in syms] if syms else saved
 
 

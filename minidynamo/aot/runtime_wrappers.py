@@ -351,10 +351,11 @@ def aot_wrapper_synthetic_base(
     ``compile_inner(fn, args, as_strided_inputs=..., meta=...)`` compiles the result.
     """
     from minidynamo.aot.collect_metadata_analysis import collect_metadata
+    from minidynamo.aot.sym_tracing import hint
 
     groups: dict[int, list[int]] = {}
     for i, a in enumerate(flat_args):
-        if isinstance(a, torch.Tensor) and a.numel() > 0:
+        if isinstance(a, torch.Tensor) and hint(a.numel(), 1) > 0:  # no guard; an unbacked size: maybe not empty
             groups.setdefault(_storage_key(a), []).append(i)
     if meta is None:
         meta = collect_metadata(flat_fn, *flat_args, keep_input_mutations=keep_input_mutations)

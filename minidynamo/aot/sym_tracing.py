@@ -8,6 +8,10 @@ Dynamo hands over a graph with SymInt placeholders. Mirrors the SymInt half of
 ShapeEnv Dynamo used, ``detect_fake_mode``). ``aot_module_simplified`` (``aot_autograd.py``)
 compiles a dynamic Dynamo graph once for every size, or raises ``SymbolicAOTFailed`` for
 the caller's per-size fallback (Note [AOT backends specialize per size] in ``backends.py``).
+A graph whose only symbols are unbacked (``.item()``, ``nonzero``, ``md.mark_unbacked``) takes
+the same path, its fresh symbols renamed to Dynamo's (Note [Unbacked symbols are rebound to
+Dynamo's]); SymFloat and SymBool arguments become nodes too (Notes [A SymFloat argument becomes
+nodes too], [A SymBool becomes nodes]).
 
 Note [AOT traces Dynamo's symbols]
     A dynamic Dynamo graph takes its sizes as inputs (``s0: torch.SymInt``) and its
@@ -40,7 +44,7 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
-__all__ = ["SymTracker", "SymbolicAOTFailed", "static_copy", "check_no_symbolic_constants", "is_dynamic_graph", "symbolic_example_inputs", "hint", "sym_free", "size_resolver"]
+__all__ = ["SymTracker", "rebind_unbacked", "shape_env_of_graph", "SymbolicAOTFailed", "static_copy", "check_no_symbolic_constants", "is_dynamic_graph", "symbolic_example_inputs", "hint", "sym_free", "size_resolver"]
 
 
 def _our_symint(x: Any) -> bool:
@@ -51,10 +55,22 @@ def _our_symint(x: Any) -> bool:
     return is_symbolic(x)
 
 
-def hint(x: Any) -> Any:
-    """The example value of a SymInt (an int unchanged): decisions of AOT's own that must not guard."""
+def _is_ours(x: Any) -> bool:
+    if not isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):  # no ShapeEnv (sympy) import: issue 17
+        return False
+    from minidynamo.shapes.symbolic_shapes import is_symbolic
+
+    return is_symbolic(x)
+
+
+def hint(x: Any, fallback: Any = None) -> Any:
+    """The example value of a SymInt (an int unchanged): decisions of AOT's own that must not guard.
+
+    An expression over an unbacked symbol has none: ``fallback`` then (torch's ``hint_int(x, fallback)``;
+    its partitioners weigh such a tensor as 4096 elements)."""
     if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        return x.node.hint
+        h = x.node.hint
+        return fallback if h is None else h
     return x
 
 
@@ -83,42 +99,185 @@ class SymTracker:
         self.graph = graph
         self.nodes: dict[sympy.Basic, fx.Node] = {}
         self.size_of: dict[sympy.Basic, tuple[fx.Node, int]] = {}  # symbol -> (tensor node, dim)
+        self.env: Any = None  # the ShapeEnv of the symbols seen (for replacements: _lookup)
+        self.tangent_size_of: dict[sympy.Basic, tuple[fx.Node, int]] = {}  # symbol -> (tangent node, dim)
 
     def placeholder(self, node: fx.Node, value: Any) -> None:
         if _our_symint(value):
             self.nodes.setdefault(value.node.expr, node)
         elif isinstance(value, torch.Tensor):
+            # the joint trace makes the tangents (sized by the outputs' u0) before the forward runs; the
+            # forward must read an unbacked u0 off the op that made it: a tangent's size is the last resort
+            table = self.tangent_size_of if node.name.startswith("tangents") else self.size_of
             for d, s in enumerate(value.shape):
                 if _our_symint(s) and s.node.expr.is_Symbol:
-                    self.size_of.setdefault(s.node.expr, (node, d))
+                    table.setdefault(s.node.expr, (node, d))
 
     def track(self, node: fx.Node, value: Any) -> None:
-        """An op returned a SymInt (``aten.sym_size``): later uses of its expression read this node."""
-        if _our_symint(value):
-            self.nodes.setdefault(value.node.expr, node)
+        """An op returned a SymInt (``aten.sym_size``, ``_local_scalar_dense``): later uses of its expression
+        read this node."""
+        if _is_ours(value):
+            self.env = value.node.shape_env
+            self.nodes.setdefault(value.node.expr if isinstance(value, torch.SymInt) else ("float", value.node.expr)
+                                  if isinstance(value, torch.SymFloat) else ("bool", value.node.expr), node)
+
+    def output(self, node: fx.Node, tensor: torch.Tensor) -> None:
+        """An op's output with a new unbacked size (``nonzero``: ``(u0, 2)``): ``u0`` is read off it
+        (``aten.sym_size.int``), as torch's ``unbacked_bindings`` bind it to the node that made it."""
+        if node.op == "placeholder":
+            return  # placeholder() files its sizes
+        for d, s in enumerate(tensor.shape):
+            if _our_symint(s) and s.node.hint is None and s.node.expr.is_Symbol:
+                self.env = s.node.shape_env
+                self.size_of.setdefault(s.node.expr, (node, d))
+
+    def _lookup(self, table: dict, key: Any) -> Any:
+        """``table[key]``, or the entry whose key the ShapeEnv now writes as ``key`` (Note [Unbacked symbols
+        are rebound to Dynamo's]: the node was tracked as ``u1`` before ``u1`` became ``u0``)."""
+        hit = table.get(key)
+        if hit is not None or self.env is None or not (self.env.replacements or self.env.unbacked_renamings):
+            return hit
+        simplify = self.env.simplify
+        for k, v in table.items():
+            if isinstance(k, tuple):
+                if isinstance(key, tuple) and k[0] == key[0] and simplify(k[1]) == key[1]:
+                    return v
+            elif not isinstance(key, tuple) and simplify(k) == key:
+                return v
+        return None
 
     def to_arg(self, value: Any) -> Any:
         if isinstance(value, torch.SymFloat) and getattr(getattr(value.node, "expr", None), "is_number", False):
             # a float computed from sizes that were specialized (``(d // heads) ** 0.5`` with ``d``
             # pinned by a weight's shape): its expression is a number, and the graph takes it as one
             return float(value.node.expr)
-        if isinstance(value, (torch.SymFloat, torch.SymBool)):
-            # torch traces these as nodes too (sym_float, _sym_sqrt); ours does not: the graph is refused
-            raise RuntimeError(f"make_fx: cannot trace the symbolic {type(value).__name__} {value} as a graph node")
+        if isinstance(value, torch.SymFloat):
+            if not _is_ours(value):
+                raise RuntimeError(f"make_fx: a SymFloat {value} that is not of our ShapeEnv")
+            return self.emit_float(value.node.expr)  # Note [A SymFloat argument becomes nodes too]
+        if isinstance(value, torch.SymBool):
+            if not _is_ours(value):
+                raise RuntimeError(f"make_fx: a SymBool {value} that is not of our ShapeEnv")
+            self.env = value.node.shape_env
+            return self.emit_bool(value.node.expr)  # _assert_scalar(u0 >= 2): Note [A SymBool becomes nodes]
         if not isinstance(value, torch.SymInt):
             return value
         if not _our_symint(value):
             raise RuntimeError(f"make_fx: a SymInt {value} that is not of our ShapeEnv")
+        self.env = value.node.shape_env
         return self.emit(value.node.expr)
+
+    def emit_bool(self, expr: sympy.Basic) -> Any:
+        """Note [A SymBool becomes nodes]
+            The runtime asserts Dynamo put in its graph (``_assert_scalar(ge, "Runtime assertion
+            failed for expression u0 >= 2 ...")``, symbolic/runtime_assert.py) run again in AOT's
+            trace; their condition is a SymBool over the (rebound) symbols. torch records the
+            comparison as it happens (``ge = u0 >= 2``); ours rebuilds it from the relation,
+            ``operator.ge`` of the sides' nodes, ``operator.and_``/``or_``/``not_`` for logic.
+        """
+        import sympy
+
+        if expr in (sympy.true, sympy.false):
+            return bool(expr)
+        key = ("bool", expr)
+        hit = self._lookup(self.nodes, key)
+        if hit is not None:
+            return hit
+        rel = {sympy.Eq: operator.eq, sympy.Ne: operator.ne, sympy.Lt: operator.lt, sympy.Le: operator.le,
+               sympy.Gt: operator.gt, sympy.Ge: operator.ge}
+        side = lambda e: self.emit(e) if e.is_integer else self.emit_float(e)  # noqa: E731
+        if type(expr) in rel:
+            node = self._call(rel[type(expr)], (side(expr.lhs), side(expr.rhs)))
+        elif isinstance(expr, (sympy.And, sympy.Or)):
+            fn = operator.and_ if isinstance(expr, sympy.And) else operator.or_
+            args = [self.emit_bool(a) for a in expr.args]
+            node = args[0]
+            for a in args[1:]:
+                node = self._call(fn, (node, a))
+        elif isinstance(expr, sympy.Not):
+            node = self._call(torch.sym_not, (self.emit_bool(expr.args[0]),))
+        else:
+            raise RuntimeError(f"make_fx: cannot trace the condition {expr} ({type(expr).__name__})")
+        self.nodes[key] = node
+        return node
 
     def emit(self, expr: sympy.Basic) -> Any:
         if expr.is_Integer:
             return int(expr)
-        hit = self.nodes.get(expr)
+        hit = self._lookup(self.nodes, expr)
         if hit is not None:
             return hit
         node = self._build(expr)
         self.nodes[expr] = node
+        return node
+
+    def emit_float(self, expr: sympy.Basic) -> Any:
+        """The node computing the float ``expr`` (Note [A SymFloat argument becomes nodes too]).
+
+        Note [A SymFloat argument becomes nodes too]
+            ``x * (x.size(0) / 2)``, ``x / math.sqrt(x.size(-1))``, ``x * float(x.size(0))``,
+            ``x.size(-1) ** -0.5``: the op gets a SymFloat whose expression is over the
+            size symbols. torch records the Python operations as they happen
+            (``truediv = sym_size_int / 2``, ``torch._sym_sqrt``, ``torch.sym_float``,
+            ``pow_1 = sym_size_int ** -0.5``); ours rebuilds them from the expression, as
+            for SymInts: a rational coefficient ``p/q`` is a multiplication by ``p`` and a
+            true division by ``q``, ``sqrt(e)`` is ``torch._sym_sqrt``, another power
+            ``operator.pow``, and an integer-valued expression used as a float is
+            ``torch.sym_float`` of its int node, so every node's value has the type
+            Python's arithmetic gives it (an int tensor times ``float(s0)`` stays float).
+        """
+        import sympy
+
+        if expr.is_Number:
+            return float(expr)
+        key = ("float", expr)
+        hit = self._lookup(self.nodes, key)
+        if hit is not None:
+            return hit
+        if expr.is_integer:
+            node = self._call(torch.sym_float, (self.emit(expr),))
+        elif isinstance(expr, sympy.Pow):
+            base = self.emit(expr.base) if expr.base.is_integer else self.emit_float(expr.base)
+            exp = expr.exp
+            if exp == sympy.Rational(1, 2):
+                node = self._call(torch._sym_sqrt, (base,))
+            elif exp == sympy.Rational(-1, 2):
+                node = self._call(operator.truediv, (1.0, self._call(torch._sym_sqrt, (base,))))
+            elif exp.is_Number:
+                node = self._call(operator.pow, (base, int(exp) if exp.is_Integer else float(exp)))
+            else:
+                node = self._call(operator.pow, (base, self.emit_float(exp)))
+        elif isinstance(expr, sympy.Mul):
+            coeff, factors = expr.as_coeff_mul()
+            num = [f for f in factors if not (isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp < 0)]
+            den = [f.base ** -f.exp for f in factors if f not in num]
+            acc: Any = None
+            for f in sorted(num, key=sympy.default_sort_key):
+                v = self.emit(f) if f.is_integer else self.emit_float(f)
+                acc = v if acc is None else self._call(operator.mul, (acc, v))
+            p, q = (coeff.p, coeff.q) if coeff.is_Rational else (float(coeff), 1)
+            if acc is None:
+                acc = float(p)
+            elif p != 1:
+                acc = self._call(operator.mul, (acc, p))
+            if q != 1:
+                acc = self._call(operator.truediv, (acc, q))
+            for f in sorted(den, key=sympy.default_sort_key):
+                acc = self._call(operator.truediv, (acc, self.emit(f) if f.is_integer else self.emit_float(f)))
+            node = acc if isinstance(acc, fx.Node) and acc.meta.get("val") is not None and not isinstance(
+                acc.meta["val"], (int, torch.SymInt)) else self._call(torch.sym_float, (acc,))
+        elif isinstance(expr, sympy.Add):
+            const, terms = expr.as_coeff_add()
+            acc = None
+            for t in sorted(terms, key=sympy.default_sort_key):
+                v = self.emit(t) if t.is_integer else self.emit_float(t)
+                acc = v if acc is None else self._call(operator.add, (acc, v))
+            if const != 0:
+                acc = self._call(operator.add, (acc, float(const)))
+            node = acc
+        else:
+            raise RuntimeError(f"make_fx: cannot trace the float size expression {expr} ({type(expr).__name__})")
+        self.nodes[key] = node
         return node
 
     def _call(self, fn: Any, args: tuple) -> fx.Node:
@@ -146,7 +305,9 @@ class SymTracker:
         from minidynamo.shapes.symbolic_shapes import FloorDiv
 
         if isinstance(expr, sympy.Symbol):
-            where = self.size_of.get(expr)
+            where = self._lookup(self.size_of, expr)
+            if where is None:
+                where = self._lookup(self.tangent_size_of, expr)
             if where is None:
                 raise RuntimeError(f"make_fx: the size {expr} is neither a graph input nor a size of one")
             return self._call(torch.ops.aten.sym_size.int, where)
@@ -187,10 +348,73 @@ class SymTracker:
 
 
 def is_dynamic_graph(gm: torch.nn.Module) -> bool:
-    """A Dynamo graph with a SymInt placeholder (Note [AOT traces Dynamo's symbols])."""
+    """A Dynamo graph with a SymInt placeholder, or any value over a symbol of Dynamo's ShapeEnv (an unbacked
+    ``u0`` of ``.item()`` or ``nonzero``, an input ``md.mark_unbacked`` marked) (Note [AOT traces Dynamo's
+    symbols])."""
+    return shape_env_of_graph(gm) is not None
+
+
+def shape_env_of_graph(gm: Any) -> Any:
     if not isinstance(gm, fx.GraphModule):
-        return False
-    return any(_our_symint(n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "placeholder")
+        return None
+    for n in gm.graph.nodes:
+        env = _env_of_value(n.meta.get("example_value"))
+        if env is not None:
+            return env
+    return None
+
+
+def _env_of_value(v: Any) -> Any:
+    if _is_ours(v):
+        return v.node.shape_env
+    if isinstance(v, torch.Tensor):
+        for s in v.shape:
+            if _our_symint(s):
+                return s.node.shape_env
+    elif isinstance(v, (tuple, list)):
+        for x in v:
+            env = _env_of_value(x)
+            if env is not None:
+                return env
+    return None
+
+
+def rebind_unbacked(dynamo_value: Any, value: Any) -> None:
+    """Note [Unbacked symbols are rebound to Dynamo's]
+        AOT runs Dynamo's graph again on fakes; an ``item`` or ``nonzero`` node gives a
+        fresh unbacked symbol each time (``u1``: fake/unbacked_impls.py), while Dynamo's
+        runtime asserts, ``torch._check`` facts and later nodes speak of the one Dynamo
+        made (``u0``, the node's ``example_value``). After each node, every fresh symbol
+        in its value is made a replacement for Dynamo's at the same place (a size, the
+        scalar), so the ShapeEnv writes ``u1`` as ``u0`` from then on: the facts on ``u0``
+        decide AOT's questions, and AOT's graphs read ``u0``. torch does the same in
+        ``torch.fx.Interpreter.run_node`` (``rebind_unbacked``, ``ShapeEnv._rename_unbacked_to``,
+        torch/fx/experimental/symbolic_shapes.py), from the node's ``unbacked_bindings``.
+    """
+    if isinstance(dynamo_value, (tuple, list)) and isinstance(value, (tuple, list)):
+        for a, b in zip(dynamo_value, value):
+            rebind_unbacked(a, b)
+        return
+    if isinstance(dynamo_value, torch.Tensor) and isinstance(value, torch.Tensor):
+        if dynamo_value.dim() == value.dim():
+            for a, b in zip(dynamo_value.shape, value.shape):
+                rebind_unbacked(a, b)
+        return
+    if not (_is_ours(dynamo_value) and _is_ours(value)):
+        return
+    old, new = dynamo_value.node.expr, value.node.expr
+    if isinstance(old, sympy_Eq()) and isinstance(new, sympy_Eq()):  # a bool item: Eq(u0, 1)
+        old, new = old.lhs, new.lhs
+    env = value.node.shape_env
+    if (old != new and getattr(new, "is_Symbol", False) and getattr(old, "is_Symbol", False)
+            and new in env.unbacked and old in env.unbacked and env is dynamo_value.node.shape_env):
+        env.unbacked_renamings[new] = old
+
+
+def sympy_Eq() -> type:  # noqa: N802 - sympy imported only on the symbolic path (issue 17)
+    import sympy
+
+    return sympy.Eq
 
 
 def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tuple[list[Any], Any]:
@@ -206,12 +430,7 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
         raise RuntimeError(f"{len(placeholders)} placeholders but {len(example_inputs)} example inputs")
-    env = None
-    for n in placeholders:
-        v = n.meta.get("example_value")
-        if _our_symint(v):
-            env = v.node.shape_env
-            break
+    env = shape_env_of_graph(gm)
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     mode.shape_env = env
     made: dict[int, Any] = {}
@@ -219,12 +438,12 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
     for n, real in zip(placeholders, example_inputs):
         v = n.meta.get("example_value")
         if _our_symint(v):
-            if v.node.hint != real:
+            if v.node.hint is not None and v.node.hint != real:  # an unbacked input size (mark_unbacked): no hint
                 raise RuntimeError(f"placeholder {n.name}: example value {real} but the symbol's hint is {v.node.hint}")
             out.append(v)
         elif isinstance(v, FakeTensor) and isinstance(real, torch.Tensor) and not sym_free(tuple(v.shape)):
             if id(v) not in made:
-                if tuple(hint(s) for s in v.shape) != tuple(real.shape):
+                if any(hint(s) is not None and hint(s) != r for s, r in zip(v.shape, real.shape, strict=True)):
                     raise RuntimeError(f"placeholder {n.name}: fake sizes {tuple(v.shape)} do not match {tuple(real.shape)}")
                 sizes, strides, offset = list(v.shape), list(v.stride()), v.storage_offset()
                 with DisableTorchDispatch(), torch.no_grad(), torch.inference_mode(False):
@@ -242,6 +461,10 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
             out.append(made[id(v)])
         else:
             out.append(real)
+    if not made and env is not None:
+        # no input has a symbolic size (the symbols are unbacked, made inside the graph): the passes find
+        # the mode through a fake input, so every tensor input is converted in it (aliasing kept by its memo)
+        out = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in out]
     return out, mode
 
 

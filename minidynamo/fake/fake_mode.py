@@ -197,6 +197,12 @@ class FakeTensorMode(TorchDispatchMode):
                 "always" if torch.Tag.data_dependent_output in tags else
                 "unless integer indices" if torch.Tag.dynamic_output_shape in tags else "")
         if dependent and (dependent == "always" or not _index_with_integer_indices(func, args)):
+            if self.shape_env is not None:  # Note [A fake mode makes unbacked symbols only when told]
+                from minidynamo.fake.unbacked_impls import unbacked_output
+
+                out = unbacked_output(self, func, args, kwargs)
+                if out is not NotImplemented:
+                    return out
             raise DataDependentOutputError(str(func), dynamic_shape=dependent != "always")
 
         # 3. Which device do the outputs claim? A factory's `device=` kwarg, else the inputs'.

@@ -162,6 +162,14 @@ class ShapeEnv:
     unbacked_why: dict = field(default_factory=dict)  # symbol -> where it came from ("Tensor.item()")
     unbacked_inputs: set = field(default_factory=set)  # input sizes md.mark_unbacked marked ("L['x'].size()[0]")
     creation_range: dict = field(default_factory=dict)  # symbol -> the range it was made with (runtime_assert.py)
+    # whether a FakeTensorMode with this ShapeEnv may make unbacked symbols itself (``_local_scalar_dense``,
+    # ``nonzero``): torch's ShapeEnv fields of these names, which torch's Dynamo sets from
+    # ``capture_scalar_outputs`` / ``capture_dynamic_output_shape_ops`` (torch/_dynamo/output_graph.py)
+    allow_scalar_outputs: bool = False
+    # an unbacked symbol a later pass made, written as the one Dynamo made for the same value (u1 -> u0):
+    # torch's ``unbacked_renamings`` (``_rename_unbacked_to``); a renaming, not a decision, so no guard
+    unbacked_renamings: dict = field(default_factory=dict)
+    allow_dynamic_output_shape_ops: bool = False
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -287,6 +295,8 @@ class ShapeEnv:
 
     # -- simplification and decisions ----------------------------------------------------------
     def simplify(self, expr: sympy.Basic) -> sympy.Basic:
+        if self.unbacked_renamings and getattr(expr, "free_symbols", None):
+            expr = expr.xreplace(self.unbacked_renamings)
         if self.replacements and getattr(expr, "free_symbols", None):
             expr = expr.xreplace(self.replacements)
         return expr

@@ -22,6 +22,7 @@ from minidynamo import events
 from minidynamo.bytecode import call_target
 
 from . import counters
+from . import graph_break_registry as gb
 from .codegen import PyCodegen, assemble, graph_args
 from .dynamic_shapes import install_shape_guards
 from .exc import (EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, TensorifyScalarRestartAnalysis,
@@ -127,7 +128,7 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
                 if config.fullgraph:
                     raise FullGraphError(explanation) from None
                 raise EagerFallback(explanation) from None
-    raise EagerFallback(GraphBreak("too many graph-break restarts", function=frame.__name__))
+    raise EagerFallback(GraphBreak("too many graph-break restarts", function=frame.__name__, gb_id=gb.RESTARTS))
 
 
 def _setup_resume(tx, frame, L: dict) -> None:
@@ -312,6 +313,10 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
         below = stack[:-2]
         return _eager_then_resume(cg, tx, frame, config, inst, below,
                                   f"___r = {cg.expr(stack[-2])}[{cg.expr(stack[-1])}]   # graph break: run eagerly")
+    elif inst.opname == "STORE_ATTR":  # Note [A tensor attribute store breaks the graph]: [value, obj]
+        below = stack[:-2]
+        line = f"{cg.expr(stack[-1])}.{inst.argval} = {cg.expr(stack[-2])}   # graph break: run eagerly"
+        return _eager_then_resume(cg, tx, frame, config, inst, below, line, pushes=False)
     else:  # CALL_FUNCTION_EX: [NULL, fn, args, kwargs?] (3.13: [fn, NULL, ...])
         n = 2 if inst.arg & 1 else 1
         below, operands = stack[: -n - 2], stack[-n:]
@@ -320,7 +325,8 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
     if fn.is_python_constant() and any(fn.as_python_constant() is f for f in _FRAME_READING) and not arg_exprs:
         # zero-argument super() / locals() read the frame that calls them: the transformed
         # function is a different frame, so it cannot run them for the user's frame.
-        unimplemented(f"{fn.as_python_constant().__name__}() without arguments at a graph break")
+        unimplemented(f"{fn.as_python_constant().__name__}() without arguments at a graph break",
+                      gb_id=gb.RECONSTRUCTION)
     fn_expr = cg.expr(fn)
     if _routes_through_compiler(fn):  # the callee goes through the cache (with the hook: its frame is hooked)
         fn_expr = f"___compiled({fn_expr})"
@@ -328,9 +334,9 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
     return _eager_then_resume(cg, tx, frame, config, inst, below, line)
 
 
-def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str) -> list[str]:
-    """``line`` (the instruction run eagerly, into ``___r``), then the resume function after ``inst``."""
-    stack_exprs = [cg.expr(v) for v in below] + ["___r"]
+def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True) -> list[str]:
+    """``line`` (the instruction run eagerly, into ``___r`` if it ``pushes``), then the resume function after ``inst``."""
+    stack_exprs = [cg.expr(v) for v in below] + (["___r"] if pushes else [])
     resume = f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"
     blocks = [v.ctx for v in below if isinstance(v, WithExitVariable)]
     if not blocks:

@@ -208,9 +208,13 @@ def shape_env_of(output):
     """The trace's ShapeEnv, made on first use; the fake mode sees it once a symbol exists."""
     env = getattr(output, "shape_env", None)
     if env is None:
+        from minidynamo import config
         from minidynamo.shapes.symbolic_shapes import ShapeEnv
 
-        env = output.shape_env = ShapeEnv()
+        # torch's OutputGraph: ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs, ...), so the
+        # fake passes of AOTAutograd make unbacked symbols where Dynamo did (fake/unbacked_impls.py)
+        env = output.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs,
+                                          allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
     return env
 
 

@@ -74,6 +74,29 @@ ISINSTANCE = "GB0175"
 NEXT_UNIMPLEMENTED = "GB0118"
 GETATTR_NONCONST = "GB0190"
 RESTARTS = "GB0052"
+FAKE_ID = "GB4501"               # an id() of a value made in the trace, needed after the break
+DEEPCOPY_TENSOR = "GB4198"       # copy.deepcopy reaching Tensor.__deepcopy__
+SORT_NON_CONSTANT_KEYS = "GB0207"
+REQUIRES_GRAD_LEAK = "GB8985"    # requires_grad_() on an intermediate that is returned
+SET_DATA = "GB0056"              # y.data = ... on a tensor made in the trace
+PYTHON_TYPE = "GB4841"           # an object with no python_type() (a logger's data attribute)
+GENERATOR = "GB0003"             # a generator (or its yield) outside an inlined call
+INLINE_SKIPPED = "GB0008"        # a function torch will not inline (a coroutine, recursion too deep)
+DICT_KEYS_NONCONST = "GB0203"    # a dict whose keys are not constants
+NESTED_CLOSURE = "GB9528"        # a nested function with a closure that cannot be rebuilt
+COND_ARGS = "GB0309"             # torch.cond with other than pred, true_fn, false_fn, operands
+COND_PRED = "GB0310"
+HOP_NOT_CALLABLE = "GB0302"      # a higher-order op given a non-callable
+HOP_NON_TENSOR_LEAF = "GB0301"   # a higher-order op's operand that is not a tensor (a while_loop carry)
+DUNDER_INLINE = "GB0131"         # __setattr__/__delattr__ of a class that overrides them
+HASATTR_TYPE = "GB9522"          # hasattr() on a type we do not look into
+MODULE_GETITEM_KEY = "GB0153"    # a module container indexed by a non-constant
+MODULE_NO_SOURCE = "GB0188"      # an nn.Module reached without a source
+MODULE_NONCONST_ARG = "GB0202"   # an nn.Module method with non-constant arguments
+SUPER_INIT = "GB0162"            # nn.Module.__init__ that cannot be traced
+NAMEDTUPLE_CONSTRUCT = "GB0201"  # constructing a namedtuple/ModelOutput with these inputs
+DICT_ACCESS = "GB6999"           # __dict__ of an object we cannot read
+DICT_KEY_NONSTRING = "GB5849"    # a __dict__ update with a non-constant key
 
 
 def gb_entry(gb_id: str) -> Optional[dict]:

@@ -49,7 +49,7 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
 
     def RETURN_GENERATOR(self, inst) -> None:
         if not self.is_generator:
-            unimplemented("generator outside an inlined call")
+            unimplemented("generator outside an inlined call", gb_id=gb.GENERATOR)
         self.push(ConstantVariable(None))  # what the first next() sends in (popped by POP_TOP)
 
     def GET_YIELD_FROM_ITER(self, inst) -> None:
@@ -81,7 +81,7 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
 
     def YIELD_VALUE(self, inst) -> None:
         if not self.is_generator:
-            unimplemented("yield outside an inlined generator")
+            unimplemented("yield outside an inlined generator", gb_id=gb.GENERATOR)
         self._yielded = self.pop()
         self.push(ConstantVariable(None))  # the value next() sends back in
 

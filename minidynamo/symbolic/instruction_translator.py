@@ -15,6 +15,7 @@ import torch
 
 from minidynamo.bytecode import find_exception_handler
 
+from . import graph_break_registry as gb
 from .exc import EagerFallback, RestartAnalysis, Unsupported, explain_unsupported, unimplemented
 from .resume_execution import vm_can_run
 from .inlining import InliningInstructionTranslator
@@ -128,7 +129,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             unimplemented("requires_grad_() intermediate leaked as output: an intermediate tensor with "
                           "requires_grad_() called on it (or a tensor derived from it) is returned from the compiled region",
                           "call .detach() before returning if you only need values, or move requires_grad_() "
-                          "outside the compiled function")
+                          "outside the compiled function", gb_id=gb.REQUIRES_GRAD_LEAK)
         except Unsupported as e:
             explanation = explain_unsupported(self, e)
         self.requires_grad_calls += [(node, self.current_inst.offset, explanation) for node in nodes]
@@ -145,7 +146,8 @@ class InstructionTranslator(InstructionTranslatorBase):
                 _, offset, explanation = self.requires_grad_calls[0]
                 if self.output.fullgraph:
                     unimplemented("returning intermediate with requires_grad_(): AOTAutograd's functionalization "
-                                  "drops the requires_grad_() effect on graph outputs", explanation.hint)
+                                  "drops the requires_grad_() effect on graph outputs", explanation.hint,
+                                  gb_id=gb.REQUIRES_GRAD_LEAK)
                 raise RestartAnalysis(offset, explanation)
 
     def CALL(self, inst) -> None:
@@ -166,6 +168,18 @@ class InstructionTranslator(InstructionTranslatorBase):
             self._breakable_call(inst, super().BINARY_SUBSCR)
         else:
             super().BINARY_SUBSCR(inst)
+
+    # Note [A tensor attribute store breaks the graph]
+    #     ``y.data = z`` on a tensor made in the trace cannot be traced (torch/_dynamo/
+    #     variables/builtin.py ``call_setattr``: "Failed to mutate tensor data attribute").
+    #     torch's ``STORE_ATTR`` (symbolic_convert.py ``store_attr_graph_break``) then
+    #     compiles the graph so far, runs the store eagerly and resumes after it, as at a
+    #     call; ours does the same for a store on a tensor.
+    def STORE_ATTR(self, inst) -> None:
+        if len(self.stack) >= 2 and isinstance(self.stack[-1], TensorVariable):
+            self._breakable_call(inst, super().STORE_ATTR)
+        else:
+            super().STORE_ATTR(inst)
 
     def _breakable_call(self, inst, do_call) -> None:
         if inst.offset in self.break_at:

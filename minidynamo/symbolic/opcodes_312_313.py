@@ -65,7 +65,7 @@ class Py312Py313Opcodes:
         # 3.12: super().name without the call; arg bit 1: a method load, bit 2: the two-argument form.
         global_super, cls, obj = self.popn(3)
         if not (isinstance(global_super, BuiltinVariable) and global_super.fn is super):
-            unimplemented(f"super() is shadowed by {global_super}")
+            unimplemented(f"super() is shadowed by {global_super}", gb_id=gb.SUPER)
         from .variables.user_class import SuperVariable
 
         value = SuperVariable(cls.as_python_constant(), obj).var_getattr(self, inst.argval)

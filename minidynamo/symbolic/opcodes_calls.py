@@ -91,10 +91,10 @@ class CallOpcodes:
         """
         code = fn_var.get_code()
         if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
-            unimplemented(f"{code.co_name} is a coroutine")
+            unimplemented(f"{code.co_name} is a coroutine", gb_id=gb.INLINE_SKIPPED)
         generator = bool(code.co_flags & 0x20)
         if self.depth >= MAX_INLINE_DEPTH:
-            unimplemented("inlining too deep (recursion?)")
+            unimplemented("inlining too deep (recursion?)", gb_id=gb.INLINE_SKIPPED)
         bound = fn_var.bind_args(self, args, kwargs)
         fn_globals = fn_var.get_globals()
         globals_source = None if fn_globals is self.output.root_globals else \
@@ -115,12 +115,41 @@ class CallOpcodes:
     ## Context managers (only the grad-mode ones: torch.no_grad, enable_grad, set_grad_enabled)
     def BEFORE_WITH(self, inst) -> None:
         ctx = self.pop()
+        if self.user_context_manager(ctx):
+            return
         if not isinstance(ctx, GradModeVariable):
             unimplemented("a with-statement on a context manager minidynamo does not trace (it traces the grad-mode "
                           "ones)", gb_id=gb.CONTEXT_MANAGER,
                           context=f"with-statement on {ctx}")
         self.push(WithExitVariable(ctx))
         self.push(ctx.enter(self))
+
+    # Note [A user's context manager is inlined]
+    #     ``with Timer():`` on a class whose ``__enter__`` and ``__exit__`` are Python
+    #     functions: as torch's ``UserDefinedObjectVariable`` (symbolic_convert.py
+    #     ``BEFORE_WITH`` -> ``enter_ctx``), ``__enter__`` is inlined here and the bound
+    #     ``__exit__`` is left on the stack, where the with-statement's normal exit calls it
+    #     (inlined too) with three Nones. An exception in the block, or a graph break inside
+    #     it, runs the frame eagerly (the block is a try block: ``check_can_break``).
+    def user_context_manager(self, ctx) -> bool:
+        import inspect
+
+        from .variables.misc import UserDefinedObjectVariable
+        from .variables.new_object import NewObjectVariable
+
+        if isinstance(ctx, NewObjectVariable):
+            cls = ctx.cls
+        elif isinstance(ctx, UserDefinedObjectVariable):
+            cls = type(ctx.value)
+        else:
+            return False
+        if not all(inspect.isfunction(inspect.getattr_static(cls, name, None)) for name in ("__enter__", "__exit__")):
+            return False
+        exit_fn = ctx.var_getattr(self, "__exit__")
+        entered = ctx.var_getattr(self, "__enter__").call_function(self, [], {})
+        self.push(exit_fn)
+        self.push(entered)
+        return True
 
     ## Returning and raising
     def RETURN_VALUE(self, inst) -> None:

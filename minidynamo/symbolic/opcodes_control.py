@@ -51,6 +51,8 @@ class ControlFlowOpcodes:
 
     def generic_jump(self, inst, value: VariableTracker, jump_if: bool, pop: bool) -> None:
         """Conditional jumps: decide now if the condition is known (Note [Where a graph can break])."""
+        if self.rewrite_tensor_assert(inst, value, jump_if, pop):
+            return
         try:
             truth = value.truth(self)
         except Unsupported as e:
@@ -61,6 +63,36 @@ class ControlFlowOpcodes:
             if not pop:
                 self.push(value)
             self.jump(inst)
+
+    # Note [assert on a tensor is torch._assert_async]
+    #     ``assert (y > 0).all()`` compiles to POP_JUMP_IF_TRUE over LOAD_ASSERTION_ERROR
+    #     [LOAD_CONST msg, CALL] RAISE_VARARGS. torch (symbolic_convert.py ``generic_jump``,
+    #     ``_detect_and_normalize_assert_statement``, config ``rewrite_assert_with_torch_assert``)
+    #     puts ``torch._assert_async(value, msg)`` in the graph and jumps past the raise: no
+    #     graph break, and the check runs with the graph. Ours does the same for a tensor.
+    def rewrite_tensor_assert(self, inst, value, jump_if: bool, pop: bool) -> bool:
+        import sys
+
+        import torch
+
+        from minidynamo import config
+        from .variables.tensor import TensorVariable
+
+        if not (config.rewrite_assert_with_torch_assert and sys.flags.optimize == 0 and jump_if and pop
+                and isinstance(value, TensorVariable)):
+            return False
+        rest = self.instructions[self.ip:self.ip + 6]
+        if not rest or rest[0].opname != "LOAD_ASSERTION_ERROR":
+            return False
+        end = next((k for k, i in enumerate(rest) if i.opname == "RAISE_VARARGS"), None)
+        between = rest[1:end] if end is not None else None
+        if between is None or any(i.opname not in ("LOAD_CONST", "PRECALL", "CALL") for i in between):
+            return False
+        consts = [i.argval for i in between if i.opname == "LOAD_CONST"]
+        msg = consts[0] if consts else "assertion error"
+        self.output.create_proxy("call_function", torch._assert_async, (value.as_proxy(), msg), {})
+        self.jump(inst)
+        return True
 
     def break_graph_at_jump(self, inst, value, jump_if, pop, e: Unsupported) -> None:
         raise e  # an inlined frame cannot break here; the caller's CALL will

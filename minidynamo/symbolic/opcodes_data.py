@@ -217,7 +217,7 @@ class DataOpcodes:
         before, after = inst.arg & 0xFF, inst.arg >> 8
         items = self.pop().unpack_var_sequence(self)
         if len(items) < before + after:
-            unimplemented("not enough values to unpack")
+            unimplemented("not enough values to unpack", gb_id=gb.UNPACK_LENGTH)
         middle = items[before : len(items) - after]
         for item in reversed(items[len(items) - after :]):
             self.push(item)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import sys
 import types
 from typing import Optional
 
@@ -111,7 +112,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
                 raise
             except TracedUserError as e:
                 if self.in_user_try_block():  # the user catches it: run the frame eagerly
-                    raise self._internal(Unsupported(f"{e} (inside the user's try block)"), e) from e
+                    raise self._internal(Unsupported(f"{e} (inside the user's try block)",
+                                                     gb_id=gb.OBSERVED_EXCEPTION), e) from e
                 raise
             except _CONTROL_FLOW:
                 raise
@@ -250,6 +252,15 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
             if self.globals_source is None:
                 return VariableBuilder(self, GlobalSource(name))(value)
             if self.globals_source is False:
+                module_name = self.f_globals.get("__name__", "")
+                module = sys.modules.get(module_name) if module_name.startswith("torch.backends.") else None
+                if module is not None and module.__dict__ is self.f_globals:
+                    # a library global is folded unguarded, except torch.backends' switches
+                    # (``_is_fastpath_enabled`` read by ``torch.backends.mha.get_fastpath_enabled``),
+                    # guarded as when read as a module attribute (Note [torch.backends flags are guarded])
+                    from .variables.torch import PythonModuleVariable
+
+                    return PythonModuleVariable(module).var_getattr(self, name)
                 return wrap_sourceless(self, value)
             return VariableBuilder(self, GetItemSource(self.globals_source, name))(value)
         import builtins
@@ -269,7 +280,7 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
 
     def STORE_GLOBAL(self, inst) -> None:
         if self.globals_source is not None:
-            unimplemented("writing a global of another module")
+            unimplemented("writing a global of another module", gb_id=gb.SETATTR)
         self.output.side_effects.store_global(inst.argval, self.pop())
 
     def MAKE_CELL(self, inst) -> None:
@@ -304,7 +315,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         elif cell is None and name in self.code.co_cellvars:
             self.cells[name] = CellVariable(self.pop())
         else:
-            unimplemented(f"assigning to free variable {name!r} of an enclosing function (nonlocal)")
+            unimplemented(f"assigning to free variable {name!r} of an enclosing function (nonlocal)",
+                          gb_id=gb.IMMUTABLE_CELL)
 
     def LOAD_CLOSURE(self, inst) -> None:
         name = inst.argval
@@ -338,6 +350,12 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
             self.output.side_effects.store_attr(obj, inst.argval, value)
             return
+        from .variables.tensor import TensorVariable
+
+        if isinstance(obj, TensorVariable) and inst.argval == "data" and obj.source is None:
+            unimplemented("only .data of a tensor made outside the compiled function can be set (this one is "
+                          "made inside)", "don't set .data on this tensor, or move it out of the compiled function",
+                          gb_id=gb.SET_DATA, context=f"setattr({obj}, data, {value})")
         unimplemented(f"setting attribute {inst.argval!r} on this object", gb_id=gb.SETATTR,
                       context=f"setting attribute {inst.argval!r} on {obj}")
 

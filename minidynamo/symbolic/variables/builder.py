@@ -120,24 +120,25 @@ class VariableBuilder:
         if isinstance(value, (list, tuple)):
             named = isinstance(value, tuple) and hasattr(type(value), "_fields")
             if type(value) not in (list, tuple) and not named:
-                unimplemented(f"a {type(value).__name__} (list/tuple subclass) input")
+                unimplemented(f"a {type(value).__name__} (list/tuple subclass) input", gb_id=gb.SOURCELESS)
             guards.LENGTH_CHECK(source, value, "the trace unrolled this sequence")
             items = [VariableBuilder(tx, GetItemSource(source, i))(v) for i, v in enumerate(value)]
             if isinstance(value, list):
                 return ListVariable(items, source=source)
             return TupleVariable(items, tuple_cls=type(value), source=source)
-        if type(value) is dict:
+        if type(value) in (dict, collections.OrderedDict):  # an OrderedDict: a module's hook dicts
             from ..guards import _is_literal
 
             if not all(_is_literal(k) for k in value):
                 # the keys guard and each item's source are written as Python literals; a module
                 # or any object as a key has none (torch guards such keys by identity)
-                unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)")
+                unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)",
+                              gb_id=gb.DICT_KEYS_NONCONST)
             guards.TYPE_MATCH(source, value, "the trace read this dict")
             guards.add(source, "DICT_KEYS", f"list({source.name()}) == {list(value)!r}", "the trace read these keys",
                        f"list({source.name()})")
             items = {k: VariableBuilder(tx, GetItemSource(source, k))(v) for k, v in value.items()}
-            return ConstDictVariable(items, source=source)
+            return ConstDictVariable(items, user_cls=type(value), source=source)
         if type(value) is collections.deque:  # Note [A deque made in the trace]: one from outside too
             guards.TYPE_MATCH(source, value, "the trace read this deque")
             guards.LENGTH_CHECK(source, value, "the trace unrolled this deque")
@@ -153,7 +154,8 @@ class VariableBuilder:
             return ListIteratorVariable(items, value.resume_index, source=source)
         if isinstance(value, torch.nn.Module):
             if "_modules" not in value.__dict__:  # its own __init__ traced as a frame, before nn.Module.__init__ ran
-                unimplemented(f"a {type(value).__name__} whose nn.Module.__init__ has not run yet", gb_id=gb.UNINITIALIZED_MODULE)
+                unimplemented(f"a {type(value).__name__} whose nn.Module.__init__ has not run yet",
+                              gb_id=gb.UNINITIALIZED_MODULE)
             # Note [Modules are guarded by type and structure]: not by identity, so one entry
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
             # the trace reads is guarded through its own source, parameters are graph inputs.
@@ -269,7 +271,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
 def wrap_sourceless(tx, value: Any) -> VariableTracker:
     """A value with no source (a default, a constant of the code, a library attribute)."""
     if isinstance(value, torch.Tensor):
-        unimplemented("a tensor with no source (e.g. a tensor default argument or a tensor constant)", gb_id=gb.SOURCELESS)
+        unimplemented("a tensor with no source (e.g. a tensor default argument or a tensor constant)",
+                      gb_id=gb.SOURCELESS)
     if isinstance(value, torch.nn.Module):
         unimplemented("a module reached without a source", gb_id=gb.SOURCELESS)
     if isinstance(value, types.ModuleType):
@@ -390,9 +393,11 @@ def _untraced_tensor(source, value: torch.Tensor) -> None:
                 "a __torch_function__ subclass" if "__torch_function__" in _overrides(cls) else "a subclass")
         unimplemented(f"{where} is a {cls.__module__}.{cls.__qualname__}, {kind} of torch.Tensor; minidynamo "
                       "traces only torch.Tensor and nn.Parameter (Note [Tensor subclasses are not traced])",
-                      hint="torch.compile traces tensor subclasses", warn=f"{cls.__module__}.{cls.__qualname__}", gb_id=gb.TENSOR_SUBCLASS)
+                      hint="torch.compile traces tensor subclasses", warn=f"{cls.__module__}.{cls.__qualname__}",
+                      gb_id=gb.TENSOR_SUBCLASS)
     layout = "quantized" if value.is_quantized else "nested" if value.is_nested else str(value.layout)
-    unimplemented(f"{where} is a {layout} tensor; minidynamo traces only dense strided tensors", warn=layout, gb_id=gb.SPARSE_TENSOR)
+    unimplemented(f"{where} is a {layout} tensor; minidynamo traces only dense strided tensors", warn=layout,
+                  gb_id=gb.SPARSE_TENSOR)
 
 
 def _overrides(cls: type) -> set:

@@ -47,6 +47,10 @@ BREAK_BUILTINS = {
 }
 
 
+def module_name(fn) -> str:
+    return getattr(fn, "__module__", None) or "?"
+
+
 def _all_const(args, kwargs=None) -> bool:
     return all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in (kwargs or {}).values())
 
@@ -58,7 +62,9 @@ class FakeIdVariable(ConstantVariable):
     """``id()`` of an object made during the trace (Note [id() while tracing]): usable inside, never output."""
 
     def reconstruct(self, codegen) -> str:
-        unimplemented("id() of an object made in the trace leaves the graph")
+        unimplemented("id() of an object made in the trace leaves the graph: it has no address outside the trace",
+                      "avoid returning id() of a value made in the compiled function, or a value it keys",
+                      gb_id=gb.FAKE_ID, context=f"id {self.value}")
 
 
 class BuiltinVariable(VariableTracker):
@@ -94,7 +100,7 @@ class BuiltinVariable(VariableTracker):
                           gb_id=gb.BUILTIN_OPERATOR, context=f"builtin {fn.__name__} with arguments {args!r}")
         if getattr(fn, "__module__", None) == "_operator" or fn in vars(operator).values():
             if kwargs:
-                unimplemented(f"operator.{fn.__name__} with keyword arguments")
+                unimplemented(f"operator.{fn.__name__} with keyword arguments", gb_id=gb.BUILTIN_OPERATOR)
             return call_operator(tx, fn, args)
         from .functional import handler_for
 
@@ -119,9 +125,15 @@ class BuiltinVariable(VariableTracker):
             try:
                 return tx.wrap_constant_result(fn(*cargs, **ckw))
             except Exception as e:  # noqa: BLE001
-                unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)")
+                unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
+                              gb_id=gb.OBSERVED_EXCEPTION, context=f"{fn.__name__}{tuple(cargs)!r}")
         name = getattr(fn, '__name__', fn)
         context = f"builtin {name} with arguments {args!r}"
+        if getattr(fn, "__module__", None) in ("math", "cmath") and any(isinstance(a, TensorVariable) for a in args):
+            # torch runs math.floor(t) on the fake tensor: its __float__/__floor__ needs the value
+            unimplemented(f"{module_name(fn)}.{name}() of a tensor needs the tensor's value",
+                          "keep it a tensor (torch.floor, torch.sqrt...)", gb_id=gb.DATA_DEPENDENT_OPERATOR,
+                          context="aten._local_scalar_dense.default")
         if fn is repr and any(isinstance(a, TensorVariable) for a in args):
             unimplemented("repr() of a tensor needs its data", gb_id=gb.REPR_TENSOR, context=context)
         if getattr(builtins, str(name), None) is fn:  # a Python builtin (str, format...): torch's BuiltinVariable
@@ -162,7 +174,8 @@ class BuiltinVariable(VariableTracker):
             cls = cls.value
         first = tx.code.co_varnames[0] if tx.code.co_argcount and tx.code.co_varnames else None
         if cls is None or first not in tx.symbolic_locals:
-            unimplemented("zero-argument super() outside a method (eager raises RuntimeError)")
+            unimplemented("zero-argument super() outside a method (eager raises RuntimeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
         return SuperVariable(tx.realize(cls).as_python_constant(), tx.realize(tx.symbolic_locals[first]))
 
     def _call_id(self, tx, obj):
@@ -178,9 +191,7 @@ class BuiltinVariable(VariableTracker):
         """
         if isinstance(obj, ConstantVariable) and obj.value in (None, True, False) and type(obj.value) in (type(None), bool):
             return ConstantVariable(id(obj.value))
-        if isinstance(obj, TensorVariable):
-            unimplemented("id() of a tensor gives a real address", gb_id=gb.ID)
-        if obj.source is None:
+        if obj.source is None:  # a tensor made in the trace too: torch's get_id is None, a FakeIdVariable
             return FakeIdVariable(id(obj))
         try:
             value = obj.source.get(tx.output.L, tx.output.root_globals)  # the object itself, read as the guard reads it
@@ -215,7 +226,7 @@ class BuiltinVariable(VariableTracker):
                 # ``isinstance(x, torch.FloatTensor)``: the legacy type's metaclass compares
                 # dtype, device and layout, which TENSOR_MATCH guards
                 if not all(isinstance(c, type) for c in flat):
-                    unimplemented("isinstance with a nested tuple of tensor types")
+                    unimplemented("isinstance with a nested tuple of tensor types", gb_id=gb.ISINSTANCE)
                 v = obj.example_value
                 hit = any(c.dtype == v.dtype and c.is_cuda == (v.device.type == "cuda")
                           and c.layout == v.layout for c in legacy)
@@ -301,7 +312,7 @@ class BuiltinVariable(VariableTracker):
         if value is None:
             if default:
                 return default[0]
-            unimplemented("StopIteration while tracing")
+            unimplemented("StopIteration while tracing", gb_id=gb.OBSERVED_EXCEPTION)
         return value
 
     def _call_zip(self, tx, *seqs, **kwargs):
@@ -331,7 +342,7 @@ class BuiltinVariable(VariableTracker):
             try:
                 return ConstantVariable(sum(consts, start.as_python_constant() if start is not None else 0))
             except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
-                unimplemented(f"sum raised {type(e).__name__}: {e} (eager will raise it)")
+                unimplemented(f"sum raised {type(e).__name__}: {e} (eager will raise it)", gb_id=gb.OBSERVED_EXCEPTION)
         acc = start if start is not None else ConstantVariable(0)
         for item in items:
             acc = call_operator(tx, operator.add, [acc, item])
@@ -355,7 +366,7 @@ class BuiltinVariable(VariableTracker):
             return None
         if not items or not all(isinstance(i, TensorVariable) or (
                 isinstance(i, ConstantVariable) and type(i.value) in (int, float)) for i in items):
-            unimplemented(f"{pick.__name__}() over tensors and other values")
+            unimplemented(f"{pick.__name__}() over tensors and other values", gb_id=gb.BUILTIN_OPERATOR)
         acc = items[0]
         for b in items[1:]:
             a = acc
@@ -382,11 +393,20 @@ class BuiltinVariable(VariableTracker):
         """sorted(): the key function is traced once per item (as CPython calls it); keys must be constants."""
         items = self._seq(tx, seq)
         keys = [key.call_function(tx, [v], {}) if key is not None and not _is_none(key) else v for v in items]
-        if not all(k.is_python_constant() for k in keys):
-            return None  # the generic path: constants only, else a graph break
+        if not all(k.is_python_constant() for k in keys):  # torch's ListVariable.call_method("sort")
+            first = next(k for k in keys if not k.is_python_constant())
+            unimplemented("sorted() compares keys that are not constants (tensors: their order depends on their data)",
+                          "use torch.sort, or sort constants", gb_id=gb.SORT_NON_CONSTANT_KEYS,
+                          context=f"sorted(keys) with the key {first}")
         rev = bool(reverse.as_python_constant()) if reverse is not None else False
         order = sorted(range(len(items)), key=lambda i: keys[i].as_python_constant(), reverse=rev)
         return ListVariable([items[i] for i in order])
+
+    def _call_hash(self, tx, x=None, *rest):
+        """``hash(tensor)`` is ``id(tensor)`` (object.__hash__): torch's generic_hash gives its (fake) id."""
+        if isinstance(x, TensorVariable) and not rest:
+            return self._call_id(tx, x)
+        return None
 
     def _call_abs(self, tx, x):
         if isinstance(x, TensorVariable):

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from .. import graph_break_registry as gb
 from ..exc import unimplemented
 from .base import VariableTracker
 from .iter import ListIteratorVariable
@@ -67,7 +68,7 @@ class ConstantVariable(VariableTracker):
         try:
             attr = getattr(self.value, name)
         except AttributeError:
-            unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
+            unimplemented(f"{type(self.value).__name__} has no attribute {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
         if callable(attr) and not is_constant_value(attr):
             from .base import GetAttrVariable
 
@@ -79,18 +80,18 @@ class ConstantVariable(VariableTracker):
         if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
             fn = getattr(self.value, name, None)
             if fn is None:
-                unimplemented(f"{type(self.value).__name__} has no method {name!r}")
+                unimplemented(f"{type(self.value).__name__} has no method {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             return tx.wrap_constant_result(fn(*cargs, **ckw))
         if name == "format" and isinstance(self.value, str):
-            unimplemented("str.format with non-constant arguments")
+            unimplemented("str.format with non-constant arguments", gb_id=gb.UNSUPPORTED_METHOD)
         return super().call_method(tx, name, args, kwargs)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         if isinstance(self.value, (tuple, list, str, torch.Size, range, bytes, frozenset, set)):
             return [ConstantVariable(v) for v in self.value]
-        unimplemented(f"iterating over {type(self.value).__name__}")
+        unimplemented(f"iterating over {type(self.value).__name__}", gb_id=gb.BUILTIN_OPERATOR)
 
     def reconstruct(self, codegen) -> str:
         if type(self.value) is set:  # a new set at each call, never one object shared by all calls

@@ -35,7 +35,7 @@ from .lists import ListVariable
 
 def _int(v: VariableTracker, what: str) -> int:
     if not v.is_python_constant() or not isinstance(v.as_python_constant(), int):
-        unimplemented(f"{what} needs a constant int")
+        unimplemented(f"{what} needs a constant int", gb_id=gb.NOT_A_CONSTANT)
     return v.as_python_constant()
 
 
@@ -62,7 +62,8 @@ class DequeVariable(ListVariable):
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         idx = index.as_python_constant()
         if not isinstance(idx, int):
-            unimplemented(f"deque index of type {type(idx).__name__} (eager raises TypeError)", gb_id=gb.UNSUPPORTED_METHOD)
+            unimplemented(f"deque index of type {type(idx).__name__} (eager raises TypeError)",
+                          gb_id=gb.UNSUPPORTED_METHOD)
         if not -len(self.items) <= idx < len(self.items):
             unimplemented("deque index out of range (eager raises IndexError)", gb_id=gb.UNSUPPORTED_METHOD)
         return self.items[idx]
@@ -108,7 +109,8 @@ class DequeVariable(ListVariable):
             return ConstantVariable(None)
         if name == "insert":
             if self.maxlen is not None and len(items) >= self.maxlen:
-                unimplemented("deque.insert into a full bounded deque (eager raises IndexError)", gb_id=gb.UNSUPPORTED_METHOD)
+                unimplemented("deque.insert into a full bounded deque (eager raises IndexError)",
+                              gb_id=gb.UNSUPPORTED_METHOD)
             items.insert(_int(args[0], "deque.insert"), args[1])
             return ConstantVariable(None)
         if name in ("__setitem__", "__delitem__"):
@@ -136,7 +138,8 @@ def _deque(tx, iterable=None, maxlen=None):
             unimplemented("deque's maxlen needs a constant", gb_id=gb.UNSUPPORTED_METHOD)
         maxlen = maxlen.as_python_constant()
         if maxlen is not None and (not isinstance(maxlen, int) or maxlen < 0):
-            unimplemented("deque's maxlen must be a non-negative int (eager raises ValueError)", gb_id=gb.UNSUPPORTED_METHOD)
+            unimplemented("deque's maxlen must be a non-negative int (eager raises ValueError)",
+                          gb_id=gb.UNSUPPORTED_METHOD)
     return DequeVariable(items, maxlen)
 
 
@@ -145,7 +148,7 @@ def _defaultdict(tx, default_factory=None, *args, **kwargs):
             default_factory.as_python_constant() is None:
         default_factory = None
     if default_factory is not None and not callable(getattr(default_factory, "call_function", None)):
-        unimplemented("defaultdict's first argument must be callable or None")
+        unimplemented("defaultdict's first argument must be callable or None", gb_id=gb.OBSERVED_EXCEPTION)
     d = tx.wrap_sourceless(dict)._call_dict(tx, *args, **kwargs)
     d.user_cls = collections.defaultdict
     d.default_factory = default_factory
@@ -171,7 +174,7 @@ def construct(tx, cls: type, args: list, kwargs: dict):
     try:
         return fn(tx, *args, **kwargs)
     except TypeError as e:  # wrong arguments: eager raises TypeError, a graph break here
-        unimplemented(f"{cls.__name__}(...) with these arguments: {e}")
+        unimplemented(f"{cls.__name__}(...) with these arguments: {e}", gb_id=gb.UNSUPPORTED_FUNCTION)
 
 
 __all__ = ["DequeVariable", "CONSTRUCTORS", "construct"]

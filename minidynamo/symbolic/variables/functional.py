@@ -80,13 +80,14 @@ def _seq(tx, v: VariableTracker) -> list:
 def _lazy_seq(tx, v: VariableTracker, what: str) -> list:
     """Items of an argument that a lazy itertool reads (Note [Lazy itertools over iterators are refused])."""
     if isinstance(v, ListIteratorVariable):
-        unimplemented(f"{what} over an iterator (materializing it would consume more than eager does)")
+        unimplemented(f"{what} over an iterator (materializing it would consume more than eager does)",
+                      gb_id=gb.UNSUPPORTED_FUNCTION)
     return _seq(tx, v)
 
 
 def _const(v: VariableTracker, what: str) -> Any:
     if not v.is_python_constant():
-        unimplemented(f"{what} needs a constant")
+        unimplemented(f"{what} needs a constant", gb_id=gb.NOT_A_CONSTANT)
     return v.as_python_constant()
 
 
@@ -97,7 +98,8 @@ def _reduce(tx, fn, seq, *initial):
     elif items:
         acc, items = items[0], items[1:]
     else:
-        unimplemented("functools.reduce of an empty sequence with no initial value (eager raises TypeError)")
+        unimplemented("functools.reduce of an empty sequence with no initial value (eager raises TypeError)",
+                      gb_id=gb.OBSERVED_EXCEPTION)
     for item in items:
         acc = fn.call_function(tx, [acc, item], {})
     return acc
@@ -200,7 +202,7 @@ def _islice(tx, seq, *bounds):
             if start < 0 or (stop is not None and stop < 0) or step < 1:
                 raise ValueError
         except (TypeError, ValueError):
-            unimplemented("itertools.islice with these bounds (eager raises ValueError)")
+            unimplemented("itertools.islice with these bounds (eager raises ValueError)", gb_id=gb.OBSERVED_EXCEPTION)
         return IsliceIteratorVariable(seq, start, stop, step)
     return ListIteratorVariable(list(itertools.islice(_seq(tx, seq), *b)))
 

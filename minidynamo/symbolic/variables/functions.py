@@ -112,7 +112,8 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             try:
                 value = cell.cell_contents
             except ValueError:
-                unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet")
+                unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet",
+                              gb_id=gb.UNINITIALIZED_CELL)
             if self.source is not None:
                 out[name] = tx.variable_builder(ClosureSource(self.source, i))(value)
             else:
@@ -178,7 +179,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         for name, cell in zip(self.code.co_freevars, self.closure or ()):
             if not isinstance(cell, CellVariable) or cell.value is None or not _never_rebound(codegen, self.code, name):
                 unimplemented(f"a nested function whose closure cell {name!r} is written cannot be rebuilt after a "
-                              "graph break")
+                              "graph break", gb_id=gb.NESTED_CLOSURE)
             cells.append(codegen.cell_expr(cell))
         closure = f"({', '.join(cells)},)" if cells else "None"
         defaults = f"({', '.join(codegen.expr(d) for d in self.defaults)},)" if self.defaults else "None"
@@ -202,8 +203,29 @@ class UserMethodVariable(UserFunctionVariable):
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         return tx.inline_user_function_return(self, [self.obj] + list(args), dict(kwargs))
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        # torch/_dynamo/variables/functions.py UserMethodVariable.var_getattr: the bound
+        # method's two halves (``m.forward.__func__``: the kernels package, transformers 5.25)
+        if name == "__self__":
+            return self.obj
+        if name == "__func__":
+            return UserFunctionVariable(self.fn, source=self.source and AttrSource(self.source, "__func__"))
+        return super().var_getattr(tx, name)
+
     def closure_cells(self, tx) -> dict:
-        return UserFunctionVariable(self.fn, source=self.source and AttrSource(self.source, "__func__")).closure_cells(tx)
+        source = self.source and AttrSource(self.source, "__func__")
+        obj_source = getattr(self.obj, "source", None)
+        name = self.fn.__name__
+        if source is None and obj_source is not None and hasattr(self.obj, "value") \
+                and inspect.getattr_static(type(self.obj.value), name, None) is self.fn:
+            # Note [A method's closure is read through its class]
+            #     ``m.forward`` of a module is inlined from its class, without a source of its
+            #     own. A decorator's wrapper (the ``kernels`` package's ``new_forward`` on a
+            #     transformers layer, 5.25) keeps modules and functions in its closure; as torch
+            #     reads ``type(m).forward`` through a source, so the cells are read (and
+            #     guarded) as ``L['m'].__class__.forward.__closure__[i].cell_contents``.
+            source = AttrSource(AttrSource(obj_source, "__class__"), name)
+        return UserFunctionVariable(self.fn, source=source).closure_cells(tx)
 
     def reconstruct(self, codegen) -> str:
         obj = codegen.expr(self.obj)

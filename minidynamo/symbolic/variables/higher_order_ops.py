@@ -37,6 +37,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .. import graph_break_registry as gb
 from ..exc import TorchRuntimeError, UncapturedHigherOrderOpError, Unsupported, unimplemented
 from .base import VariableTracker
 from .tensor import TensorVariable
@@ -206,17 +207,17 @@ def call_cond(tx, args: list, kwargs: dict) -> VariableTracker:
     bound = dict(zip(names, args))
     for k, v in kwargs.items():
         if k not in names or k in bound:
-            unimplemented(f"torch.cond() got an unexpected keyword argument {k!r}")
+            unimplemented(f"torch.cond() got an unexpected keyword argument {k!r}", gb_id=gb.COND_ARGS)
         bound[k] = v
     if len(bound) < 3:
-        unimplemented("torch.cond() needs pred, true_fn and false_fn")
+        unimplemented("torch.cond() needs pred, true_fn and false_fn", gb_id=gb.COND_ARGS)
     pred, true_fn, false_fn = bound["pred"], bound["true_fn"], bound["false_fn"]
     ops_var = bound.get("operands")
     operands = [] if ops_var is None else ops_var.unpack_var_sequence(tx)
     if pred.is_python_constant():  # torch's cond.py: a Python bool picks the branch while tracing
         return (true_fn if pred.as_python_constant() else false_fn).call_function(tx, operands, {})
     if not isinstance(pred, (TensorVariable, SymNodeVariable)):
-        unimplemented(f"torch.cond's pred must be a boolean tensor or a bool, not {pred}")
+        unimplemented(f"torch.cond's pred must be a boolean tensor or a bool, not {pred}", gb_id=gb.COND_PRED)
     true_br = speculate_subgraph(tx, true_fn, operands, "torch.cond", pure=True)
     false_br = speculate_subgraph(tx, false_fn, operands, "torch.cond", pure=True)
     if len(true_br.outputs) != len(false_br.outputs) or true_br.spec != false_br.spec:
@@ -256,7 +257,7 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
     recomputed], aot/activation_checkpoint.py).
     """
     if not args:
-        unimplemented("checkpoint() needs a function")
+        unimplemented("checkpoint() needs a function", gb_id=gb.HOP_NOT_CALLABLE)
     fn, operands = args[0], list(args[1:])
     options, fn_kwargs = {}, {}
     for k, v in kwargs.items():
@@ -267,11 +268,11 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
             options[k] = _constant_partial(v)
             continue
         if not v.is_python_constant():
-            unimplemented(f"checkpoint's {k}= argument must be a constant, not {v}")
+            unimplemented(f"checkpoint's {k}= argument must be a constant, not {v}", gb_id=gb.NOT_A_CONSTANT)
         options[k] = v.as_python_constant()
     if options.get("use_reentrant", None) is not False:
         unimplemented("checkpoint with use_reentrant=True (or not given) is traced as torch does only with "
-                      "use_reentrant=False", "pass use_reentrant=False")
+                      "use_reentrant=False", "pass use_reentrant=False", gb_id=gb.UNSUPPORTED_FUNCTION)
     from torch.utils.checkpoint import noop_context_fn
 
     context_fn = options.pop("context_fn", None)
@@ -373,7 +374,8 @@ def call_while_loop(tx, args: list, kwargs: dict) -> VariableTracker:
     is_int = [_is_int_carry(c) for c in carried]
     for c, i in zip(carried + additional, is_int + [False] * len(additional)):
         if not i and not isinstance(c, TensorVariable):
-            unimplemented(f"torch.while_loop with the carry {c}: carries are tensors or ints")
+            unimplemented(f"torch.while_loop with the carry {c}: carries are tensors or ints",
+                          gb_id=gb.HOP_NON_TENSOR_LEAF)
     cond_br = speculate_subgraph(tx, cond_fn, _loop_operands(tx, carried, is_int) + additional, _WHILE, pure=True,
                                  constant_ok=True, ints_ok=True)
     if isinstance(cond_br.spec, tuple) and cond_br.spec[0] == "constant":

@@ -177,7 +177,7 @@ class ListVariable(BaseListVariable):
                     del items[i]
                     break
             else:
-                unimplemented("list.remove of a value not found as a constant")
+                unimplemented("list.remove of a value not found as a constant", gb_id=gb.OBSERVED_EXCEPTION)
         elif name == "sort":
             key = {k: v.as_python_constant() for k, v in kwargs.items()}
             values = sorted((v.as_python_constant() for v in items), **key)

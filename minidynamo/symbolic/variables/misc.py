@@ -98,7 +98,24 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         expr = f"torch.backends.cuda.matmul.{name}"
         tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} is {flag}", "the trace read this backend flag", expr)
         return ConstantVariable(flag)
+    if callable(cls_attr) and obj_var.source is not None:
+        return UnsupportedMethodVariable(obj_var, name)  # breaks when called, as torch's GetAttrVariable
     unimplemented(f"attribute {name!r} of {type(value).__name__} object", gb_id=gb.UNSUPPORTED_METHOD)
+
+
+class UnsupportedMethodVariable(GetAttrVariable):
+    """A C method of a Python object (``sys.stdout.write``): read freely, a graph break when called.
+
+    torch's ``GetAttrVariable.call_function`` (torch/_dynamo/variables/misc.py) breaks at the
+    call ("Unsupported method call"), not at the attribute read: the break is at the CALL
+    instruction, where the graph can resume after it.
+    """
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        cls = type(getattr(self.obj, "value", None)).__name__
+        unimplemented(f"{cls}.{self.name}() is a C method minidynamo does not trace (it runs eagerly)",
+                      "move it out of the compiled function, or accept the graph break",
+                      gb_id=gb.UNSUPPORTED_METHOD, context=f"call_method {self.obj} {self.name} {args} {kwargs}")
 
 
 def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, source=None) -> Optional[VariableTracker]:
@@ -174,6 +191,14 @@ def guard_class_attribute(tx, cls: type, name: str, cls_attr: Any) -> None:
                f"the trace used {cls.__name__}.{name} as it was then", f"___getattr_static({c}, {name!r}, None)")
 
 
+def _module_attribute(method) -> bool:
+    """Is this bound method what its function's module holds under its name (``random.choice``)?"""
+    import sys
+
+    module = sys.modules.get(getattr(method.__func__, "__module__", None) or "")
+    return module is not None and getattr(module, method.__name__, None) == method
+
+
 class UserDefinedObjectVariable(VariableTracker):
     """An instance of a user class, read through its attributes (each one guarded)."""
 
@@ -183,6 +208,14 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(self.value)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is None and isinstance(self.value, types.MethodType) and inspect.ismodule(
+                inspect.getmodule(type(self.value.__self__))) and _module_attribute(self.value):
+            # ``random.choice``: a library module's bound method (of its one ``Random``), read as a
+            # constant; a break at its call runs the same bound method eagerly
+            return codegen.constant_expr(self.value)
+        return super().reconstruct(codegen)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .user_defined import is_mapping_method
@@ -194,6 +227,14 @@ class UserDefinedObjectVariable(VariableTracker):
         if isinstance(self.value, logging.Logger) and callable(getattr(type(self.value), name, None)) \
                 and not name.startswith("_"):
             return LoggerMethodVariable(self, name)
+        if isinstance(self.value, logging.Logger) and not name.startswith("_") \
+                and not callable(getattr(self.value, name, None)):
+            # torch's LoggingLoggerVariable gives a data attribute (``root.handlers`` in
+            # ``logging.warning``) as a GetAttrVariable without a python_type(): its first use breaks
+            unimplemented(f"the logger's attribute {name!r} is not traced (logging's state is read at run time)",
+                          "move the logging call out of the compiled function, or accept the graph break",
+                          gb_id=gb.PYTHON_TYPE,
+                          context=f"GetAttrVariable(LoggingLoggerVariable(), {name}) does not implement python_type()")
         if name == "__reduce_ex__":
             from ..polyfills import plain_reduce, reduce_ex_user_defined_object
             from .functions import UserMethodVariable
@@ -216,6 +257,11 @@ class UserDefinedObjectVariable(VariableTracker):
             from .functions import UserMethodVariable
 
             return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+        if isinstance(self.value, types.MethodType):  # a library's bound method (random.choice): torch skips it
+            name = getattr(self.value, "__qualname__", self.value.__name__)
+            unimplemented(f"{name} is a method of a library minidynamo does not trace into (it runs eagerly)",
+                          "move it out of the compiled function, or accept the graph break",
+                          gb_id=gb.SKIPPED_FUNCTION, context=f"calling {name}")
         unimplemented(f"calling a {type(self.value).__name__} object", gb_id=gb.UNSUPPORTED_FUNCTION)
 
     def __repr__(self) -> str:

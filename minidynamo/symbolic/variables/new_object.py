@@ -16,6 +16,7 @@ import inspect
 
 import torch
 
+from .. import graph_break_registry as gb
 from ..exc import Unsupported, unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
@@ -34,12 +35,13 @@ class ObjectGetattributeVariable(VariableTracker):
         from .user_defined import InstanceDictVariable
 
         if kwargs or len(args) != 1 or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), str):
-            unimplemented("object.__getattribute__ with a name that is not a constant string")
+            unimplemented("object.__getattribute__ with a name that is not a constant string",
+                          gb_id=gb.GETATTR_NONCONST)
         name, obj = args[0].as_python_constant(), self.obj
         if isinstance(obj, NewObjectVariable):
             return obj.generic_getattr(tx, name)
         if not isinstance(obj, UserDefinedObjectVariable):
-            unimplemented(f"object.__getattribute__ of {obj}")
+            unimplemented(f"object.__getattribute__ of {obj}", gb_id=gb.UNSUPPORTED_METHOD)
         if name == "__dict__" and type(getattr(obj.value, "__dict__", None)) is dict:
             source = AttrSource(obj.source, "__dict__") if obj.source is not None else None
             return InstanceDictVariable(UserDefinedObjectVariable(obj.value.__dict__, source=source), source=source)
@@ -55,7 +57,7 @@ class ObjectSetattrVariable(VariableTracker):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if kwargs or len(args) != 2 or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), str):
-            unimplemented("object.__setattr__ with a name that is not a constant string")
+            unimplemented("object.__setattr__ with a name that is not a constant string", gb_id=gb.NOT_A_CONSTANT)
         self.obj.attrs[args[0].as_python_constant()] = args[1]
         return ConstantVariable(None)
 
@@ -121,7 +123,8 @@ class NewObjectVariable(VariableTracker):
         """``obj(x)``: ``type(obj).__call__`` inlined (Python looks it up on the class, never the instance)."""
         call = inspect.getattr_static(self.cls, "__call__", None)
         if not inspect.isfunction(call):
-            unimplemented(f"calling a {self.cls.__name__} object (its class has no Python __call__)")
+            unimplemented(f"calling a {self.cls.__name__} object (its class has no Python __call__)",
+                          gb_id=gb.UNSUPPORTED_FUNCTION)
         from .functions import UserMethodVariable
 
         guard_class_attribute(tx, self.cls, "__call__", call)
@@ -137,13 +140,15 @@ class NewObjectVariable(VariableTracker):
 
             UserMethodVariable(setattr_, self).call_function(tx, [ConstantVariable(name), value], {})
         else:
-            unimplemented(f"setting {name!r} on a {self.cls.__name__} (its class has a C __setattr__)")
+            unimplemented(f"setting {name!r} on a {self.cls.__name__} (its class has a C __setattr__)",
+                          gb_id=gb.DUNDER_INLINE)
 
     def del_attr(self, tx, name: str) -> None:
         if inspect.getattr_static(self.cls, "__delattr__", object.__delattr__) is not object.__delattr__:
-            unimplemented(f"delattr on a {self.cls.__name__} (its class overrides __delattr__)")
+            unimplemented(f"delattr on a {self.cls.__name__} (its class overrides __delattr__)", gb_id=gb.DUNDER_INLINE)
         if name not in self.attrs:
-            unimplemented(f"delattr({self.cls.__name__}, {name!r}): no such instance attribute (eager raises AttributeError)")
+            unimplemented(f"delattr({self.cls.__name__}, {name!r}): no such instance attribute (eager raises AttributeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
         del self.attrs[name]
 
     def call_hasattr(self, tx, name: str) -> VariableTracker:
@@ -163,7 +168,8 @@ class NewObjectVariable(VariableTracker):
                 return ConstantVariable(False)
             return ConstantVariable(True)
         if inspect.isfunction(getattr_) or inspect.isfunction(getattribute):
-            unimplemented(f"hasattr on a {self.cls.__name__} (its class overrides attribute lookup)")
+            unimplemented(f"hasattr on a {self.cls.__name__} (its class overrides attribute lookup)",
+                          gb_id=gb.HASATTR_TYPE)
         cls_attr = inspect.getattr_static(self.cls, name, _MISSING)
         if cls_attr is _MISSING:
             return ConstantVariable(False)
@@ -177,10 +183,10 @@ class NewObjectVariable(VariableTracker):
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         """``for x in obj`` over a ``collections.abc.Sequence`` subclass (Note [Iterating a Sequence])."""
         if not _abc_sequence_iter(self.cls):
-            unimplemented(f"iterating over {self}")
+            unimplemented(f"iterating over {self}", gb_id=gb.BUILTIN_OPERATOR)
         n = self.call_method(tx, "__len__", [], {})
         if not n.is_python_constant() or not isinstance(n.as_python_constant(), int):
-            unimplemented(f"iterating over {self}: len() is not a constant int")
+            unimplemented(f"iterating over {self}: len() is not a constant int", gb_id=gb.NOT_A_CONSTANT)
         return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {}) for i in range(n.as_python_constant())]
 
     def reconstruct(self, codegen) -> str:

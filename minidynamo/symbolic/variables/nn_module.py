@@ -72,7 +72,8 @@ def _guard_no_global_hooks(tx) -> None:
                          f"{n}._global_backward_pre_hooks or {n}._global_backward_hooks)",
                          "the trace called modules with no global module hooks registered")
     if _global_hooks():
-        unimplemented("global module hooks (register_module_forward_hook, ...) are not traced")
+        unimplemented("global module hooks (register_module_forward_hook, ...) are not traced",
+                      gb_id=gb.UNSUPPORTED_FUNCTION)
 
 
 _SPECIAL_METHODS = {"parameters", "named_parameters", "buffers", "named_buffers", "children", "modules",
@@ -135,7 +136,7 @@ class NNModuleVariable(VariableTracker):
 
         m, src, name = self.value, self.source, type(self.value).__name__
         if src is None:
-            unimplemented(f"calling a {name} module reached without a source")
+            unimplemented(f"calling a {name} module reached without a source", gb_id=gb.MODULE_NO_SOURCE)
         _guard_no_global_hooks(tx)
         if m._backward_pre_hooks or m._backward_hooks:  # noqa: SLF001
             unimplemented(f"{name} has backward hooks (not traced)", gb_id=gb.MODULE_BACKWARD_HOOKS)
@@ -175,7 +176,7 @@ class NNModuleVariable(VariableTracker):
         else:
             forward = inspect.getattr_static(type(m), "forward", None)
             if not inspect.isfunction(forward):
-                unimplemented(f"{name}.forward is not a Python function")
+                unimplemented(f"{name}.forward is not a Python function", gb_id=gb.UNSUPPORTED_FUNCTION)
             from .misc import guard_class_attribute
 
             guard_class_attribute(tx, type(m), "forward", forward)  # ``M.forward = g`` later recompiles
@@ -214,7 +215,8 @@ class NNModuleVariable(VariableTracker):
         for key, child in self.value.named_children():
             var = self._child(tx, key, child)
             if not isinstance(var, NNModuleVariable):
-                unimplemented(f"Module.modules() reaching a {type(child).__name__} the trace does not wrap as a module")
+                unimplemented(f"Module.modules() reaching a {type(child).__name__} the trace does not wrap as a module",
+                              gb_id=gb.MODULE_ATTRIBUTE)
             out += var._all_modules(tx, seen, f"{prefix}.{key}" if prefix else key)  # noqa: SLF001
         return out
 
@@ -229,11 +231,16 @@ class NNModuleVariable(VariableTracker):
             if isinstance(m, torch.nn.ModuleDict):
                 return self._child(tx, key, m[key])
             if isinstance(key, slice) and isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)):
+                from .torch import record_module_init
+
+                # eager builds a new container: its nn.Module.__init__ logs API usage, a node in
+                # torch's graph (Note [A call kept in the graph for its effect], variables/torch.py)
+                record_module_init(tx)
                 children = [self._child(tx, i, m[i]) for i in range(len(m))[key]]
                 cls = ModuleListSliceVariable if isinstance(m, torch.nn.ModuleList) else SequentialSliceVariable
                 return cls(children, parent=self, key=key)
             if isinstance(key, slice):
-                unimplemented("slicing a module container")
+                unimplemented("slicing a module container", gb_id=gb.MODULE_GETITEM_KEY)
             if key < 0:
                 key += len(m)
             return self._child(tx, key, m[key])
@@ -241,13 +248,13 @@ class NNModuleVariable(VariableTracker):
             return ConstantVariable(args[0].as_python_constant() in m)
         if name in ("children", "modules"):
             if args or kwargs:
-                unimplemented(f"Module.{name}() with arguments")
+                unimplemented(f"Module.{name}() with arguments", gb_id=gb.MODULE_NONCONST_ARG)
             if name == "children":
                 return ListVariable([self._child(tx, k, c) for k, c in m.named_children()])
             return ListVariable([var for _, var in self._all_modules(tx, set())])
         if name in ("named_children", "named_modules"):
             if args or kwargs:
-                unimplemented(f"Module.{name}() with arguments")
+                unimplemented(f"Module.{name}() with arguments", gb_id=gb.MODULE_NONCONST_ARG)
             if name == "named_children":
                 pairs = [(k, self._child(tx, k, c)) for k, c in m.named_children()]
             else:
@@ -347,7 +354,8 @@ class NewModuleVariable(NNModuleVariable):
         _guard_no_global_hooks(tx)  # a fresh module has no hooks of its own
         forward = inspect.getattr_static(type(self.value), "forward", None)
         if not inspect.isfunction(forward):
-            unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
+            unimplemented(f"{type(self.value).__name__}.forward is not a Python function",
+                          gb_id=gb.UNSUPPORTED_FUNCTION)
         from .misc import guard_class_attribute
 
         guard_class_attribute(tx, type(self.value), "forward", forward)
@@ -404,7 +412,8 @@ class UnspecializedNNModuleVariable(NewObjectVariable):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if (name in _MODULE_STATE and name not in self.attrs) or name == "__dict__":  # its __dict__ holds that state too
-            unimplemented(f"reading {name} of a {self.cls.__name__} made in the trace (its module state is not tracked)")
+            unimplemented(f"reading {name} of a {self.cls.__name__} made in the trace (its module state is not tracked)",
+                          gb_id=gb.MODULE_NO_SOURCE)
         return self.generic_getattr(tx, name)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
@@ -414,14 +423,15 @@ class UnspecializedNNModuleVariable(NewObjectVariable):
         if (not self.initialized or name in _MODULE_STATE or isinstance(value, (TensorVariable, NNModuleVariable))
                 or (isinstance(kind, type) and issubclass(kind, (torch.Tensor, torch.nn.Module)))):
             unimplemented(f"setting {name!r} on a {self.cls.__name__} made in the trace "
-                          "(nn.Module.__setattr__ would register it)")
+                          "(nn.Module.__setattr__ would register it)", gb_id=gb.SETATTR)
         self.attrs[name] = value
 
     def del_attr(self, tx, name: str) -> None:
-        unimplemented(f"delattr on a {self.cls.__name__} made in the trace")
+        unimplemented(f"delattr on a {self.cls.__name__} made in the trace", gb_id=gb.SETATTR)
 
     def call_hasattr(self, tx, name: str) -> VariableTracker:
-        unimplemented(f"hasattr on a {self.cls.__name__} made in the trace (nn.Module.__getattr__)")
+        unimplemented(f"hasattr on a {self.cls.__name__} made in the trace (nn.Module.__getattr__)",
+                      gb_id=gb.HASATTR_TYPE)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         _guard_no_global_hooks(tx)  # a fresh module has no hooks of its own
@@ -440,9 +450,13 @@ class ModuleInitVariable(VariableTracker):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if args or kwargs or self.module.initialized:
-            unimplemented(f"nn.Module.__init__ of a {self.module.cls.__name__} with arguments, or twice")
+            unimplemented(f"nn.Module.__init__ of a {self.module.cls.__name__} with arguments, or twice",
+                          gb_id=gb.SUPER_INIT)
         self.module.initialized = True
         self.module.attrs["training"] = ConstantVariable(True)
+        from .torch import record_module_init
+
+        record_module_init(tx)  # the node nn.Module.__init__ leaves in torch's graph (Note [A call kept in the graph ...])
         return ConstantVariable(None)
 
 
@@ -464,7 +478,7 @@ class ModuleListSliceVariable(BaseListVariable):
         self.parent, self.key = parent, key
 
     def as_python_constant(self) -> Any:
-        unimplemented("a slice of a ModuleList is not a constant")
+        unimplemented("a slice of a ModuleList is not a constant", gb_id=gb.MODULE_GETITEM_KEY)
 
     def reconstruct(self, codegen) -> str:
         return f"{codegen.expr(self.parent)}[{codegen.constant_expr(self.key)}]"
@@ -481,7 +495,8 @@ class SequentialSliceVariable(ModuleListSliceVariable):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if len(args) != 1 or kwargs:
-            unimplemented("calling a slice of an nn.Sequential with other than one positional input")
+            unimplemented("calling a slice of an nn.Sequential with other than one positional input",
+                          gb_id=gb.MODULE_NONCONST_ARG)
         out = args[0]
         for child in self.items:
             out = child.call_function(tx, [out], {})

@@ -14,6 +14,7 @@ import inspect
 import operator
 from typing import Any
 
+from .. import graph_break_registry as gb
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -38,7 +39,7 @@ def compare_in(tx, item: VariableTracker, container: VariableTracker) -> Variabl
     if isinstance(container, (ConstDictVariable, UserDefinedObjectVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
-        unimplemented("`in` with a tensor depends on the tensor's data")
+        unimplemented("`in` with a tensor depends on the tensor's data", gb_id=gb.DATA_DEPENDENT_BRANCH)
     if container.is_python_constant() and item.is_python_constant():
         return ConstantVariable(item.as_python_constant() in container.as_python_constant())
     elems = container.unpack_var_sequence(tx)
@@ -54,7 +55,7 @@ def compare_in(tx, item: VariableTracker, container: VariableTracker) -> Variabl
         elif identity_of(e) is target:
             return ConstantVariable(True)
         elif not e.is_python_constant() and not item.is_python_constant():
-            unimplemented("`in` over non-constant values")
+            unimplemented("`in` over non-constant values", gb_id=gb.BUILTIN_OPERATOR)
     return ConstantVariable(False)
 
 
@@ -153,7 +154,8 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         try:
             return tx.wrap_constant_result(fn(*consts))
         except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
-            unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)")
+            unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
     a = args[0]
     if isinstance(a, (ListVariable, TupleVariable)) and len(args) == 2:
         b = args[1]
@@ -192,4 +194,4 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
                 # neither class defines == or !=: object's, which is identity
                 same = a is b
                 return ConstantVariable(same if fn is operator.eq else not same)
-    unimplemented(f"operator {fn.__name__} on {', '.join(type(a).__name__ for a in args)}")
+    unimplemented(f"operator {fn.__name__} on {', '.join(type(a).__name__ for a in args)}", gb_id=gb.BUILTIN_OPERATOR)

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .. import graph_break_registry as gb
 from .base import VariableTracker
 
 
@@ -38,7 +39,8 @@ def _data_dependent_is_a_break():
     try:
         yield
     except GuardOnDataDependentSymNode as e:
-        unimplemented(f"Data-dependent branching: {e}", "use torch.cond, or torch._check the value first")
+        unimplemented(f"Data-dependent branching: {e}", "use torch.cond, or torch._check the value first",
+                      gb_id=gb.DATA_DEPENDENT_BRANCH)
 
 
 class SymNodeVariable(VariableTracker):
@@ -110,7 +112,7 @@ class SymNodeVariable(VariableTracker):
     def unpack_var_sequence(self, tx):
         from ..exc import unimplemented
 
-        unimplemented("iterating over a symbolic int")
+        unimplemented("iterating over a symbolic int", gb_id=gb.BUILTIN_OPERATOR)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         import operator

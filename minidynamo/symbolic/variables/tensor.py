@@ -31,7 +31,7 @@ CONSTANT_METHODS = {
     "is_floating_point", "is_complex", "stride", "storage_offset", "get_device", "type",
 }
 CONSTANT_ATTRS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "layout", "is_cuda",
-                  "is_sparse", "is_quantized", "is_meta", "itemsize"}
+                  "is_sparse", "is_quantized", "is_meta", "itemsize", "is_nested"}
 # Methods that need data (or change autograd state) the tracer cannot fake: graph breaks.
 BREAK_METHOD_TYPES = {  # torch's registry id for each (graph_break_registry.py)
     "item": gb.ITEM, "__bool__": gb.ITEM, "__int__": gb.ITEM, "__float__": gb.ITEM, "tolist": gb.TOLIST,
@@ -101,8 +101,18 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(value)
         if name in ("T", "mT", "H", "mH", "real", "imag"):
             return tx.wrap_fx_proxy("call_function", getattr, (self.proxy, name), {})
+        if name == "grad" and self.source is not None:
+            # ``x.grad`` of an input: torch reads it through its source (AttrSource(x, "grad")),
+            # a graph input or None under a guard, as any attribute of an input
+            from ..source import AttrSource
+
+            try:
+                grad = self.source.get(tx.output.L, tx.output.root_globals).grad
+            except Exception:  # noqa: BLE001 - a source we cannot evaluate here
+                unimplemented("reading Tensor.grad of this tensor is not traced", gb_id=gb.UNSUPPORTED_METHOD)
+            return tx.variable_builder(AttrSource(self.source, "grad"))(grad)
         if name == "grad":
-            unimplemented("reading Tensor.grad is not traced")
+            unimplemented("reading Tensor.grad is not traced", gb_id=gb.UNSUPPORTED_METHOD)
         if name == "data":  # torch: a call_function node (``torch._C._autograd._get_data_attr``), an op of the graph
             return tx.wrap_fx_proxy("call_function", torch.detach, (self.proxy,), {})
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
@@ -115,6 +125,9 @@ class TensorVariable(VariableTracker):
         if name in ("__int__", "__float__") and not args and config.capture_scalar_outputs and (
                 self.example_value.dtype.is_floating_point is (name == "__float__")) and self.example_value.numel() == 1:
             name = "item"  # int(t) of an int tensor, float(t) of a float one: torch's item (unbacked.py)
+        if name == "__deepcopy__":  # copy.deepcopy(t) reaches it (torch/_dynamo/variables/tensor.py call_method)
+            unimplemented("copy.deepcopy of a tensor is not traced", "avoid calling copy.deepcopy() on a tensor",
+                          gb_id=gb.DEEPCOPY_TENSOR, context=f"{self}.__deepcopy__()")
         if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
             from .unbacked import call_item, call_tolist
 
@@ -175,7 +188,7 @@ class TensorVariable(VariableTracker):
             # data; pass the sizes as separate ints, which mean a shape either way.
             # an empty Size is a 0-d shape, but ``x.new()`` is shape (0,): break on that one
             if len(args[0].value) == 0:
-                unimplemented("Tensor.new with an empty torch.Size")
+                unimplemented("Tensor.new with an empty torch.Size", gb_id=gb.UNSUPPORTED_METHOD)
             args = [ConstantVariable(int(d)) for d in args[0].value]
         if name == "type" and len(args) == 1 and args[0].is_python_constant() \
                 and type(args[0].as_python_constant()).__name__ == "tensortype":
@@ -189,7 +202,7 @@ class TensorVariable(VariableTracker):
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         if self.example_value.dim() == 0:
-            unimplemented("iteration over a 0-d tensor")
+            unimplemented("iteration over a 0-d tensor", gb_id=gb.OBSERVED_EXCEPTION)
         n = self.example_value.shape[0]
         return [tx.wrap_fx_proxy("call_function", operator.getitem, (self.proxy, i), {}) for i in range(n)]
 

@@ -77,6 +77,26 @@ PROCESS_CONSTANTS = _fns(
     "jit.is_tracing", "jit.is_scripting", "_C._get_tracing_state",  # never under torch.jit while compiled
 )
 CONSTANT_FOLD |= FOLD_UNDER_GLOBAL_STATE | PROCESS_CONSTANTS
+# Note [A call kept in the graph for its effect]
+#     ``torch._C._log_api_usage_once("python.nn_module")`` (every ``nn.Module.__init__``,
+#     so also the new ModuleList of ``layers[:n]``) returns None and changes no state a trace
+#     reads. Torch lists it among its in-graph functions (torch/_dynamo/trace_rules.py
+#     ``torch_c_binding_in_graph_functions``): one ``call_function`` node, counted by
+#     ``explain``'s ``op_count``. Ours records the same node, never a graph break.
+RECORDED_FOR_EFFECT = _fns("_C._log_api_usage_once")
+
+
+def record_for_effect(tx, fn, *args, **kwargs) -> None:
+    """One graph node calling ``fn`` with constant arguments, its result unused (Note [A call kept ...])."""
+    tx.output.create_proxy("call_function", fn, args, kwargs)
+
+
+def record_module_init(tx) -> None:
+    """What ``nn.Module.__init__`` leaves in torch's graph: ``_log_api_usage_once("python.nn_module")``."""
+    for fn in RECORDED_FOR_EFFECT:
+        record_for_effect(tx, fn, "python.nn_module")
+
+
 # Names of torch callables that change global state (torch.set_num_threads): a graph break before they run.
 _STATE_SETTER_PREFIXES = ("set_", "use_", "manual_seed", "seed", "_set_")
 
@@ -99,6 +119,16 @@ for _name in ("get_rng_state", "set_rng_state", "cuda.get_rng_state", "cuda.set_
     for _fn in _fns(_name):
         BREAK[_fn] = (f"Attempted to call function marked as skipped: torch.{_name} reads or writes the global RNG "
                       "state (torch/_dynamo/trace_rules.py marks it SkipFunctionVariable)")
+
+# ``nn.TransformerEncoder``'s sparsity fast path (eval, no grad, a padding mask, ``mask_check=False``)
+# packs the batch into a nested tensor. Torch's trace rules do not list these builtins, so calling
+# one is a skipped function there (GB0007, "Dynamo does not know how to trace the builtin"), at the
+# library's line; ours breaks the same, before a fake value is asked of an op with no Meta kernel.
+for _name in ("_nested_tensor_from_mask", "_nested_tensor_from_mask_left_aligned"):
+    for _fn in _fns(_name):
+        BREAK[_fn] = (f"Attempted to call function marked as skipped: Dynamo does not know how to trace the builtin "
+                      f"`torch._VariableFunctionsClass.{_name}` (not among torch/_dynamo/trace_rules.py's in-graph "
+                      "functions)")
 
 
 def _graph_break_fns() -> tuple:
@@ -147,13 +177,17 @@ class TorchInGraphFunctionVariable(VariableTracker):
             if args and isinstance(args[0], TensorVariable):
                 return args[0].call_method(tx, fn.__name__, list(args[1:]), kwargs)
             unimplemented(f"torch.Tensor.{fn.__name__} called without a tensor as its first argument "
-                          f"({args[0] if args else 'no arguments'})")
+                          f"({args[0] if args else 'no arguments'})", gb_id=gb.UNSUPPORTED_FUNCTION)
         if fn in _graph_break_fns():
             unimplemented("torch._dynamo.graph_break() asks for a graph break", gb_id=gb.GRAPH_BREAK_CALL)
         if fn in BREAK:
             unimplemented(BREAK[fn], gb_id=gb.SKIPPED_FUNCTION, context=f"torch.{fn.__name__}")
         if fn in COMPILING:
             return tx.wrap_constant_result(COMPILING[fn])
+        if fn in RECORDED_FOR_EFFECT and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            record_for_effect(tx, fn, *[a.as_python_constant() for a in args],
+                              **{k: v.as_python_constant() for k, v in kwargs.items()})
+            return ConstantVariable(None)
         name = getattr(fn, "__name__", "") or ""
         if name.startswith(_STATE_SETTER_PREFIXES) and not _reads_tensor(args, kwargs):
             unimplemented(f"torch.{name} changes global state", "call it outside the compiled function",
@@ -171,7 +205,7 @@ class TorchInGraphFunctionVariable(VariableTracker):
         if fn is torch.is_tensor:
             return tx.wrap_constant_result(isinstance(args[0], TensorVariable))
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
-            unimplemented(f"constructing {fn.__name__} inside the compiled function")
+            unimplemented(f"constructing {fn.__name__} inside the compiled function", gb_id=gb.UNSUPPORTED_FUNCTION)
         if fn is torch.tensor and len(args) == 1 and set(kwargs) <= {"dtype", "device"} \
                 and _symbolic_data(args[0]) is not None:
             # Note [torch.tensor of a symbolic size]: ``torch.tensor(x.size(0))``, ``torch.tensor([s0, 3])``
@@ -194,7 +228,8 @@ class TorchInGraphFunctionVariable(VariableTracker):
         result = tx.wrap_fx_proxy("call_function", fn, pargs, pkw)
         if not _has_tensor(result) and not _reads_tensor(args, kwargs):  # Note [A folded torch result is ...]
             unimplemented(f"torch.{name or fn}() returned a non-tensor ({result!r:.60}) that depends on state no "
-                          "guard covers", "call it outside the compiled function and pass the value in")
+                          "guard covers", "call it outside the compiled function and pass the value in",
+                          gb_id=gb.UNSUPPORTED_FUNCTION)
         return result
 
 
@@ -283,7 +318,7 @@ class PythonModuleVariable(VariableTracker):
         if pending is not None:
             return pending
         if not hasattr(self.value, name):
-            unimplemented(f"module {self.value.__name__} has no attribute {name!r}")
+            unimplemented(f"module {self.value.__name__} has no attribute {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
         attr = getattr(self.value, name)
         if self.source is not None and not is_library_module(self.value):
             return tx.variable_builder(AttrSource(self.source, name))(attr)
@@ -355,7 +390,19 @@ def is_tensor_method(value: Any) -> bool:
         and getattr(value, "__objclass__", None) is TENSOR_BASE
 
 
+# Note [Some torch functions are traced through]
+#     Torch's trace rules inline the Python functions of ``torch.nn.functional`` that its
+#     in-graph list does not name (``MOD_INLINELIST`` in torch/_dynamo/trace_rules.py), and
+#     ``torch.backends.mha.get_fastpath_enabled`` is a ``UserFunctionVariable`` there
+#     (``manual_torch_name_rule_map``). ``nn.TransformerEncoder.forward`` calls three of
+#     them before any tensor op; recorded whole they return ``None`` or a bool, which is
+#     a graph break, so ours traces through these as torch does.
+INLINED = _fns("nn.functional._canonical_mask", "nn.functional._none_or_dtype", "backends.mha.get_fastpath_enabled")
+
+
 def is_torch_callable(value: Any) -> bool:
+    if any(value is fn for fn in INLINED):
+        return False
     if is_tensor_method(value):
         return True
     mod = getattr(value, "__module__", None) or ""

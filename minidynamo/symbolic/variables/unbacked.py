@@ -74,7 +74,7 @@ def call_tolist(tx, tensor) -> VariableTracker:
         return call_item(tx, tensor)
     n = fake.shape[0]
     if not isinstance(n, int):
-        unimplemented("Tensor.tolist() of a tensor whose first size is symbolic")
+        unimplemented("Tensor.tolist() of a tensor whose first size is symbolic", gb_id=gb.TOLIST)
     return ListVariable([call_tolist(tx, tx.wrap_fx_proxy("call_function", operator.getitem, (tensor.as_proxy(), i), {}))
                          for i in range(n)])
 
@@ -113,13 +113,13 @@ def call_check(tx, fn, args: list, kwargs: dict) -> VariableTracker:
     from .sym_node import SymNodeVariable
 
     if not args or kwargs:
-        unimplemented(f"torch.{fn.__name__} with arguments {args} {kwargs}")
+        unimplemented(f"torch.{fn.__name__} with arguments {args} {kwargs}", gb_id=gb.DYNAMIC_SHAPE_OPERATOR)
     arg = args[0]
     if arg.is_python_constant():
         fn(arg.as_python_constant())  # the user's own error (as eager) when False
         return ConstantVariable(None)
     if not isinstance(arg, SymNodeVariable):
-        unimplemented(f"torch.{fn.__name__} of {arg}")
+        unimplemented(f"torch.{fn.__name__} of {arg}", gb_id=gb.DYNAMIC_SHAPE_OPERATOR)
     node = arg.sym_num.node
     expr = node.expr >= 0 if fn is torch_check_is_size else node.expr
     what = f"torch.{fn.__name__}({node.expr})"

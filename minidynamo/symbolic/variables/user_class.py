@@ -85,16 +85,17 @@ def _new_namedtuple(tx, cls, args: list, kwargs: dict) -> VariableTracker:
 
     fields = cls._fields
     if len(args) > len(fields) or any(k not in fields for k in kwargs):
-        unimplemented(f"constructing a {cls.__name__} with these arguments")
+        unimplemented(f"constructing a {cls.__name__} with these arguments", gb_id=gb.UNSUPPORTED_FUNCTION)
     values = dict(zip(fields, args))
     for k, v in kwargs.items():
         if k in values:
-            unimplemented(f"constructing a {cls.__name__}: {k!r} given twice")
+            unimplemented(f"constructing a {cls.__name__}: {k!r} given twice", gb_id=gb.OBSERVED_EXCEPTION)
         values[k] = v
     for k in fields:
         if k not in values:
             if k not in cls._field_defaults or not is_constant_value(cls._field_defaults[k]):
-                unimplemented(f"constructing a {cls.__name__} without a constant value for {k!r}")
+                unimplemented(f"constructing a {cls.__name__} without a constant value for {k!r}",
+                              gb_id=gb.NOT_A_CONSTANT)
             values[k] = tx.wrap_constant_result(cls._field_defaults[k])
     return TupleVariable([values[k] for k in fields], tuple_cls=cls)
 
@@ -129,7 +130,7 @@ class UserDefinedClassVariable(VariableTracker):
         if isinstance(attr, (staticmethod, classmethod, types.ClassMethodDescriptorType)) or metaclass_slot:
             attr = getattr(self.value, name)
         elif attr is None:
-            unimplemented(f"class {self.value.__name__} has no attribute {name!r}")
+            unimplemented(f"class {self.value.__name__} has no attribute {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
         if self.source is not None:
             return tx.variable_builder(AttrSource(self.source, name))(attr)
         if not metaclass_slot and _user_class(self.value):

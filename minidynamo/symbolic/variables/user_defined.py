@@ -59,7 +59,7 @@ def mapping_call_method(tx, obj, name: str, args: list, kwargs: dict) -> Optiona
     if is_mapping_method(value, name):
         from ..exc import unimplemented
 
-        unimplemented(f"{type(value).__name__}.{name} with these arguments")
+        unimplemented(f"{type(value).__name__}.{name} with these arguments", gb_id=gb.UNSUPPORTED_METHOD)
     return None
 
 
@@ -101,13 +101,14 @@ class DataclassDictVariable(VariableTracker):
 
         names = [f.name for f in dataclasses.fields(klass) if f.init]
         if len(args) > len(names) or any(k not in names for k in kwargs):
-            unimplemented(f"constructing a {klass.__name__} with these arguments")
+            unimplemented(f"constructing a {klass.__name__} with these arguments", gb_id=gb.NAMEDTUPLE_CONSTRUCT)
         values = dict(zip(names, args), **kwargs)
         fields = {n: values.get(n, ConstantVariable(None)) for n in names}
         first = fields[names[0]] if names else None
         others_none = all(_is_none(fields[n]) for n in names[1:])
         if first is None or (others_none and not isinstance(first, TensorVariable) and not _is_none(first)):
-            unimplemented(f"constructing a {klass.__name__} from an iterator or dict (ModelOutput's other path)")
+            unimplemented(f"constructing a {klass.__name__} from an iterator or dict (ModelOutput's other path)",
+                          gb_id=gb.NAMEDTUPLE_CONSTRUCT)
         return cls(klass, fields)
 
     def python_type(self) -> type:
@@ -135,7 +136,7 @@ class DataclassDictVariable(VariableTracker):
         attr = inspect.getattr_static(self.cls, name, None)
         if isinstance(attr, property) and attr.fget is not None:
             return UserFunctionVariable(attr.fget).call_function(tx, [self], {})
-        unimplemented(f"attribute {name!r} of a {self.cls.__name__}")
+        unimplemented(f"attribute {name!r} of a {self.cls.__name__}", gb_id=gb.UNSUPPORTED_METHOD)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from ..exc import unimplemented
@@ -161,10 +162,11 @@ class DataclassDictVariable(VariableTracker):
                     return self.fields[key]
                 if name == "get":
                     return args[1] if len(args) > 1 else ConstantVariable(None)
-                unimplemented(f"{self.cls.__name__}[{key!r}]: no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
+                unimplemented(f"{self.cls.__name__}[{key!r}]: no such key (eager raises KeyError)",
+                              gb_id=gb.KEY_NOT_FOUND)
             if name == "__getitem__" and isinstance(key, (int, slice)):
                 return self.to_tuple().call_method(tx, "__getitem__", args, {})
-        unimplemented(f"{self.cls.__name__}.{name}")
+        unimplemented(f"{self.cls.__name__}.{name}", gb_id=gb.UNSUPPORTED_METHOD)
 
     def unpack_var_sequence(self, tx) -> list:
         return [ConstantVariable(k) for k in self.keys()]
@@ -212,10 +214,10 @@ class DictBaseVariable(VariableTracker):
                 and cls.__contains__ is dict.__contains__):
             return _own_getitem_entry(tx, value, source, args[0].as_python_constant())
         if not plain_reads or kwargs or not args or not args[0].is_python_constant():
-            unimplemented(f"super().{name} of a {cls.__name__} we cannot read plainly")
+            unimplemented(f"super().{name} of a {cls.__name__} we cannot read plainly", gb_id=gb.SUPER)
         key = args[0].as_python_constant()
         if not isinstance(key, (str, int)):
-            unimplemented(f"super().{name} with a {type(key).__name__} key")
+            unimplemented(f"super().{name} with a {type(key).__name__} key", gb_id=gb.SUPER)
         present = dict.__contains__(value, key)
         if source is not None:
             tx.output.guards.add(source, "DICT_CONTAINS", f"({key!r} in {source.name()}) is {present}",
@@ -244,7 +246,8 @@ def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
         unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
     entry = dict.__getitem__(value, key)
     if not isinstance(entry, type):
-        unimplemented(f"super().__getitem__({key!r}) of a {type(value).__name__}: an entry that is not a class")
+        unimplemented(f"super().__getitem__({key!r}) of a {type(value).__name__}: an entry that is not a class",
+                      gb_id=gb.SUPER)
     guards = tx.output.guards
     guards.scope.setdefault("___dict_getitem", dict.__getitem__)
     guards.add(source, "DICT_ENTRY", f"___dict_getitem({source.name()}, {key!r}) is {guards.name_for(entry, entry.__name__)}",
@@ -267,7 +270,7 @@ class InstanceDictVariable(DictBaseVariable):
         from ..exc import unimplemented
 
         if self.obj.source is None:
-            unimplemented("the __dict__ of an object we cannot name, read whole")
+            unimplemented("the __dict__ of an object we cannot name, read whole", gb_id=gb.DICT_ACCESS)
         return tx.variable_builder(self.obj.source)(self.obj.value)
 
     def python_type(self) -> type:
@@ -345,12 +348,14 @@ class NewObjectDictVariable(VariableTracker):
             for k, v in args[0].items.items():
                 key = k.as_python_constant() if hasattr(k, "as_python_constant") and k.is_python_constant() else k
                 if not isinstance(key, str):
-                    unimplemented("__dict__.update with a key that is not a constant string")
+                    unimplemented("__dict__.update with a key that is not a constant string",
+                                  gb_id=gb.DICT_KEY_NONSTRING)
                 new[key] = v
             attrs.update(new)
             return ConstantVariable(None)
         if kwargs or not args or not keys_const:
-            unimplemented(f"__dict__.{name} of a new {self.obj.cls.__name__} with these arguments")
+            unimplemented(f"__dict__.{name} of a new {self.obj.cls.__name__} with these arguments",
+                          gb_id=gb.UNSUPPORTED_METHOD)
         key = args[0].as_python_constant()
         if name == "__setitem__" and len(args) == 2:
             attrs[key] = args[1]
@@ -361,7 +366,8 @@ class NewObjectDictVariable(VariableTracker):
             return attrs[key]
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
-        unimplemented(f"__dict__[{key!r}] of a new {self.obj.cls.__name__}: no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
+        unimplemented(f"__dict__[{key!r}] of a new {self.obj.cls.__name__}: no such key (eager raises KeyError)",
+                      gb_id=gb.KEY_NOT_FOUND)
 
 
 __all__ = ["NewObjectDictVariable", "InstanceDictVariable", "mapping_call_method", "is_mapping_method", "is_dataclass_dict", "DataclassDictVariable", "DictBaseVariable"]
