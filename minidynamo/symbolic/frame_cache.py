@@ -134,7 +134,7 @@ class FrameCache:
     fallback: Any = None  # why this frame runs eagerly for good
     skipped: bool = False  # Dynamo's SkipFrame: eager, but the frames it calls are still compiled
     frame_state: dict = field(default_factory=dict)  # input sizes traced so far (Note [Automatic dynamic])
-    no_ops: bool = False  # Note [A frame the hook met that traced no ops is skipped]
+    no_ops: bool = False  # Note [A frame that traced no ops is skipped for good]
     run_only: Optional[str] = None  # the limit hit ("recompile_limit"): entries served, a miss runs eagerly
     frame_id: Optional[int] = None  # the first number of its entries' compile ids
     compiles: int = 0  # entries made so far: the second number of the next compile id
@@ -291,6 +291,9 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             events.emit("cache_limit", function=frame.__name__, limit=limit, message=fallback)
             warnings.warn(fallback, stacklevel=3)
             return run_only_mode(_run_only_miss, frame, L, eager, run_skipped, looked_up)
+    if not isinstance(frame, ResumeFunction) and not has_tensor_in_frame(frame, L, config):
+        cache.fallback, cache.skipped, cache.no_ops = "no tensor-related objects found in frame", True, True
+        return run_skipped(L)  # Note [A frame that traced no ops is skipped for good]
     from .dynamic_shapes import retry_static, warn_if_retried
 
     for _attempt in range(2):
@@ -386,22 +389,60 @@ def _short_file(filename: str) -> str:
 
 
 def _traced_no_ops(frame, entry, L: dict, config: CompileConfig) -> bool:
-    """Note [A frame the hook met that traced no ops is skipped]
+    """Note [A frame that traced no ops is skipped for good]
 
-    torch's ``InstructionTranslator.RETURN_VALUE`` raises ``SkipFrame("No ops traced
-    for the FX graph")`` when a frame returned without a graph (and without a break,
-    outside fullgraph, no nn.Module class among its locals): the frame runs eagerly and
-    its code is marked SKIP, its callees still hooked. We do the same for the frames the
-    hook meets (a config's ``__getattribute__``, a helper that only reads attributes),
-    so they neither fill the cache (one entry per constant argument, up to the cache
-    size limit) nor cost a guard check per call. A function given to ``md.compile``
-    itself keeps its entry, so that ``.cache`` and ``md.explain`` show what was traced.
+    torch's ``InstructionTranslator._return`` (symbolic_convert.py) raises
+    ``SkipFrame("No ops traced for the FX graph")`` when a frame returned without a
+    call in its graph (and without a break, outside fullgraph, not a resume prologue,
+    no nn.Module class among its locals); ``convert_frame.py``'s ``_compile`` answers it
+    with the default ``ConvertFrameReturn`` (types.py): ``FrameAction.SKIP`` with
+    ``apply_to_code=True``. So the code runs eagerly from then on, its callees still
+    hooked, whatever later calls pass: ``f(x, n)`` returning ``x * 2`` only when ``n > 0``
+    compiles nothing, ever, if its first call has ``n == 0``. ``ConvertFrame`` does the
+    same before tracing to a frame ``has_tensor_in_frame`` finds no tensor in. This
+    holds for a function given to ``md.compile`` as for the frames the hook meets (a
+    config's ``__getattribute__``, a helper that only reads attributes), which so
+    neither fill the cache nor cost a guard check per call. Our resume functions are
+    not skipped (torch skips an empty one too; ours have no frame of their own to skip).
+    tests/test_empty_frames_like_torch.py compares the calls with torch's.
     """
-    if config.hook is None or config.fullgraph or entry.graphs or entry.break_reason is not None:
+    if config.fullgraph or entry.graphs or entry.break_reason is not None:
         return False
-    if isinstance(frame, ResumeFunction) or frame.code in config.targets:  # a resume function, or given to md.compile
+    if isinstance(frame, ResumeFunction):  # torch: is_tracing_resume_prologue
         return False
     return not any(isinstance(v, type) and issubclass(v, torch.nn.Module) for v in L.values())
+
+
+def has_tensor_in_frame(frame, L: dict, config: CompileConfig) -> bool:
+    """torch's ``convert_frame.has_tensor_in_frame``: code given to compile (torch's
+    ``always_optimize_code_objects``), a global torch module the code names, or a tensor,
+    module or module class among the locals (inside lists, tuples, dicts, namedtuples)."""
+    import types
+
+    if frame.code in config.targets:
+        return True
+    G = frame.f_globals
+    for name in frame.code.co_names:
+        obj = G.get(name)
+        if isinstance(obj, types.ModuleType) and (obj is torch or obj.__name__.startswith("torch.")):
+            return True
+    seen: set = set()
+
+    def has_tensor(obj) -> bool:
+        if id(obj) in seen:
+            return False
+        seen.add(id(obj))
+        if isinstance(obj, (torch.Tensor, torch.nn.Module)) or (type(obj) is type and issubclass(obj, torch.nn.Module)):
+            return True
+        if type(obj) in (list, tuple):
+            return any(has_tensor(v) for v in obj)
+        if type(obj) is dict:
+            return any(has_tensor(v) for v in list(obj.values()))
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return any(has_tensor(getattr(obj, f)) for f in obj._fields)
+        return False
+
+    return any(has_tensor(v) for v in L.values())
 
 
 def _eager_for_good(frame, cache: FrameCache, config: CompileConfig, explanation: GraphBreak) -> None:
