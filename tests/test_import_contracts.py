@@ -6,9 +6,9 @@
 * The layers contract names every module and package of ``minidynamo``: a new stage
   cannot hide from it.
 * The module graph (imports at module level and inside functions, drawn here from the
-  source with ``ast``) has no circle but one, pinned: Dynamo's translator and its
-  VariableTrackers, which call each other as torch's ``symbolic_convert.py`` and
-  ``variables/`` do (Note [The one import circle left]).
+  source with ``ast``) has no circle at all: not even Dynamo's translator and its
+  VariableTrackers, which torch's ``symbolic_convert.py`` and ``variables/`` tie by
+  imports inside functions (Note [No import circle in Dynamo]).
 
 Each check is also run on a small made-up case that breaks it, so it can fail.
 """
@@ -92,6 +92,10 @@ def test_the_layers_contract_names_every_module_of_the_package():
     assert named - children(PACKAGE) == set(), "the layers contract names a module that does not exist"
     (dynamo,) = [c for c in _contracts() if c["type"] == "layers" and c.get("containers") == ["minidynamo.symbolic"]]
     assert children(PACKAGE / "symbolic") == layer_names(dynamo["layers"]), "name it in the Dynamo layers contract"
+    (trackers,) = [c for c in _contracts()
+                   if c["type"] == "layers" and c.get("containers") == ["minidynamo.symbolic.variables"]]
+    assert children(PACKAGE / "symbolic" / "variables") == layer_names(trackers["layers"]), \
+        "name it in the variables/ layers contract"
     for stage in ("bytecode", "interpreter", "symbolic", "shapes", "fake", "dispatch", "aot", "backends"):
         assert (PACKAGE / stage / "__init__.py").exists() or (PACKAGE / f"{stage}.py").exists(), stage
 
@@ -185,25 +189,16 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-# Note [The one import circle left]
-#     Dynamo's translator and its VariableTrackers call each other: an opcode handler
-#     builds variables (``VariableBuilder``), a variable's ``call_function`` inlines a
-#     frame or builds more variables, the cache and resume functions re-enter the
-#     translator. The frame hook's entry (``eval_frame.py``) and ``md.explain`` sit above it. Torch's ``torch/_dynamo/symbolic_convert.py`` and ``variables/`` are tied
-#     the same way, by imports inside functions. Every other circle is broken; this one
-#     stays inside ``minidynamo.symbolic`` and may only shrink: a module joining it, or any
-#     new circle, fails the test below.
-DYNAMO_CIRCLE = {f"minidynamo.symbolic.{m}" for m in (
-    "codegen", "convert_frame", "dynamic_shapes", "frame_cache", "inlining",
-    "instruction_translator", "opcodes_312_313", "opcodes_calls", "opcodes_control", "opcodes_data",
-    "output_graph", "resume_execution", "side_effects", "symbolic_convert", "translator_base")} | {
-    f"minidynamo.symbolic.variables.{m}" for m in (
-        "base", "builder", "builtin", "constant", "containers", "ctx_manager", "dicts", "functional", "functions",
-        "lazy", "lists", "misc", "new_object", "nn_module", "operators", "sym_node", "tensor", "torch",
-        "user_defined",
-        # VariableTrackers of issue 28 (chapter 16): torch.py hands torch.cond/checkpoint/_check to them and
-        # they call back into builder/output_graph, as torch's higher_order_ops.py does with its siblings
-        "higher_order_ops", "unbacked")}
+# Note [No import circle in Dynamo]
+#     The translator, its VariableTrackers, the graph and the cache call each other; torch
+#     ties ``torch/_dynamo/symbolic_convert.py`` and ``variables/`` by imports inside
+#     functions, which are imports all the same (grimp and import-linter count them, and
+#     so does ``import_graph`` here). Ours call upward only through an object handed down
+#     (Note [The translator's layers], symbolic_convert.py): a tracker makes trackers and
+#     runs operators through ``tx``, a resume function calls its cache through its
+#     config, an opcode mixin inlines a call through the class its translator names. So
+#     the graph has no circle, and the "dynamo" and "dynamo-variables" layers contracts of
+#     pyproject.toml keep each stage in its place.
 
 
 def test_the_graph_sees_lazy_imports_and_finds_a_circle(tmp_path):
@@ -221,7 +216,6 @@ def test_the_graph_sees_lazy_imports_and_finds_a_circle(tmp_path):
     assert circles(graph) == [{"toy.a", "toy.sub.b", "toy.c"}]
 
 
-def test_no_import_circle_but_the_pinned_one():
-    found = circles(import_graph(PACKAGE))
-    others = [sorted(c) for c in found if not c <= DYNAMO_CIRCLE]  # the pinned circle may only shrink
-    assert not others, f"import circles (break them; DYNAMO_CIRCLE may not grow): {others}"
+def test_no_import_circle():
+    found = [sorted(c) for c in circles(import_graph(PACKAGE))]
+    assert found == [], f"import circles (break them by layering, Note [No import circle in Dynamo]): {found}"

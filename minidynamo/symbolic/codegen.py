@@ -36,8 +36,9 @@ from .resume_execution import NULL, ResumeIterator
 from .variables.base import VariableTracker
 from .variables.dicts import ConstDictVariable
 from .variables.functions import make_function
-from .variables.lists import ListIteratorVariable, ListVariable
-from .variables.misc import NewObjectVariable, new_object
+from .variables.iter import ListIteratorVariable
+from .variables.lists import ListVariable
+from .variables.new_object import NewObjectVariable, new_object
 
 
 def replace_dict(target: dict, new: dict) -> None:

@@ -34,8 +34,8 @@ from .resume_execution import NULL, ResumeFunction, live_locals
 from .source import LocalSource
 from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
 from .variables.ctx_manager import GradModeExit, GradModeVariable, WithExitVariable
-from .variables.functions import NestedUserFunctionVariable, UserFunctionVariable
-from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
+from .variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
+from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
 
 _graph_ids = itertools.count()

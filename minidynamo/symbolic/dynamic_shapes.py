@@ -3,9 +3,10 @@
 Place in the pipeline: between the builder (an input tensor enters the trace) and the
 ShapeEnv (``minidynamo/shapes/symbolic_shapes.py``). Decides, per input tensor, which
 dims are dynamic (``dynamic=True``, ``mark_dynamic``, or automatic dynamic after a
-size change); makes a SymInt placeholder per new symbol; turns ``x.size(0)`` on a
-symbolic fake into a ``SymNodeVariable``; at the end of the trace adds the
-ShapeEnv's guards to the entry. Mirrors ``torch/_dynamo/variables/builder.py``
+size change); makes a SymInt placeholder per new symbol; at the end of the trace
+adds the ShapeEnv's guards to the entry. It sits below the VariableTrackers and makes
+none: ``x.size(0)`` on a symbolic fake becomes a ``SymNodeVariable`` in
+``variables/tensor.py`` (``size_variable``), an int input in ``variables/builder.py``. Mirrors ``torch/_dynamo/variables/builder.py``
 (``_automatic_dynamic``, ``wrap_symint``), ``torch/_dynamo/decorators.py``
 (``mark_dynamic``, ``mark_static``) and the shape part of ``CheckFunctionManager``.
 
@@ -32,7 +33,7 @@ from minidynamo import events
 
 from .source import AttrSource, SizeSource, Source
 
-__all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for", "size_variable",
+__all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "SizeSource", "dynamic_dims_for",
            "install_shape_guards", "automatic_dynamic_changes",
            "int_input", "float_input"]
 
@@ -308,7 +309,8 @@ def int_input(tx, source: Source, value: int):
     trace makes it a ``SymInt`` graph input (``L_n_: torch.SymInt``) and later values
     reuse that graph. ``dynamic=True`` does so from the first call, ``dynamic=False``
     never. An int where a tensor was (or the reverse) counts as a change. Returns
-    the ``SymNodeVariable``, or None to keep the int a constant.
+    the placeholder's proxy and its SymInt (the builder wraps them in a ``SymNodeVariable``),
+    or None to keep the int a constant.
     """
     from minidynamo import config
 
@@ -326,8 +328,6 @@ def int_input(tx, source: Source, value: int):
         ints[name] = None
     if not all_dynamic and (ints[name] is not None or not automatic):
         return None
-    from .variables.sym_node import SymNodeVariable
-
     env = shape_env_of(output)
     output.fake_mode.shape_env = env
     output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
@@ -340,7 +340,7 @@ def int_input(tx, source: Source, value: int):
     proxy = output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
     output.graphargs.append((source, node, value))
     output.guards.TYPE_MATCH(source, value, "an int input traced as a SymInt (automatic dynamic)")
-    return SymNodeVariable(proxy, symint, source=source)
+    return proxy, symint
 
 
 # --- float inputs ----------------------------------------------------------------------
@@ -368,8 +368,9 @@ def float_input(tx, source: Source, value: float):
     (torch/fx/passes/_tensorify_python_scalars.py) rewrites the ``.item()`` uses into
     tensor ops, or restarts the trace with the float a constant where it cannot
     (``TensorifyScalarRestartAnalysis``); ours does the same on the Dynamo graph,
-    before AOT (Note [Tensorify before AOT], backends.py). Returns the tracker, or None
-    to keep the float a constant.
+    before AOT (Note [Tensorify before AOT], backends.py). Returns the function that makes
+    the ``.item()`` node on first use and the SymFloat (the builder wraps them in a lazy
+    ``SymNodeVariable``), or None to keep the float a constant.
     """
     import math
 
@@ -392,7 +393,6 @@ def float_input(tx, source: Source, value: float):
     from minidynamo.shapes.symbolic_shapes import SymNode
 
     from .source import FloatTensorSource
-    from .variables.sym_node import SymNodeVariable
 
     env = shape_env_of(output)
     output.fake_mode.shape_env = env
@@ -414,7 +414,7 @@ def float_input(tx, source: Source, value: float):
         output.symbol_proxies[sym] = proxy
         return proxy
 
-    return SymNodeVariable.lazy(make_proxy, symfloat, source=source)
+    return make_proxy, symfloat  # the builder wraps them: SymNodeVariable.lazy (variables/builder.py)
 
 
 _SPECIALIZED_FLOATS = "___specialized_floats"  # frame_state: float sources a restart made constants
@@ -503,37 +503,6 @@ def _tensorifiable(node: torch.fx.Node) -> bool:
 
 
 # --- sizes read in the trace --------------------------------------------------------------
-
-
-def size_variable(tx, tensor_var, value: Any, how: tuple):
-    """``x.size(0)`` / ``x.shape`` / ``x.numel()`` when the result holds SymInts.
-
-    A size that is exactly an input's symbol is that symbol's placeholder (as torch
-    reuses ``s0``); any other expression is a ``Tensor.size``/``numel`` node.
-    ``how`` is the method call that produced ``value``: ``("size", ())``, ``("size", (0,))``.
-    """
-    from minidynamo.shapes.symbolic_shapes import is_symbolic
-
-    from .variables.builder import wrap_constant_result
-    from .variables.constant import ConstantVariable
-    from .variables.lists import TupleVariable
-    from .variables.sym_node import SymNodeVariable
-
-    name, args = how
-
-    def one(v, method, margs):
-        if not is_symbolic(v):
-            return ConstantVariable(int(v)) if isinstance(v, torch.SymInt) else wrap_constant_result(v)
-        proxy = tx.output.symbol_proxies.get(v.node.expr)
-        if proxy is None:
-            proxy = tx.output.create_proxy("call_method", method, (tensor_var.proxy, *margs), {})
-            proxy.node.meta["example_value"] = v
-        return SymNodeVariable(proxy, v)
-
-    if isinstance(value, (tuple, list)):  # x.size() / x.shape (a torch.Size, as eager's) / x.stride() (a tuple)
-        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)],
-                             tuple_cls=torch.Size if isinstance(value, torch.Size) else tuple)
-    return one(value, name, args)
 
 
 def has_symbolic(value: Any) -> bool:

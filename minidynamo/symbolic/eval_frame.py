@@ -189,6 +189,15 @@ class CompileConfig:
     def _in_cpython(self, *_: Any) -> Any:
         return self.hook.DEFAULT
 
+    def call_frame(self, frame: Any, L: dict, eager: Callable[[], Any]) -> Any:
+        """A resume function's call, through its frame's cache (``frame_cache.call_frame``).
+
+        ``ResumeFunction`` (resume_execution.py) is made while tracing, below the cache that
+        compiles it: it calls back through the config it was given, as the OptimizedFunction
+        wrappers do, so nothing under the cache imports the cache.
+        """
+        return call_frame(frame, L, self, eager=eager)
+
     def optimized(self, fn: Callable) -> "OptimizedFunction":
         key = fn.__code__
         if key not in self.wrappers:

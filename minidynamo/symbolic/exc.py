@@ -13,6 +13,8 @@ Note [Unsupported is a graph break request]
 
 from __future__ import annotations
 
+import linecache
+import traceback
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -224,6 +226,42 @@ def is_library_file(filename: str) -> bool:
     from minidynamo.trace_rules import is_library_file as library
 
     return internal_frame(filename) or library(filename)
+
+
+def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
+    """Fill in the explanation object of a graph break: the user's frame, and the stack down to the break.
+
+    ``tx``: the translator the break happened in (its ``parent`` chain is the inlined calls
+    around it); passed in, so the translator and its opcode mixins all call this one function.
+    """
+    if e.explanation is None:
+        frames = []  # innermost first
+        t = tx
+        while t is not None:
+            frames.append(t)
+            t = getattr(t, "parent", None)
+        user_stack = [traceback.FrameSummary(t.code.co_filename, t.lineno or 0, t.code.co_name,
+                                             line=linecache.getline(t.code.co_filename, t.lineno or 0).strip())
+                      for t in reversed(frames)]
+        # Note [The user's line of a graph break]: the innermost frame of the user's
+        at = next((t for t in frames if not is_library_file(t.code.co_filename)), tx)
+        inst = at.current_inst
+        filename = at.code.co_filename
+        e.explanation = GraphBreak(
+            reason=e.reason,
+            instruction=f"{inst.opname} {inst.argrepr}".strip() if inst else "?",
+            lineno=at.lineno,
+            filename=filename,
+            function=at.code.co_name,
+            source=linecache.getline(filename, at.lineno or 0),
+            hint=e.hint,
+            internal=e.internal,
+            warn=e.warn,
+            gb_id=e.gb_id,
+            context=e.context,
+            user_stack=user_stack,
+        )
+    return e.explanation
 
 
 def strip_internal_frames(tb):

@@ -18,7 +18,7 @@ from . import graph_break_registry as gb
 from .translator_base import InstructionTranslatorBase
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.lists import ListIteratorVariable
+from .variables.iter import ListIteratorVariable
 
 
 class InliningInstructionTranslator(InstructionTranslatorBase):
@@ -84,3 +84,6 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
             unimplemented("yield outside an inlined generator", gb_id=gb.GENERATOR)
         self._yielded = self.pop()
         self.push(ConstantVariable(None))  # the value next() sends back in
+
+
+InliningInstructionTranslator.inlining_translator_class = InliningInstructionTranslator  # a callee's callees too

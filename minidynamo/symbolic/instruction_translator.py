@@ -16,9 +16,10 @@ import torch
 from minidynamo.bytecode import find_exception_handler
 
 from . import graph_break_registry as gb
-from .exc import EagerFallback, RestartAnalysis, Unsupported, unimplemented
+from .exc import EagerFallback, RestartAnalysis, Unsupported, explain_unsupported, unimplemented
 from .resume_execution import vm_can_run
-from .translator_base import JUMP_OPCODES, InstructionTranslatorBase, _exception_table, explain_unsupported
+from .inlining import InliningInstructionTranslator
+from .translator_base import JUMP_OPCODES, InstructionTranslatorBase, _exception_table
 from .variables.ctx_manager import WithExitVariable
 from .variables.tensor import TensorVariable
 
@@ -31,6 +32,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     ``stop_at`` = (offset, visit) is a checkpoint where a previous attempt decided to
     stop tracing and run the rest of the frame eagerly (Dynamo's ``step_graph_break``).
     """
+
+    inlining_translator_class = InliningInstructionTranslator  # traces the calls it inlines (opcodes_calls.py)
 
     def __init__(self, *args, break_at: Optional[dict] = None, stop_at=None, start_offset: int = 0, **kwargs):
         super().__init__(*args, **kwargs)

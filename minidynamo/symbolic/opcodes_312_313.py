@@ -66,7 +66,7 @@ class Py312Py313Opcodes:
         global_super, cls, obj = self.popn(3)
         if not (isinstance(global_super, BuiltinVariable) and global_super.fn is super):
             unimplemented(f"super() is shadowed by {global_super}", gb_id=gb.SUPER)
-        from .variables.misc import SuperVariable
+        from .variables.user_class import SuperVariable
 
         value = SuperVariable(cls.as_python_constant(), obj).var_getattr(self, inst.argval)
         self.push_callable(value) if inst.arg & 1 else self.push(value)

@@ -30,6 +30,11 @@ MAX_INLINE_DEPTH = 40
 class CallOpcodes:
     """Mixed into InstructionTranslatorBase (which provides push/pop/popn/output/depth)."""
 
+    # The class that traces a callee: InliningInstructionTranslator, named by each concrete
+    # translator (inlining.py, instruction_translator.py), which sit above this mixin
+    # (Note [The translator's layers], symbolic_convert.py).
+    inlining_translator_class: type
+
     ## Functions
     def KW_NAMES(self, inst) -> None:
         self.kw_names = self.code.co_consts[inst.arg]
@@ -94,9 +99,7 @@ class CallOpcodes:
         fn_globals = fn_var.get_globals()
         globals_source = None if fn_globals is self.output.root_globals else \
             globals_source_for(fn_globals, code, getattr(fn_var, "source", None))
-        from .inlining import InliningInstructionTranslator
-
-        tracer = InliningInstructionTranslator(
+        tracer = self.inlining_translator_class(
             code, fn_globals, bound, self.output if output is None else output, closure_cells=fn_var.closure_cells(self),
             globals_source=globals_source, depth=self.depth + 1,
         )

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from minidynamo.bytecode import FOR_ITER_EXIT_SKIP
 
-from .exc import Unsupported, unimplemented
+from .exc import Unsupported, explain_unsupported, unimplemented
 from . import graph_break_registry as gb
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.lists import ListIteratorVariable
+from .variables.iter import ListIteratorVariable
 
 
 class ControlFlowOpcodes:
@@ -56,8 +56,6 @@ class ControlFlowOpcodes:
         try:
             truth = value.truth(self)
         except Unsupported as e:
-            from .translator_base import explain_unsupported
-
             explain_unsupported(self, e)
             self.break_graph_at_jump(inst, value, jump_if, pop, e)
             return

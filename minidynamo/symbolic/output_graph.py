@@ -59,6 +59,14 @@ class OutputGraph:
         self.symbol_proxies: dict = {}
         self.subgraphs: dict[str, torch.fx.GraphModule] = {}  # higher-order ops' bodies (higher_order_ops.py)
 
+    def subgraph_tracer(self) -> "SubgraphTracer":
+        """The graph of a higher-order op's body, beside this one (torch: ``OutputGraph.subtracer``).
+
+        The VariableTrackers that trace a body (variables/higher_order_ops.py) ask the graph
+        they hold (``tx.output``) for it: they sit below this module and do not import it.
+        """
+        return SubgraphTracer(self)
+
     def install_subgraph(self, prefix: str, gm: torch.fx.GraphModule) -> str:
         """A higher-order op's body as an attribute of the graph's module: ``cond_true_0``, ``wrap_body_0``."""
         i = 0
@@ -244,6 +252,7 @@ class SubgraphTracer:
             self.__dict__[name] = value
 
     install_subgraph = OutputGraph.install_subgraph
+    subgraph_tracer = OutputGraph.subgraph_tracer  # a body inside a body: its parent is this one
     graph_root = OutputGraph.graph_root
 
     def placeholder(self, name: str, example: Any) -> torch.fx.Proxy:

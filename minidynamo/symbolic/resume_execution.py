@@ -220,11 +220,9 @@ class ResumeFunction:
         self.__qualname__ = f"{code.co_qualname}.{self.__name__}"
 
     def __call__(self, /, **L: Any) -> Any:  # positional-only: a live local may be named `self`
-        from .frame_cache import call_frame
-
         if self.eager_only:
             return self.run_eagerly(L)
-        return call_frame(self, L, self.config, eager=lambda: self.run_eagerly(L))
+        return self.config.call_frame(self, L, eager=lambda: self.run_eagerly(L))  # CompileConfig.call_frame
 
     @unhooked
     def run_eagerly(self, L: dict) -> Any:

@@ -87,7 +87,7 @@ class SideEffects:
         """The write-back statements (Note [Replay once, after the graph])."""
         from .variables.containers import DequeVariable
         from .variables.dicts import ConstDictVariable
-        from .variables.lists import ListIteratorVariable
+        from .variables.iter import ListIteratorVariable
 
         lines = []
         for var in self.mutated_containers.values():

@@ -12,7 +12,7 @@ The interpreter is split by concept; this module is its overview and keeps every
 import path (``from minidynamo.symbolic.symbolic_convert import InstructionTranslator``):
 
 - ``translator_base.py``: ``InstructionTranslatorBase``, the loop (``step``/``run``), the
-  stack helpers, names, attributes, imports; ``explain_unsupported``; Note [An
+  stack helpers, names, attributes, imports; Note [An
   instruction budget per frame] (``MAX_INSTRUCTIONS``).
 - opcode families mixed into it: ``opcodes_data.py`` (containers, operators),
   ``opcodes_control.py`` (iteration, jumps, ``generic_jump``), ``opcodes_calls.py``
@@ -22,12 +22,26 @@ import path (``from minidynamo.symbolic.symbolic_convert import InstructionTrans
 - ``instruction_translator.py``: ``InstructionTranslator``, the root frame, which breaks
   the graph at calls and jumps.
 - ``variables/lazy.py``: ``LazyVariableTracker``, a frame input realized on first read.
+- ``exc.py``: ``explain_unsupported``, a break's user line and stack; it sits below the
+  translator, so the loop and every opcode family call it without importing the loop.
 
 Note [One method per opcode]
     As in byterun and early TorchDynamo, the loop looks up ``self.<OPNAME>`` and calls
     it with the instruction. Opcodes that behave alike share one handler by aliasing
     (``POP_JUMP_FORWARD_IF_FALSE = POP_JUMP_BACKWARD_IF_FALSE = ...``). An opcode with no
     method is a graph-break request naming the opcode.
+
+Note [The translator's layers]
+    The translator, its VariableTrackers, the graph and the cache call each other, yet
+    no module imports one above it (pyproject.toml's "dynamo" contracts, counted with
+    the imports inside functions): each call upward goes through an object handed down.
+    A tracker makes trackers and runs operators through ``tx`` (Note [The trackers reach
+    the builder through the translator], translator_base.py) and a body's graph through
+    ``tx.output.subgraph_tracer()``; an opcode mixin inlines a call through
+    ``self.inlining_translator_class``, which the concrete translators name; a resume
+    function calls its cache through ``CompileConfig.call_frame``; every layer explains a
+    break with ``exc.explain_unsupported``. Torch ties these modules by imports inside
+    functions instead (``torch/_dynamo/symbolic_convert.py`` and ``variables/``).
 
 Note [Where a graph can break]
     Only at a call (``CALL``, ``CALL_FUNCTION_EX``), at a subscript of a tensor
@@ -42,8 +56,8 @@ Note [Where a graph can break]
 from .inlining import InliningInstructionTranslator
 from .instruction_translator import InstructionTranslator
 from .opcodes_calls import MAX_INLINE_DEPTH
-from .translator_base import (JUMP_OPCODES, MAX_INSTRUCTIONS, InstructionTranslatorBase, decoded,
-                              explain_unsupported)
+from .exc import explain_unsupported
+from .translator_base import JUMP_OPCODES, MAX_INSTRUCTIONS, InstructionTranslatorBase, decoded
 from .variables.lazy import LazyVariableTracker
 
 __all__ = [

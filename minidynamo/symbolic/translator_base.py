@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import dis
 import functools
-import linecache
 import sys
-import traceback
 import types
 from typing import Optional
 
@@ -26,8 +24,8 @@ from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_
                                  find_exception_handler, get_instructions, offset_to_index)
 
 from . import counters
-from .exc import (EagerFallback, GraphBreak, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
-                  Unsupported, is_library_file, unimplemented)
+from .exc import (EagerFallback, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
+                  Unsupported, explain_unsupported, unimplemented)
 from . import graph_break_registry as gb
 from .fake_values import TracedUserError
 from .opcodes_312_313 import Py312Py313Opcodes
@@ -36,10 +34,12 @@ from .opcodes_control import ControlFlowOpcodes
 from .opcodes_data import DataOpcodes
 from .source import GetItemSource, GlobalSource
 from .variables.base import VariableTracker
-from .variables.builder import VariableBuilder, wrap_sourceless
+from .variables.builder import VariableBuilder, wrap_constant_result, wrap_example, wrap_fx_proxy, wrap_sourceless
 from .variables.lazy import LazyVariableTracker
+from .variables.operators import call_operator
 from .variables.new_object import NewObjectVariable
-from .variables.misc import CellVariable, NullVariable, UserDefinedObjectVariable
+from .variables.functions import CellVariable
+from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
 from .variables.torch import PythonModuleVariable
 
@@ -63,40 +63,6 @@ def decoded(code: types.CodeType) -> tuple[list, dict]:
     """The instructions of a code object and their index by offset (decoded once per code)."""
     instructions = get_instructions(code)
     return instructions, offset_to_index(instructions)
-
-
-
-def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
-    """Fill in the explanation object of a graph break: the user's frame, and the stack down to the break."""
-    if e.explanation is None:
-        frames = []  # innermost first
-        t = tx
-        while t is not None:
-            frames.append(t)
-            t = getattr(t, "parent", None)
-        user_stack = [traceback.FrameSummary(t.code.co_filename, t.lineno or 0, t.code.co_name,
-                                             line=linecache.getline(t.code.co_filename, t.lineno or 0).strip())
-                      for t in reversed(frames)]
-        # Note [The user's line of a graph break]: the innermost frame of the user's
-        at = next((t for t in frames if not is_library_file(t.code.co_filename)), tx)
-        inst = at.current_inst
-        filename = at.code.co_filename
-        e.explanation = GraphBreak(
-            reason=e.reason,
-            instruction=f"{inst.opname} {inst.argrepr}".strip() if inst else "?",
-            lineno=at.lineno,
-            filename=filename,
-            function=at.code.co_name,
-            source=linecache.getline(filename, at.lineno or 0),
-            hint=e.hint,
-            internal=e.internal,
-            warn=e.warn,
-            gb_id=e.gb_id,
-            context=e.context,
-            user_stack=user_stack,
-        )
-    return e.explanation
-
 
 
 class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcodes, DataOpcodes):
@@ -192,6 +158,36 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         out = [self.realize(v) for v in self.stack[-n:]]
         del self.stack[-n:]
         return out
+
+    ## Making trackers: the interface the VariableTrackers call back into
+    # Note [The trackers reach the builder through the translator]
+    #     The builder (variables/builder.py) imports every VariableTracker class, to pick the
+    #     one for a value; the trackers in turn make trackers for what they return (an
+    #     attribute, a folded constant, a graph node). They do so through ``tx``, the
+    #     translator handed to every call, not by importing the builder, so the modules stay
+    #     layered: the translator above the builder, the builder above the trackers
+    #     (pyproject.toml's "dynamo" contracts). Torch's ``VariableTracker.build(tx, value,
+    #     source)`` (torch/_dynamo/variables/base.py) reaches the same builder by an import
+    #     at the bottom of base.py, a circle our tests/test_import_contracts.py forbids.
+    def variable_builder(self, source) -> VariableBuilder:
+        """``VariableBuilder(tx, source)``: call it with the value read from ``source`` (guards it)."""
+        return VariableBuilder(self, source)
+
+    def wrap_sourceless(self, value) -> VariableTracker:
+        return wrap_sourceless(self, value)
+
+    def wrap_constant_result(self, value) -> VariableTracker:
+        return wrap_constant_result(value)
+
+    def wrap_fx_proxy(self, kind: str, target, args: tuple, kwargs: dict) -> VariableTracker:
+        return wrap_fx_proxy(self, kind, target, args, kwargs)
+
+    def wrap_example(self, proxy, example) -> VariableTracker:
+        return wrap_example(self, proxy, example)
+
+    def call_operator(self, fn, args: list) -> VariableTracker:
+        """``a + b``, ``x in seq``: the operator dispatch (variables/operators.py) the opcodes use too."""
+        return call_operator(self, fn, args)
 
     def jump(self, inst) -> None:
         self.ip = self.indexof[inst.argval]

@@ -1,16 +1,18 @@
 """VariableTrackers: the values on the symbolic interpreter's stack (torch/_dynamo/variables/)."""
 
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 from .builder import VariableBuilder, wrap_fx_proxy
 from .builtin import BuiltinVariable
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .functions import NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
-from .lists import ListIteratorVariable, ListVariable, SliceVariable, TupleVariable
-from .misc import GetAttrVariable, NullVariable, UserDefinedClassVariable, UserDefinedObjectVariable
+from .iter import ListIteratorVariable
+from .lists import ListVariable, SliceVariable, TupleVariable
+from .misc import NullVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable
+from .user_class import UserDefinedClassVariable
 
 __all__ = [
     "VariableTracker", "VariableBuilder", "wrap_fx_proxy", "BuiltinVariable", "ConstantVariable",

@@ -43,6 +43,10 @@ class VariableTracker:
     def as_python_constant(self) -> Any:
         unimplemented("this value is not a Python constant", gb_id=gb.NOT_A_CONSTANT, context=f"{self}")
 
+    def as_dict_key(self) -> Any:
+        """The Python object this value is as a dict's key: its constant (a module's: itself, nn_module.py)."""
+        return self.as_python_constant()
+
     def is_python_constant(self) -> bool:
         try:
             self.as_python_constant()
@@ -61,8 +65,6 @@ class VariableTracker:
         except Exception:  # noqa: BLE001
             ptype = None
         if ptype is not None and callable(getattr(ptype, name, None)):
-            from .misc import GetAttrVariable
-
             return GetAttrVariable(self, name)  # a method, called by the next CALL
         unimplemented(f"reading attribute {name!r} of this value", gb_id=gb.UNSUPPORTED_METHOD,
                       context=f"getattr({self}, {name!r})")
@@ -72,9 +74,7 @@ class VariableTracker:
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> "VariableTracker":
         if name == "__len__" and self.has_unpack_var_sequence(tx):
-            from .constant import ConstantVariable
-
-            return ConstantVariable(len(self.unpack_var_sequence(tx)))
+            return tx.wrap_constant_result(len(self.unpack_var_sequence(tx)))
         unimplemented(f"method {name}() of this value", gb_id=gb.UNSUPPORTED_METHOD, context=f"method {name} on {self}")
 
     def has_unpack_var_sequence(self, tx) -> bool:
@@ -104,3 +104,24 @@ class VariableTracker:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+# Note [A method read off a value is a GetAttrVariable]: the base class's var_getattr makes
+# one, so it lives beside it; every tracker below the builder can return it without an import
+# climbing the layers (torch keeps it in torch/_dynamo/variables/misc.py).
+class GetAttrVariable(VariableTracker):
+    """``obj.name`` where name is a method not yet called (``x.add`` before ``(y)``)."""
+
+    def __init__(self, obj: VariableTracker, name: str, **kwargs):
+        super().__init__(**kwargs)
+        self.obj = obj
+        self.name = name
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.obj)}.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"GetAttrVariable({self.obj!r}, {self.name!r})"

@@ -37,11 +37,13 @@ from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
 from .functional import FunctoolsPartialVariable, is_functional, is_lru_cache_of_user_function
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import ListIteratorVariable, ListVariable, TupleVariable
-from .misc import UserDefinedClassVariable, UserDefinedObjectVariable
+from .iter import ListIteratorVariable
+from .lists import ListVariable, TupleVariable
+from .misc import UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
+from .user_class import UserDefinedClassVariable
 
 # md.compile'd functions (``eval_frame.OptimizedFunction``), which the trace inlines: eval_frame
 # registers its class here when imported, as the frame hook sits above the builder and the
@@ -100,16 +102,18 @@ class VariableBuilder:
             return var
         if type(value) is int:  # Note [Automatic dynamic for ints] (dynamic_shapes.py)
             from ..dynamic_shapes import int_input
+            from .sym_node import SymNodeVariable
 
-            var = int_input(tx, source, value)
-            if var is not None:
-                return var
+            symbolic = int_input(tx, source, value)
+            if symbolic is not None:
+                return SymNodeVariable(*symbolic, source=source)
         if type(value) is float:  # Note [A float input is lifted once it changes] (dynamic_shapes.py)
             from ..dynamic_shapes import float_input
+            from .sym_node import SymNodeVariable
 
-            var = float_input(tx, source, value)
-            if var is not None:
-                return var
+            lifted = float_input(tx, source, value)  # (make_proxy, SymFloat): the node is made on first use
+            if lifted is not None:
+                return SymNodeVariable.lazy(*lifted, source=source)
         if isinstance(value, torch.Size) or (is_constant_value(value) and not isinstance(value, tuple)):
             guards.CONSTANT_MATCH(source, value, "Python value folded into the trace")
             return ConstantVariable(value, source=source)
@@ -215,7 +219,7 @@ class VariableBuilder:
             # break inside ``logged.append(loss.item())``): the call goes to the container, read
             # through ``__self__``, so it is traced as a side effect. Dynamo:
             # ``bound_builtin_method_descriptor`` and ``BoundBuiltinMethodVariable`` (variables/builder.py).
-            from .misc import GetAttrVariable
+            from .base import GetAttrVariable
 
             obj = VariableBuilder(tx, AttrSource(source, "__self__"))(value.__self__)
             return GetAttrVariable(obj, value.__name__, source=source)

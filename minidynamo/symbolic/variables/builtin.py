@@ -23,7 +23,8 @@ from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
-from .lists import ListIteratorVariable, ListVariable, TupleVariable
+from .iter import ListIteratorVariable
+from .lists import ListVariable, TupleVariable
 from .tensor import TensorVariable
 
 # Builtins that are pure: on constant arguments we may simply call them.
@@ -83,8 +84,6 @@ class BuiltinVariable(VariableTracker):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from .builder import wrap_constant_result
-
         fn = self.fn
         if fn in (setattr, delattr) and not kwargs and len(args) == (3 if fn is setattr else 2):
             from .new_object import NewObjectVariable
@@ -124,7 +123,7 @@ class BuiltinVariable(VariableTracker):
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:
-                return wrap_constant_result(fn(*cargs, **ckw))
+                return tx.wrap_constant_result(fn(*cargs, **ckw))
             except Exception as e:  # noqa: BLE001
                 unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
                               gb_id=gb.OBSERVED_EXCEPTION, context=f"{fn.__name__}{tuple(cargs)!r}")
@@ -158,12 +157,12 @@ class BuiltinVariable(VariableTracker):
 
     # --- builtins that look inside their arguments ----------------------------
     def _call_super(self, tx, *args):
-        from .misc import SuperVariable
+        from .user_class import SuperVariable
 
         if args:
             cls, obj = args
             return SuperVariable(cls.as_python_constant(), obj)
-        from .misc import CellVariable
+        from .functions import CellVariable
 
         # zero-argument super(): the __class__ cell and the frame's first argument. An
         # inlined method has the cell among its closure cells; the top frame (or a resume
@@ -203,7 +202,7 @@ class BuiltinVariable(VariableTracker):
 
     def _call___new__(self, tx, cls=None, *rest):
         """``object.__new__(cls)``: a new, empty object of a plain class (``copyreg.__newobj__`` in a deepcopy)."""
-        from .misc import UserDefinedClassVariable
+        from .user_class import UserDefinedClassVariable
         from .new_object import NewObjectVariable
 
         if self.fn is not object.__new__ or rest or not isinstance(cls, UserDefinedClassVariable):
@@ -265,11 +264,9 @@ class BuiltinVariable(VariableTracker):
         return None
 
     def _call_type(self, tx, obj):
-        from .builder import wrap_sourceless
-
         if obj.is_python_constant():
             return None
-        return wrap_sourceless(tx, obj.python_type())
+        return tx.wrap_sourceless(obj.python_type())
 
     def _call_callable(self, tx, obj):
         from .functions import BaseUserFunctionVariable

@@ -20,6 +20,7 @@ import torch
 from .. import graph_break_registry as gb
 from ..exc import unimplemented
 from .base import VariableTracker
+from .iter import ListIteratorVariable
 
 # Values we treat as constants. Immutable, so calling their methods at trace time is safe.
 CONSTANT_TYPES = (
@@ -39,8 +40,6 @@ def is_constant_value(value: Any) -> bool:
 
 def _materialize(tx, arg: VariableTracker) -> VariableTracker:
     """An iterator of constants (``"-".join(n.upper() for n in names)``) as a constant tuple."""
-    from .lists import ListIteratorVariable
-
     if isinstance(arg, ListIteratorVariable):
         items = arg.unpack_var_sequence(tx)
         if all(i.is_python_constant() for i in items):
@@ -71,14 +70,12 @@ class ConstantVariable(VariableTracker):
         except AttributeError:
             unimplemented(f"{type(self.value).__name__} has no attribute {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
         if callable(attr) and not is_constant_value(attr):
-            from .misc import GetAttrVariable
+            from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)
         return ConstantVariable(attr)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        from .builder import wrap_constant_result
-
         args = [_materialize(tx, a) for a in args]
         if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
             fn = getattr(self.value, name, None)
@@ -86,7 +83,7 @@ class ConstantVariable(VariableTracker):
                 unimplemented(f"{type(self.value).__name__} has no method {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            return wrap_constant_result(fn(*cargs, **ckw))
+            return tx.wrap_constant_result(fn(*cargs, **ckw))
         if name == "format" and isinstance(self.value, str):
             unimplemented("str.format with non-constant arguments", gb_id=gb.UNSUPPORTED_METHOD)
         return super().call_method(tx, name, args, kwargs)

@@ -144,23 +144,19 @@ def _deque(tx, iterable=None, maxlen=None):
 
 
 def _defaultdict(tx, default_factory=None, *args, **kwargs):
-    from .builtin import BuiltinVariable
-
     if default_factory is not None and default_factory.is_python_constant() and \
             default_factory.as_python_constant() is None:
         default_factory = None
     if default_factory is not None and not callable(getattr(default_factory, "call_function", None)):
         unimplemented("defaultdict's first argument must be callable or None", gb_id=gb.OBSERVED_EXCEPTION)
-    d = BuiltinVariable(dict)._call_dict(tx, *args, **kwargs)
+    d = tx.wrap_sourceless(dict)._call_dict(tx, *args, **kwargs)
     d.user_cls = collections.defaultdict
     d.default_factory = default_factory
     return d
 
 
 def _ordered_dict(tx, *args, **kwargs):
-    from .builtin import BuiltinVariable
-
-    d = BuiltinVariable(dict)._call_dict(tx, *args, **kwargs)
+    d = tx.wrap_sourceless(dict)._call_dict(tx, *args, **kwargs)
     d.user_cls = collections.OrderedDict
     return d
 

@@ -17,11 +17,7 @@ from .lists import ListVariable, TupleVariable
 
 
 def _key(v: VariableTracker) -> Any:
-    from .nn_module import NNModuleVariable
-
-    if isinstance(v, NNModuleVariable):
-        return v.value
-    return v.as_python_constant()
+    return v.as_dict_key()
 
 
 class ConstDictVariable(VariableTracker):
@@ -55,16 +51,12 @@ class ConstDictVariable(VariableTracker):
         return {k: v.as_proxy() for k, v in self.items.items()}
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        from .builder import wrap_constant_result
-
-        return [wrap_constant_result(k) for k in self.items]
+        return [tx.wrap_constant_result(k) for k in self.items]
 
     def truth(self, tx) -> bool:
         return bool(self.items)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        from .builder import wrap_constant_result
-
         items = self.items
         if name == "__getitem__":
             key = _key(args[0])
@@ -159,24 +151,22 @@ class DictViewVariable(VariableTracker):
         self.dict_var = dict_var
         self.kind = kind
 
-    def view_items(self) -> list[VariableTracker]:
-        from .builder import wrap_constant_result
-
+    def view_items(self, tx) -> list[VariableTracker]:
         items = self.dict_var.items
         if self.kind == "keys":
-            return [wrap_constant_result(k) for k in items]
+            return [tx.wrap_constant_result(k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([wrap_constant_result(k), v]) for k, v in items.items()]
+        return [TupleVariable([tx.wrap_constant_result(k), v]) for k, v in items.items()]
 
     def python_type(self) -> type:
         return type(getattr({}, self.kind)())
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        return self.view_items()
+        return self.view_items(tx)
 
     def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() for v in self.view_items())
+        return self.kind == "keys" or all(v.is_python_constant() for v in self.dict_var.items.values())  # keys are constants
 
     def as_python_constant(self) -> Any:
         return getattr(self.dict_var.as_python_constant(), self.kind)()
@@ -190,10 +180,10 @@ class DictViewVariable(VariableTracker):
         if name == "__contains__" and self.kind == "keys":
             return self.dict_var.call_method(tx, "__contains__", args, kwargs)
         if name == "__iter__":
-            from .lists import ListIteratorVariable
+            from .iter import ListIteratorVariable
 
-            return ListIteratorVariable(self.view_items())
-        return ListVariable(self.view_items()).call_method(tx, name, args, kwargs)
+            return ListIteratorVariable(self.view_items(tx))
+        return ListVariable(self.view_items(tx)).call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
         return f"{codegen.expr(self.dict_var)}.{self.kind}()"

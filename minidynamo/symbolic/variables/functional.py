@@ -31,7 +31,8 @@ from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
-from .lists import ListIteratorVariable, ListVariable, TupleVariable
+from .iter import ListIteratorVariable
+from .lists import ListVariable, TupleVariable
 
 
 class FunctoolsPartialVariable(VariableTracker):
@@ -228,11 +229,10 @@ class InspectSignatureVariable(VariableTracker):
         return inspect.Signature
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_sourceless
         from .dicts import ConstDictVariable
 
         if name == "parameters":
-            return ConstDictVariable({k: wrap_sourceless(tx, p) for k, p in self.signature.parameters.items()})
+            return ConstDictVariable({k: tx.wrap_sourceless(p) for k, p in self.signature.parameters.items()})
         if name == "return_annotation" and is_constant_value(self.signature.return_annotation):
             return ConstantVariable(self.signature.return_annotation)
         return super().var_getattr(tx, name)

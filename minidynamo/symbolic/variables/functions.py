@@ -51,6 +51,17 @@ def bind_args(tx, code, name, defaults, kwdefaults, args, kwargs) -> dict:
     return result
 
 
+class CellVariable(VariableTracker):
+    """A closure cell shared between a frame and the nested functions it defines."""
+
+    def __init__(self, value: Optional[VariableTracker] = None, **kwargs):
+        super().__init__(**kwargs)
+        self.value = value
+
+    def reconstruct(self, codegen) -> str:
+        unimplemented("a closure cell cannot be rebuilt after a graph break", gb_id=gb.RECONSTRUCTION)
+
+
 class BaseUserFunctionVariable(VariableTracker):
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         return tx.inline_user_function_return(self, list(args), dict(kwargs))
@@ -60,10 +71,9 @@ def _default(tx, source, table: str, key, value) -> VariableTracker:
     """A default value: read (and guarded) through ``fn.__defaults__[i]`` when the function has a source."""
     from ..source import GetItemSource
     from .lazy import LazyVariableTracker
-    from .builder import wrap_sourceless
 
     if source is None:
-        return wrap_sourceless(tx, value)
+        return tx.wrap_sourceless(value)
     return LazyVariableTracker(value, GetItemSource(AttrSource(source, table), key))  # guarded only if read
 
 
@@ -90,8 +100,6 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return self.fn.__name__
 
     def bind_args(self, tx, args, kwargs) -> dict:
-        from .builder import wrap_sourceless
-
         defaults = [_default(tx, self.source, "__defaults__", i, d) for i, d in enumerate(self.fn.__defaults__ or ())]
         kwdefaults = {k: _default(tx, self.source, "__kwdefaults__", k, v)
                       for k, v in (self.fn.__kwdefaults__ or {}).items()}
@@ -99,8 +107,6 @@ class UserFunctionVariable(BaseUserFunctionVariable):
 
     def closure_cells(self, tx) -> dict:
         """Free variables of the callee: real cells, wrapped (and guarded when they have a source)."""
-        from .builder import VariableBuilder, wrap_sourceless
-
         out = {}
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
             try:
@@ -109,16 +115,14 @@ class UserFunctionVariable(BaseUserFunctionVariable):
                 unimplemented(f"free variable {name!r} of {self.fn.__name__} is not set yet",
                               gb_id=gb.UNINITIALIZED_CELL)
             if self.source is not None:
-                out[name] = VariableBuilder(tx, ClosureSource(self.source, i))(value)
+                out[name] = tx.variable_builder(ClosureSource(self.source, i))(value)
             else:
-                out[name] = wrap_sourceless(tx, value)
+                out[name] = tx.wrap_sourceless(value)
         return out
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_sourceless
-
         if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
-            return wrap_sourceless(tx, getattr(self.fn, name))
+            return tx.wrap_sourceless(getattr(self.fn, name))
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen) -> str:
@@ -171,8 +175,6 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         """Rebuild the function for the code after a graph break (Note [Rebuilding a closure])."""
         if not self.code.co_freevars and not self.defaults and not self.kwdefaults:
             return codegen.constant_expr(types.FunctionType(self.code, self.f_globals, self.code.co_name))
-        from .misc import CellVariable
-
         cells = []
         for name, cell in zip(self.code.co_freevars, self.closure or ()):
             if not isinstance(cell, CellVariable) or cell.value is None or not _never_rebound(codegen, self.code, name):

@@ -105,12 +105,10 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
     or a side effect on a value from outside it (Note [A branch is traced, never run]).
     """
-    from minidynamo.symbolic.output_graph import SubgraphTracer
-
     from .sym_node import SymNodeVariable
 
     parent = tx.output
-    sub = SubgraphTracer(parent)
+    sub = parent.subgraph_tracer()  # output_graph.SubgraphTracer
     args, operand_nodes = [], []
     versions = [a.example_value._version for a in operands if isinstance(a, TensorVariable)]
     for a in operands:
@@ -176,10 +174,9 @@ def _fresh(tx, example: torch.Tensor) -> torch.Tensor:
 
 
 def _rebuild(tx, proxy: torch.fx.Proxy, examples: tuple, spec: Any) -> VariableTracker:
-    from .builder import wrap_example
     from .lists import ListVariable, TupleVariable
 
-    items = wrap_example(tx, proxy, examples)
+    items = tx.wrap_example(proxy, examples)
     items = items.items if isinstance(items, (TupleVariable, ListVariable)) else [items]
     if spec is None:
         return items[0]

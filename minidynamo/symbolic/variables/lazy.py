@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .base import VariableTracker
-from .builder import VariableBuilder
 
 
 class LazyVariableTracker(VariableTracker):
@@ -25,6 +24,6 @@ class LazyVariableTracker(VariableTracker):
     def realize(self, tx) -> VariableTracker:
         # once: every read of the same input is the same tracker (``y is _nil`` in copy.deepcopy)
         if self.realized is None:
-            self.realized = VariableBuilder(tx, self.source)(self.value)
+            self.realized = tx.variable_builder(self.source)(self.value)
         return self.realized
 

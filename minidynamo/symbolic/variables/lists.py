@@ -1,8 +1,9 @@
-"""Lists, tuples, slices and iterators while tracing.
+"""Lists, tuples, slices and generators while tracing.
 
 Place in the pipeline: Python containers are taken apart at trace time; only the
 tensors inside them reach the graph. Mirrors ``torch/_dynamo/variables/lists.py``
-(``ListVariable``, ``TupleVariable``, ``SliceVariable``, ``ListIteratorVariable``).
+(``ListVariable``, ``TupleVariable``, ``SliceVariable``; its ``ListIteratorVariable``
+is our ``iter.py``).
 
 Note [Containers mutate in place and say so]
     ``lst.append(x)`` changes the tracker's ``items``. If the list came from outside
@@ -13,14 +14,16 @@ Note [Containers mutate in place and say so]
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
 
 from ..exc import unimplemented
 from .. import graph_break_registry as gb
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable
+from .iter import ListIteratorVariable
 
 
 def _index(v: VariableTracker) -> Any:
@@ -68,9 +71,7 @@ class BaseListVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name == "__contains__":
-            from .builtin import compare_in
-
-            return compare_in(tx, args[0], self)
+            return tx.call_operator(operator.contains, [self, args[0]])  # operators.compare_in
         if name in ("index", "count") and all(a.is_python_constant() for a in args):
             consts = [v.as_python_constant() if v.is_python_constant() else v for v in self.items]
             return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
@@ -111,19 +112,28 @@ class TupleVariable(BaseListVariable):
             return TupleVariable(self.items[_index(index)], tuple_cls=torch.Size)
         return super().getitem(tx, index)
 
+    def _own_method(self, name: str):
+        """A method a namedtuple subclass defines (``Point.norm``): its function, or None."""
+        if self.tuple_cls is tuple or hasattr(tuple, name) or name in self.fields():
+            return None
+        import inspect
+        import types
+
+        attr = inspect.getattr_static(self.tuple_cls, name, None)
+        return attr if isinstance(attr, types.FunctionType) else None
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in self.fields():
             return self.items[self.fields().index(name)]
-        if self.tuple_cls is not tuple and not hasattr(tuple, name):
-            import inspect
-            import types
-
-            attr = inspect.getattr_static(self.tuple_cls, name, None)
-            if isinstance(attr, types.FunctionType):  # a method of a namedtuple subclass: inline it
-                from .functions import UserMethodVariable
-
-                return UserMethodVariable(attr, self)
+        if self._own_method(name) is not None:  # a method of a namedtuple subclass: inlined when called
+            return GetAttrVariable(self, name)
         return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        method = self._own_method(name)
+        if method is not None:  # the method's function, called with the tuple first: inlined
+            return tx.wrap_sourceless(method).call_function(tx, [self, *args], kwargs)
+        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
         text = super().reconstruct(codegen)
@@ -198,46 +208,6 @@ class SliceVariable(VariableTracker):
 
     def reconstruct(self, codegen) -> str:
         return f"slice({', '.join(codegen.expr(p) for p in self.parts)})"
-
-
-class ListIteratorVariable(VariableTracker):
-    """``iter(seq)`` while tracing: the items, and how far we got (``FOR_ITER`` advances it)."""
-
-    def __init__(self, items: list, index: int = 0, **kwargs):
-        super().__init__(**kwargs)
-        self.items = list(items)
-        self.index = index
-
-    def next_variable(self, tx):
-        if self.index >= len(self.items):
-            return None
-        if self.source is not None:  # Note [A carried iterator is advanced in place]
-            tx.output.side_effects.mutation(self)
-        self.index += 1
-        return self.items[self.index - 1]
-
-    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        """The rest of the items; the iterator is consumed to the end, as eager's ``list(it)`` leaves it."""
-        rest = self.items[self.index :]
-        if rest and self.source is not None:
-            tx.output.side_effects.mutation(self)
-        self.index = len(self.items)
-        return rest
-
-    def reconstruct(self, codegen) -> str:
-        if self.source is not None:
-            # Note [A carried iterator is advanced in place]
-            #     An iterator carried over a graph break (a ResumeIterator argument) may be
-            #     held by another object too (an ``islice`` over it, run eagerly). So the
-            #     items the trace took from it are taken from the real one too: its
-            #     ``resume_index`` is written back after the graph (side_effects.py), and
-            #     the object itself, not a copy, is what the rest of the frame gets.
-            return codegen.source_expr(self.source)
-        rest = [codegen.expr(v) for v in self.items[self.index :]]
-        return f"___ResumeIterator([{', '.join(rest)}])"
-
-    def __repr__(self) -> str:
-        return f"ListIteratorVariable({self.index}/{len(self.items)})"
 
 
 class LazyGeneratorVariable(ListIteratorVariable):

@@ -1,14 +1,15 @@
-"""Small trackers: NULL, cells, bound attributes, user objects and classes.
+"""Small trackers: NULL, user objects, loggers, and the attribute lookup they share.
 
 Place in the pipeline: everything that is not a tensor, constant, container, function
 or module. Mirrors ``torch/_dynamo/variables/misc.py`` and
 ``torch/_dynamo/variables/user_defined.py``. Objects made in the trace
-(``NewObjectVariable``, ``new_object``) are in ``new_object.py``, still importable from here.
+(``NewObjectVariable``, ``new_object``) are in ``new_object.py``; a class as a value and
+``super()`` in ``user_class.py``; a bound method not yet called (``GetAttrVariable``) in
+``base.py``; closure cells (``CellVariable``) in ``functions.py``.
 """
 
 from __future__ import annotations
 
-import abc
 import inspect
 import logging
 import sys
@@ -20,9 +21,8 @@ import torch
 from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from ..source import AttrSource
-from .base import VariableTracker
-from .constant import ConstantVariable, is_constant_value
-from .user_defined import DictBaseVariable
+from .base import GetAttrVariable, VariableTracker
+from .constant import ConstantVariable
 
 
 _MISSING = object()
@@ -36,35 +36,6 @@ class NullVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return "NULL"
-
-
-class CellVariable(VariableTracker):
-    """A closure cell shared between a frame and the nested functions it defines."""
-
-    def __init__(self, value: Optional[VariableTracker] = None, **kwargs):
-        super().__init__(**kwargs)
-        self.value = value
-
-    def reconstruct(self, codegen) -> str:
-        unimplemented("a closure cell cannot be rebuilt after a graph break", gb_id=gb.RECONSTRUCTION)
-
-
-class GetAttrVariable(VariableTracker):
-    """``obj.name`` where name is a method not yet called (``x.add`` before ``(y)``)."""
-
-    def __init__(self, obj: VariableTracker, name: str, **kwargs):
-        super().__init__(**kwargs)
-        self.obj = obj
-        self.name = name
-
-    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        return self.obj.call_method(tx, self.name, args, kwargs)
-
-    def reconstruct(self, codegen) -> str:
-        return f"{codegen.expr(self.obj)}.{self.name}"
-
-    def __repr__(self) -> str:
-        return f"GetAttrVariable({self.obj!r}, {self.name!r})"
 
 
 class LoggerMethodVariable(GetAttrVariable):
@@ -83,8 +54,6 @@ class LoggerMethodVariable(GetAttrVariable):
 
 def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
     """Attribute of a real Python object (user object, module): instance dict, then class."""
-    from .builder import VariableBuilder, wrap_sourceless
-
     pending = tx.output.side_effects.load_attr(obj_var, name)
     if pending is not None:
         return pending
@@ -108,13 +77,11 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         ``super().__getattribute__("__dict__")`` is the instance dict, read entry by
         entry under presence guards (``InstanceDictVariable``), not guarded whole.
     """
-    from .builder import VariableBuilder, wrap_sourceless
-
     source = AttrSource(obj_var.source, name) if obj_var.source is not None else None
     inst_dict = getattr(value, "__dict__", {})
     if name in inst_dict:
         attr = inst_dict[name]
-        return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
+        return tx.variable_builder(source)(attr) if source is not None else tx.wrap_sourceless(attr)
     cls_attr = inspect.getattr_static(type(value), name, None)
     found = class_attribute(tx, obj_var, cls_attr, name, source)
     if found is not None:
@@ -122,7 +89,7 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
     if cls_attr is not None and not callable(cls_attr):
         # a class-level constant; guard it through the instance
         attr = getattr(value, name)
-        return VariableBuilder(tx, source)(attr) if source is not None else wrap_sourceless(tx, attr)
+        return tx.variable_builder(source)(attr) if source is not None else tx.wrap_sourceless(attr)
     if type(value) is torch.backends.cuda.cuBLASModule and name.startswith("allow_") \
             and type(getattr(value, name, None)) is bool:
         # ``torch.backends.cuda.matmul.allow_tf32``: a global flag behind __getattr__, the one
@@ -167,7 +134,6 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
         fails it and recompiles. The method keeps that source, so its defaults,
         closure cells and globals are guarded through it too.
     """
-    from .builder import wrap_sourceless
     from .functions import UserFunctionVariable, UserMethodVariable
 
     if isinstance(cls_attr, (property, staticmethod, classmethod)) or (inspect.isfunction(cls_attr) and source is None):
@@ -184,7 +150,7 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
                                  "the trace inlined the class's cached method: no instance attribute hides it", owner)
         return UserMethodVariable(cls_attr.__wrapped__, obj_var)
     if isinstance(cls_attr, staticmethod):
-        return wrap_sourceless(tx, cls_attr.__func__)
+        return tx.wrap_sourceless(cls_attr.__func__)
     if isinstance(cls_attr, classmethod):
         return UserMethodVariable(cls_attr.__func__, UserDefinedClassVariable(obj_var.python_type()))
     if inspect.isfunction(cls_attr):
@@ -349,203 +315,7 @@ class WarningOnceVariable(VariableTracker):
         return ConstantVariable(None)
 
 
-class SuperVariable(VariableTracker):
-    """``super()`` inside an inlined method: attribute lookup starts after ``cls`` in the MRO."""
-
-    def __init__(self, cls: type, obj: VariableTracker, **kwargs):
-        super().__init__(**kwargs)
-        self.cls = cls
-        self.obj = obj
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        obj_type = self.obj.python_type()
-        mro = obj_type.__mro__
-        if self.cls not in mro:  # super() in a classmethod: the second argument is a class
-            unimplemented(f"super().{name} whose second argument is a {obj_type.__name__}, not a "
-                          f"{self.cls.__name__} (super() in a classmethod)", gb_id=gb.SUPER)
-        for klass in mro[mro.index(self.cls) + 1 :]:
-            if name in klass.__dict__:
-                if klass is torch.nn.Module and name == "__init__" and getattr(self.obj, "is_new_module", False):
-                    from .nn_module import ModuleInitVariable
-
-                    return ModuleInitVariable(self.obj)  # Note [A user module made in the trace]
-                attr = klass.__dict__[name]
-                found = class_attribute(tx, self.obj, attr, name)
-                if found is not None:
-                    return found
-                from .new_object import NewObjectVariable, ObjectGetattributeVariable, ObjectSetattrVariable
-
-                if klass is object and name == "__getattribute__":  # Note [A class that overrides __getattribute__]
-                    return ObjectGetattributeVariable(self.obj)
-                if klass is object and name == "__setattr__" and isinstance(self.obj, NewObjectVariable):
-                    return ObjectSetattrVariable(self.obj)
-                if klass is dict and name in ("get", "__getitem__", "__contains__"):
-                    return GetAttrVariable(DictBaseVariable(self.obj), name)  # super().get of a dict subclass
-                break
-        unimplemented(f"super().{name}", gb_id=gb.SUPER)
-
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
-
-
-def _plain_namedtuple(cls) -> bool:
-    """A ``collections.namedtuple`` class, or a subclass adding only methods (no own __new__/__init__)."""
-    if not (isinstance(cls, type) and issubclass(cls, tuple) and type(cls) is type):
-        return False
-    for klass in cls.__mro__:
-        if "_fields" in klass.__dict__ and "_make" in klass.__dict__:
-            return True  # the class namedtuple() made; everything above it checked below
-        if "__new__" in klass.__dict__ or "__init__" in klass.__dict__:
-            return False
-    return False
-
-
-def _new_namedtuple(tx, cls, args: list, kwargs: dict) -> VariableTracker:
-    """``NT(a, b=...)`` in the trace: a TupleVariable that keeps its class (Note [Named tuples])."""
-    from .builder import wrap_constant_result
-    from .lists import TupleVariable
-
-    fields = cls._fields
-    if len(args) > len(fields) or any(k not in fields for k in kwargs):
-        unimplemented(f"constructing a {cls.__name__} with these arguments", gb_id=gb.UNSUPPORTED_FUNCTION)
-    values = dict(zip(fields, args))
-    for k, v in kwargs.items():
-        if k in values:
-            unimplemented(f"constructing a {cls.__name__}: {k!r} given twice", gb_id=gb.OBSERVED_EXCEPTION)
-        values[k] = v
-    for k in fields:
-        if k not in values:
-            if k not in cls._field_defaults or not is_constant_value(cls._field_defaults[k]):
-                unimplemented(f"constructing a {cls.__name__} without a constant value for {k!r}",
-                              gb_id=gb.NOT_A_CONSTANT)
-            values[k] = wrap_constant_result(cls._field_defaults[k])
-    return TupleVariable([values[k] for k in fields], tuple_cls=cls)
-
-
-class UserDefinedClassVariable(VariableTracker):
-    """A class (user or library) used as a value: isinstance targets, class attributes."""
-
-    def __init__(self, value: type, **kwargs):
-        super().__init__(**kwargs)
-        self.value = value
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import VariableBuilder, wrap_sourceless
-        from .builtin import BuiltinVariable
-        from .functional import CLASS_METHODS
-
-        if any(self.value is owner and name == n for owner, n in CLASS_METHODS):  # OrderedDict.fromkeys
-            return BuiltinVariable(getattr(self.value, name))
-        if (name == "apply" and isinstance(self.value, type) and issubclass(self.value, torch.autograd.Function)
-                and inspect.getattr_static(self.value, "apply") is inspect.getattr_static(torch.autograd.Function, "apply")):
-            from .torch import TorchInGraphFunctionVariable, autograd_function_apply
-
-            # Note [A custom autograd.Function in the graph]
-            return TorchInGraphFunctionVariable(autograd_function_apply(self.value))
-        attr = inspect.getattr_static(self.value, name, None)
-        metaclass_slot = isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)) and isinstance(
-            self.value, attr.__objclass__)  # cls.__name__: type's own descriptor, not the class's value
-        if isinstance(attr, (staticmethod, classmethod, types.ClassMethodDescriptorType)) or metaclass_slot:
-            attr = getattr(self.value, name)
-        elif attr is None:
-            unimplemented(f"class {self.value.__name__} has no attribute {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
-        if self.source is not None:
-            return VariableBuilder(tx, AttrSource(self.source, name))(attr)
-        if not metaclass_slot and _user_class(self.value):
-            # Note [A class read through cls is guarded]: ``cls.K`` in a classmethod called
-            # as ``obj.f(x)`` reads ``type(obj).K``, a class with no source here; the value
-            # is folded into the trace, so ``M.K = 5`` later must recompile, as torch's
-            # guard on ``type(L['obj']).K`` makes it. A CLASS_ATTRIBUTE guard keeps it.
-            guard_class_attribute(tx, self.value, name, inspect.getattr_static(self.value, name, None))
-        return wrap_sourceless(tx, attr)
-
-    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from .user_defined import DataclassDictVariable, is_dataclass_dict
-
-        cls = self.value
-        from ..polyfills import class_polyfill
-
-        polyfill = class_polyfill(cls, args, kwargs)  # Note [operator.itemgetter in the trace]
-        if polyfill is not None:
-            from .functions import UserFunctionVariable
-
-            return UserFunctionVariable(polyfill).call_function(tx, args, kwargs)
-        if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
-            return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
-        if cls in (torch.finfo, torch.iinfo) and args and not kwargs and all(a.is_python_constant() for a in args):
-            return ConstantVariable(cls(*[a.as_python_constant() for a in args]))  # torch.finfo(x.dtype).min
-        if _plain_namedtuple(cls):
-            return _new_namedtuple(tx, cls, args, kwargs)
-        if is_dataclass_dict(cls):
-            return DataclassDictVariable.create(tx, cls, args, kwargs)  # Note [ModelOutput]
-        from .containers import construct
-
-        made = construct(tx, cls, args, kwargs)  # deque, defaultdict, OrderedDict
-        if made is not None:
-            return made
-        if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
-            from .nn_module import NewModuleVariable
-
-            module = NewModuleVariable.create(cls, args, kwargs)  # Note [A torch.nn module made in the trace]
-            if module is not None:
-                return module
-            from .nn_module import UnspecializedNNModuleVariable
-
-            if UnspecializedNNModuleVariable.accepts(cls):  # Note [A user module made in the trace]
-                from .functions import UserMethodVariable
-
-                module = UnspecializedNNModuleVariable(cls)
-                UserMethodVariable(inspect.getattr_static(cls, "__init__"), module).call_function(tx, args, kwargs)
-                return module
-        init = inspect.getattr_static(cls, "__init__", None)
-        no_init = init is object.__init__ and not args and not kwargs  # `class Empty: pass`, then Empty()
-        plain = (
-            type(cls) in (type, abc.ABCMeta)  # ABCMeta: a collections.abc.Sequence subclass (_PerLayerConfigView)
-            and cls.__new__ is object.__new__
-            and (inspect.isfunction(init) or no_init)
-            and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor))
-            and "__slots__" not in cls.__dict__
-        )
-        if not plain:
-            unimplemented(f"constructing a {cls.__name__} object", "construct it outside the compiled function",
-                          gb_id=gb.SKIPPED_FUNCTION)
-        from .functions import UserMethodVariable
-        from .new_object import NewObjectVariable
-
-        obj = NewObjectVariable(cls)
-        if not no_init:
-            UserMethodVariable(init, obj).call_function(tx, args, kwargs)
-        return obj
-
-    def reconstruct(self, codegen) -> str:
-        if self.source is not None:
-            return codegen.source_expr(self.source)
-        return codegen.constant_expr(self.value)
-
-    def __repr__(self) -> str:
-        return f"UserDefinedClassVariable({self.value.__name__})"
-
-
 __all__ = [
-    "NullVariable", "CellVariable", "GetAttrVariable", "UserDefinedObjectVariable",
-    "UserDefinedClassVariable", "ConstantVariable", "lookup_python_attr", "generic_python_attr", "class_attribute",
-    "ObjectGetattributeVariable", "NewObjectVariable", "new_object",
+    "NullVariable", "UserDefinedObjectVariable", "lookup_python_attr",
+    "generic_python_attr", "class_attribute",
 ]
-
-_MOVED = {"NewObjectVariable", "ObjectGetattributeVariable", "ObjectSetattrVariable", "ObservedAttributeError",
-          "new_object"}
-
-
-def __getattr__(name: str):
-    """``from .misc import NewObjectVariable`` still works (the class lives in ``new_object.py``)."""
-    if name in _MOVED:
-        from . import new_object
-
-        return getattr(new_object, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Objects created while tracing: a plain class called in the trace, its instance and its lookups.
 
-Place in the pipeline: ``UserDefinedClassVariable.call_function`` (``misc.py``) makes a
+Place in the pipeline: ``UserDefinedClassVariable.call_function`` (``user_class.py``) makes a
 ``NewObjectVariable`` and inlines its ``__init__``; its attributes live on the tracker,
 reads and writes go through the class's own ``__getattribute__``/``__setattr__`` when it
 has Python ones, and the object is rebuilt (``new_object``) if it outlives the graph.
@@ -102,8 +102,6 @@ class NewObjectVariable(VariableTracker):
 
     def generic_getattr(self, tx, name: str) -> VariableTracker:
         """``object.__getattribute__(obj, name)``: the instance's attributes, then its class."""
-        from .builder import wrap_sourceless
-
         if name in self.attrs:
             return self.attrs[name]
         if name == "__dict__":
@@ -115,7 +113,7 @@ class NewObjectVariable(VariableTracker):
         if found is not None:
             return found
         if cls_attr is not None:
-            return wrap_sourceless(tx, cls_attr)
+            return tx.wrap_sourceless(cls_attr)
         raise ObservedAttributeError(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:

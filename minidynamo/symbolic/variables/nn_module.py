@@ -85,6 +85,9 @@ class NNModuleVariable(VariableTracker):
         super().__init__(**kwargs)
         self.value = value
 
+    def as_dict_key(self) -> Any:
+        return self.value  # a module keys a dict by identity, as in eager (dicts.py)
+
     def python_type(self) -> type:
         return type(self.value)
 
@@ -92,22 +95,18 @@ class NNModuleVariable(VariableTracker):
         return f"NNModuleVariable({type(self.value).__name__})"
 
     def _child(self, tx, key, module) -> "NNModuleVariable":
-        from .builder import VariableBuilder, wrap_sourceless
-
         if self.source is None:
-            return wrap_sourceless(tx, module)
+            return tx.wrap_sourceless(module)
         src = GetItemSource(self.source, key) if isinstance(key, int) else AttrSource(self.source, key)
-        return VariableBuilder(tx, src)(module)
+        return tx.variable_builder(src)(module)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import VariableBuilder
-
         pending = tx.output.side_effects.load_attr(self, name)
         if pending is not None:
             return pending
         m = self.value
         if name in _SPECIAL_METHODS and inspect.getattr_static(type(m), name, None) is getattr(torch.nn.Module, name, 0):
-            from .misc import GetAttrVariable
+            from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)  # nn.Module's own method: call_method below handles it
         from .misc import lookup_python_attr
@@ -128,12 +127,11 @@ class NNModuleVariable(VariableTracker):
                     return ConstantVariable(None)
                 if source is None:
                     unimplemented(f"attribute {name!r} of a module with no source", gb_id="GB0188")
-                return VariableBuilder(tx, source)(value)
+                return tx.variable_builder(source)(value)
         return lookup_python_attr(tx, self, m, name)  # instance dict, then class (as for any object)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         """``nn.Module.__call__`` traced (Note [A module call is guarded like torch's _call_impl])."""
-        from .builder import VariableBuilder
         from .functions import UserMethodVariable
 
         m, src, name = self.value, self.source, type(self.value).__name__
@@ -156,7 +154,7 @@ class NNModuleVariable(VariableTracker):
                                  f"'forward' in {n}.__dict__) == {(list(pre), list(post), pre_kw, post_kw, own_forward)!r}"
                                  f" and not ({n}._backward_pre_hooks or {n}._backward_hooks)",
                                  "the trace called this module and ran these hooks", f"list({n}._forward_hooks)")
-        hook_var = lambda table, key: VariableBuilder(tx, GetItemSource(AttrSource(src, table), key))  # noqa: E731
+        hook_var = lambda table, key: tx.variable_builder(GetItemSource(AttrSource(src, table), key))  # noqa: E731
         args_var = TupleVariable(list(args))
         for key, hook in pre.items():
             fn = hook_var("_forward_pre_hooks", key)(hook)
@@ -173,7 +171,7 @@ class NNModuleVariable(VariableTracker):
                     args_var = out if isinstance(out, TupleVariable) else TupleVariable([out])
         args = args_var.unpack_var_sequence(tx)
         if own_forward:
-            result = VariableBuilder(tx, AttrSource(src, "forward"))(m.__dict__["forward"]).call_function(
+            result = tx.variable_builder(AttrSource(src, "forward"))(m.__dict__["forward"]).call_function(
                 tx, list(args), dict(kwargs))
         else:
             forward = inspect.getattr_static(type(m), "forward", None)
@@ -275,8 +273,7 @@ class NNModuleVariable(VariableTracker):
 
     def _tensors(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         """``m.parameters()`` and friends: each tensor wrapped from its own source (so guarded)."""
-        from .builder import VariableBuilder
-        from .lists import ListIteratorVariable
+        from .iter import ListIteratorVariable
 
         if args or kwargs or self.source is None:
             unimplemented(f"Module.{name}() with arguments or without a source", gb_id="GB0202")
@@ -286,7 +283,7 @@ class NNModuleVariable(VariableTracker):
             source = self.source
             for part in qualname.split("."):
                 source = AttrSource(source, part)
-            var = VariableBuilder(tx, source)(tensor)
+            var = tx.variable_builder(source)(tensor)
             items.append(TupleVariable([ConstantVariable(qualname), var]) if name.startswith("named") else var)
         return ListIteratorVariable(items)
 

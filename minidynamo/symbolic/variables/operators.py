@@ -122,8 +122,6 @@ def _is_none(v: VariableTracker) -> bool:
 
 def call_operator(tx, fn, args: list) -> VariableTracker:
     """One entry for every operator: tensors -> graph node, constants -> folded."""
-    from .builder import wrap_constant_result, wrap_fx_proxy
-
     if fn in (operator.is_, operator.is_not):
         a, b = args
         if a is b:  # one tracker is one object (a list's as_python_constant() is a new list each time)
@@ -150,11 +148,11 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
             # `s += x` with an int s: int has no __iadd__, so Python runs s + x (a graph
             # node operator.iadd(0, x) would also print as `0 += x`, which is no Python)
             fn = _OUT_OF_PLACE[fn]
-        return wrap_fx_proxy(tx, "call_function", fn, tuple(a.as_proxy() for a in args), {})
+        return tx.wrap_fx_proxy("call_function", fn, tuple(a.as_proxy() for a in args), {})
     if all(a.is_python_constant() for a in args):
         consts = [a.as_python_constant() for a in args]
         try:
-            return wrap_constant_result(fn(*consts))
+            return tx.wrap_constant_result(fn(*consts))
         except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
             unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
                           gb_id=gb.OBSERVED_EXCEPTION)
@@ -178,7 +176,7 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
             and isinstance(a, ListVariable) == isinstance(args[1], ListVariable):
         # ``x.shape == y.shape`` with symbolic sizes: as Python compares sequences, item by item, each
         # ``==`` made a bool (a guard where it is symbolic), as torch's Dynamo does on SymInts
-        return wrap_constant_result(fn(_decided_items(tx, a), _decided_items(tx, args[1])))
+        return tx.wrap_constant_result(fn(_decided_items(tx, a), _decided_items(tx, args[1])))
     if fn in (operator.eq, operator.ne) and len(args) == 2:
         a, b = args
         if not isinstance(a, TensorVariable) and not isinstance(b, TensorVariable):

@@ -117,14 +117,12 @@ class SymNodeVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         import operator
 
-        from .builtin import call_operator
-
         ops = {"__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
                "__floordiv__": operator.floordiv, "__mod__": operator.mod, "__eq__": operator.eq,
                "__ne__": operator.ne, "__lt__": operator.lt, "__le__": operator.le, "__gt__": operator.gt,
                "__ge__": operator.ge}
         if name in ops and not kwargs:
-            return call_operator(tx, ops[name], [self, *args])
+            return tx.call_operator(ops[name], [self, *args])
         if name == "__index__" or name == "__int__":
             from .constant import ConstantVariable
 
@@ -179,7 +177,6 @@ def call_sym_builtin(tx, fn, args: list, kwargs: dict):
     targets = _sym_targets()
     if fn not in targets:
         return None
-    from .builder import wrap_fx_proxy
     from .constant import ConstantVariable
 
     if not all(isinstance(a, SymNodeVariable) or (isinstance(a, ConstantVariable) and type(a.value) in (int, float))
@@ -190,13 +187,13 @@ def call_sym_builtin(tx, fn, args: list, kwargs: dict):
             return None
         acc = args[0]
         for b in args[1:]:
-            acc = wrap_fx_proxy(tx, "call_function", targets[fn], (acc.as_proxy(), b.as_proxy()), {})
+            acc = tx.wrap_fx_proxy("call_function", targets[fn], (acc.as_proxy(), b.as_proxy()), {})
         return acc
     if len(args) != 1:
         return None
     if fn is int and args[0].python_type() is int:
         return args[0]
-    return wrap_fx_proxy(tx, "call_function", targets[fn], (args[0].as_proxy(),), {})
+    return tx.wrap_fx_proxy("call_function", targets[fn], (args[0].as_proxy(),), {})
 
 
 def specialize_args(args: list) -> list:

@@ -91,44 +91,37 @@ class TensorVariable(VariableTracker):
         )
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_fx_proxy
-
         fake = self.example_value
         if name == "__class__":
-            from .builder import wrap_sourceless
-
-            return wrap_sourceless(tx, self.python_type())
+            return tx.wrap_sourceless(self.python_type())
         if name in CONSTANT_ATTRS:
             value = getattr(fake, name)
             if name == "shape" and _symbolic(value):
                 return _sizes(tx, self, value, ("size", ()))
             return ConstantVariable(value)
         if name in ("T", "mT", "H", "mH", "real", "imag"):
-            return wrap_fx_proxy(tx, "call_function", getattr, (self.proxy, name), {})
+            return tx.wrap_fx_proxy("call_function", getattr, (self.proxy, name), {})
         if name == "grad" and self.source is not None:
             # ``x.grad`` of an input: torch reads it through its source (AttrSource(x, "grad")),
             # a graph input or None under a guard, as any attribute of an input
             from ..source import AttrSource
-            from .builder import VariableBuilder
 
             try:
                 grad = self.source.get(tx.output.L, tx.output.root_globals).grad
             except Exception:  # noqa: BLE001 - a source we cannot evaluate here
                 unimplemented("reading Tensor.grad of this tensor is not traced", gb_id=gb.UNSUPPORTED_METHOD)
-            return VariableBuilder(tx, AttrSource(self.source, "grad"))(grad)
+            return tx.variable_builder(AttrSource(self.source, "grad"))(grad)
         if name == "grad":
             unimplemented("reading Tensor.grad is not traced", gb_id=gb.UNSUPPORTED_METHOD)
         if name == "data":  # torch: a call_function node (``torch._C._autograd._get_data_attr``), an op of the graph
-            return wrap_fx_proxy(tx, "call_function", torch.detach, (self.proxy,), {})
+            return tx.wrap_fx_proxy("call_function", torch.detach, (self.proxy,), {})
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
-            from .misc import GetAttrVariable
+            from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)
         unimplemented(f"Tensor attribute {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        from .builder import wrap_constant_result, wrap_fx_proxy
-
         if name in ("__int__", "__float__") and not args and config.capture_scalar_outputs and (
                 self.example_value.dtype.is_floating_point is (name == "__float__")) and self.example_value.numel() == 1:
             name = "item"  # int(t) of an int tensor, float(t) of a float one: torch's item (unbacked.py)
@@ -144,7 +137,7 @@ class TensorVariable(VariableTracker):
             # taints is returned (Note [A requires_grad_() intermediate returned breaks], instruction_translator.py)
             root = getattr(tx.output, "root_tx", None)
             if root is not None and getattr(root, "current_inst", None) is not None:
-                result = wrap_fx_proxy(tx, "call_method", name, (self.proxy,) + tuple(a.as_proxy() for a in args),
+                result = tx.wrap_fx_proxy("call_method", name, (self.proxy,) + tuple(a.as_proxy() for a in args),
                                        {k: v.as_proxy() for k, v in kwargs.items()})
                 root.note_requires_grad_(self.proxy.node, result.proxy.node)
                 return result
@@ -173,7 +166,7 @@ class TensorVariable(VariableTracker):
                 value = getattr(self.example_value, name)(*cargs, **ckw)
                 if _symbolic(value):  # a symbolic size (dynamic_shapes.py)
                     return _sizes(tx, self, value, (name, tuple(cargs)))
-                return wrap_constant_result(value)
+                return tx.wrap_constant_result(value)
         if name == "__len__":
             if self.example_value.dim() and _symbolic(self.example_value.shape[0]):
                 return _sizes(tx, self, self.example_value.shape[0], ("size", (0,)))
@@ -184,8 +177,8 @@ class TensorVariable(VariableTracker):
             import operator
 
             if type(args[0]).__name__ == "SymNodeVariable":  # as BINARY_SUBSCR: torch.select keeps it symbolic
-                return wrap_fx_proxy(tx, "call_function", torch.select, (self.proxy, 0, args[0].as_proxy()), {})
-            return wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, args[0].as_proxy()), {})
+                return tx.wrap_fx_proxy("call_function", torch.select, (self.proxy, 0, args[0].as_proxy()), {})
+            return tx.wrap_fx_proxy("call_function", operator.getitem, (self.proxy, args[0].as_proxy()), {})
         if not hasattr(torch.Tensor, name):
             unimplemented(f"Tensor has no method {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
         if name == "new" and len(args) == 1 and isinstance(args[0], ConstantVariable) \
@@ -205,15 +198,13 @@ class TensorVariable(VariableTracker):
             args = [ConstantVariable(f"{cls.__module__}.{cls.__name__}")]
         pargs = tuple(a.as_proxy() for a in args)
         pkw = {k: v.as_proxy() for k, v in kwargs.items()}
-        return wrap_fx_proxy(tx, "call_method", name, (self.proxy,) + pargs, pkw)
+        return tx.wrap_fx_proxy("call_method", name, (self.proxy,) + pargs, pkw)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        from .builder import wrap_fx_proxy
-
         if self.example_value.dim() == 0:
             unimplemented("iteration over a 0-d tensor", gb_id=gb.OBSERVED_EXCEPTION)
         n = self.example_value.shape[0]
-        return [wrap_fx_proxy(tx, "call_function", operator.getitem, (self.proxy, i), {}) for i in range(n)]
+        return [tx.wrap_fx_proxy("call_function", operator.getitem, (self.proxy, i), {}) for i in range(n)]
 
     def reconstruct(self, codegen) -> str:
         return codegen.tensor_expr(self)
@@ -231,6 +222,33 @@ def _symbolic(value: Any) -> bool:
 
 
 def _sizes(tx, var, value, how):
-    from ..dynamic_shapes import size_variable
-
     return size_variable(tx, var, value, how)
+
+
+def size_variable(tx, tensor_var, value: Any, how: tuple):
+    """``x.size(0)`` / ``x.shape`` / ``x.numel()`` when the result holds SymInts.
+
+    A size that is exactly an input's symbol is that symbol's placeholder (as torch
+    reuses ``s0``); any other expression is a ``Tensor.size``/``numel`` node.
+    ``how`` is the method call that produced ``value``: ``("size", ())``, ``("size", (0,))``.
+    """
+    from minidynamo.shapes.symbolic_shapes import is_symbolic
+
+    from .lists import TupleVariable
+    from .sym_node import SymNodeVariable
+
+    name, args = how
+
+    def one(v, method, margs):
+        if not is_symbolic(v):
+            return ConstantVariable(int(v)) if isinstance(v, torch.SymInt) else tx.wrap_constant_result(v)
+        proxy = tx.output.symbol_proxies.get(v.node.expr)
+        if proxy is None:
+            proxy = tx.output.create_proxy("call_method", method, (tensor_var.proxy, *margs), {})
+            proxy.node.meta["example_value"] = v
+        return SymNodeVariable(proxy, v)
+
+    if isinstance(value, (tuple, list)):  # x.size() / x.shape (a torch.Size, as eager's) / x.stride() (a tuple)
+        return TupleVariable([one(v, name, (i,)) for i, v in enumerate(value)],
+                             tuple_cls=torch.Size if isinstance(value, torch.Size) else tuple)
+    return one(value, name, args)

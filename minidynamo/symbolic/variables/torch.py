@@ -161,7 +161,6 @@ class TorchInGraphFunctionVariable(VariableTracker):
         return f"TorchInGraphFunctionVariable({getattr(self.value, '__name__', self.value)})"
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from .builder import wrap_constant_result, wrap_fx_proxy
         from .tensor import TensorVariable
 
         fn = self.value
@@ -184,7 +183,7 @@ class TorchInGraphFunctionVariable(VariableTracker):
         if fn in BREAK:
             unimplemented(BREAK[fn], gb_id=gb.SKIPPED_FUNCTION, context=f"torch.{fn.__name__}")
         if fn in COMPILING:
-            return wrap_constant_result(COMPILING[fn])
+            return tx.wrap_constant_result(COMPILING[fn])
         if fn in RECORDED_FOR_EFFECT and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             record_for_effect(tx, fn, *[a.as_python_constant() for a in args],
                               **{k: v.as_python_constant() for k, v in kwargs.items()})
@@ -196,15 +195,15 @@ class TorchInGraphFunctionVariable(VariableTracker):
         const_args = all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values())
         if fn in CONSTANT_FOLD or (const_args and fn in (torch.is_tensor,)):
             if not const_args and fn in (torch.is_tensor,):
-                return wrap_constant_result(isinstance(args[0], TensorVariable))
+                return tx.wrap_constant_result(isinstance(args[0], TensorVariable))
             if const_args:
-                return wrap_constant_result(
+                return tx.wrap_constant_result(
                     fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
                 )
         if fn is torch.jit.annotate and len(args) == 2 and not kwargs:
             return args[1]  # a type hint for TorchScript; in Python it returns its value
         if fn is torch.is_tensor:
-            return wrap_constant_result(isinstance(args[0], TensorVariable))
+            return tx.wrap_constant_result(isinstance(args[0], TensorVariable))
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             unimplemented(f"constructing {fn.__name__} inside the compiled function", gb_id=gb.UNSUPPORTED_FUNCTION)
         if fn is torch.tensor and len(args) == 1 and set(kwargs) <= {"dtype", "device"} \
@@ -226,7 +225,7 @@ class TorchInGraphFunctionVariable(VariableTracker):
             kwargs = {**kwargs, "device": ConstantVariable(device)}  # Note [The default device is a mode's work]
         pargs = tuple(a.as_proxy() for a in args)
         pkw = {k: v.as_proxy() for k, v in kwargs.items()}
-        result = wrap_fx_proxy(tx, "call_function", fn, pargs, pkw)
+        result = tx.wrap_fx_proxy("call_function", fn, pargs, pkw)
         if not _has_tensor(result) and not _reads_tensor(args, kwargs):  # Note [A folded torch result is ...]
             unimplemented(f"torch.{name or fn}() returned a non-tensor ({result!r:.60}) that depends on state no "
                           "guard covers", "call it outside the compiled function and pass the value in",
@@ -315,8 +314,6 @@ class PythonModuleVariable(VariableTracker):
         return types.ModuleType
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import VariableBuilder, wrap_sourceless
-
         pending = tx.output.side_effects.load_attr(self, name)
         if pending is not None:
             return pending
@@ -324,7 +321,7 @@ class PythonModuleVariable(VariableTracker):
             unimplemented(f"module {self.value.__name__} has no attribute {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
         attr = getattr(self.value, name)
         if self.source is not None and not is_library_module(self.value):
-            return VariableBuilder(tx, AttrSource(self.source, name))(attr)
+            return tx.variable_builder(AttrSource(self.source, name))(attr)
         if _is_backend_flag(self.value, attr):
             # Note [torch.backends flags are guarded]
             #     ``torch.backends.cudnn.enabled``, ``.benchmark``, ``torch.backends.mkldnn.enabled``...
@@ -335,7 +332,7 @@ class PythonModuleVariable(VariableTracker):
             tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} {'is' if attr in (True, False, None) else '=='} {attr!r}",
                                  "the trace read this backend flag", expr)
             return ConstantVariable(attr)
-        return wrap_sourceless(tx, attr)
+        return tx.wrap_sourceless(attr)
 
     def reconstruct(self, codegen) -> str:
         return codegen.constant_expr(self.value)

@@ -63,7 +63,6 @@ def call_tolist(tx, tensor) -> VariableTracker:
     """``t.tolist()``: one ``item`` per element, through ``t[i]`` (torch's graph has the same getitems)."""
     import operator
 
-    from .builder import wrap_fx_proxy
     from .lists import ListVariable
 
     if not config.capture_scalar_outputs:
@@ -76,7 +75,7 @@ def call_tolist(tx, tensor) -> VariableTracker:
     n = fake.shape[0]
     if not isinstance(n, int):
         unimplemented("Tensor.tolist() of a tensor whose first size is symbolic", gb_id=gb.TOLIST)
-    return ListVariable([call_tolist(tx, wrap_fx_proxy(tx, "call_function", operator.getitem, (tensor.as_proxy(), i), {}))
+    return ListVariable([call_tolist(tx, tx.wrap_fx_proxy("call_function", operator.getitem, (tensor.as_proxy(), i), {}))
                          for i in range(n)])
 
 

@@ -127,7 +127,7 @@ class DataclassDictVariable(VariableTracker):
 
         from ..exc import unimplemented
         from .functions import UserFunctionVariable
-        from .misc import GetAttrVariable
+        from .base import GetAttrVariable
 
         if name in self.fields:
             return self.fields[name]
@@ -205,7 +205,6 @@ class DictBaseVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from ..exc import unimplemented
         from ..source import GetItemSource
-        from .builder import VariableBuilder, wrap_sourceless
 
         value, source = self.obj.value, self.obj.source
         cls = type(value)
@@ -226,9 +225,9 @@ class DictBaseVariable(VariableTracker):
         if name == "__contains__":
             return ConstantVariable(present)
         if present and source is None:  # read through globals we cannot name: a constant, as those globals are
-            return wrap_sourceless(tx, dict.__getitem__(value, key))
+            return tx.wrap_sourceless(dict.__getitem__(value, key))
         if present:
-            return VariableBuilder(tx, GetItemSource(source, key))(dict.__getitem__(value, key))
+            return tx.variable_builder(GetItemSource(source, key))(dict.__getitem__(value, key))
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
         unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
@@ -242,7 +241,6 @@ def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
     (an identity guard fixes all of it); anything else is a graph break.
     """
     from ..exc import unimplemented
-    from .misc import UserDefinedClassVariable
 
     if not dict.__contains__(value, key):
         unimplemented(f"super().__getitem__({key!r}): no such key (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
@@ -254,14 +252,14 @@ def _own_getitem_entry(tx, value, source, key: str) -> VariableTracker:
     guards.scope.setdefault("___dict_getitem", dict.__getitem__)
     guards.add(source, "DICT_ENTRY", f"___dict_getitem({source.name()}, {key!r}) is {guards.name_for(entry, entry.__name__)}",
                "the trace read this entry of a dict subclass", f"___dict_getitem({source.name()}, {key!r})")
-    return UserDefinedClassVariable(entry)
+    return tx.wrap_sourceless(entry)  # a UserDefinedClassVariable (user_class.py)
 
 
 class InstanceDictVariable(DictBaseVariable):
     """``obj.__dict__`` read from an inlined ``__getattribute__`` (Note [A class that overrides __getattribute__])."""
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .misc import GetAttrVariable
+        from .base import GetAttrVariable
 
         if name in ("get", "__getitem__", "__contains__"):
             return GetAttrVariable(self, name)
@@ -270,11 +268,10 @@ class InstanceDictVariable(DictBaseVariable):
     def whole(self, tx) -> VariableTracker:
         """The whole dict, every key and value read (and guarded): ``copy.deepcopy`` of the instance needs them."""
         from ..exc import unimplemented
-        from .builder import VariableBuilder
 
         if self.obj.source is None:
             unimplemented("the __dict__ of an object we cannot name, read whole", gb_id=gb.DICT_ACCESS)
-        return VariableBuilder(tx, self.obj.source)(self.obj.value)
+        return tx.variable_builder(self.obj.source)(self.obj.value)
 
     def python_type(self) -> type:
         return dict
@@ -310,7 +307,7 @@ class NewObjectDictVariable(VariableTracker):
         self.obj = obj
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .misc import GetAttrVariable
+        from .base import GetAttrVariable
 
         if name in ("update", "get", "__getitem__", "__setitem__", "__contains__") + _READS:
             return GetAttrVariable(self, name)
