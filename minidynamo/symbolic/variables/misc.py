@@ -152,7 +152,7 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
     if isinstance(cls_attr, staticmethod):
         return tx.wrap_sourceless(cls_attr.__func__)
     if isinstance(cls_attr, classmethod):
-        return UserMethodVariable(cls_attr.__func__, UserDefinedClassVariable(obj_var.python_type()))
+        return UserMethodVariable(cls_attr.__func__, tx.wrap_sourceless(obj_var.python_type()))  # a UserDefinedClassVariable (user_class.py)
     if inspect.isfunction(cls_attr):
         if source is not None:  # Note [A method is guarded through its instance]
             n = source.name()
