@@ -119,7 +119,10 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if (fn in PURE_BUILTINS or getattr(fn, "__module__", None) in ("math", "cmath")) and _all_const(args, kwargs):
+        from ..polyfills import CONSTANT_FOLD_THROUGH
+
+        if (fn in PURE_BUILTINS or fn in CONSTANT_FOLD_THROUGH  # Note [C functions folded on constants]
+                or getattr(fn, "__module__", None) in ("math", "cmath")) and _all_const(args, kwargs):
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:

@@ -131,8 +131,13 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return codegen.constant_expr(self.fn)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from ..polyfills import POLYFILLS
+        from ..polyfills import POLYFILLS, RE_CONSTANT_FOLD_FNS
 
+        if self.fn in RE_CONSTANT_FOLD_FNS and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            # Note [re's functions fold on constants] (polyfills.py)
+            result = self.fn(*[a.as_python_constant() for a in args],
+                             **{k: v.as_python_constant() for k, v in kwargs.items()})
+            return tx.wrap_sourceless(result)
         if self.fn in POLYFILLS:  # a library function traced through its Python stand-in
             return UserFunctionVariable(POLYFILLS[self.fn]).call_function(tx, args, kwargs)
         return super().call_function(tx, args, kwargs)

@@ -42,7 +42,6 @@ BREAK_METHODS = {
     "tolist": "Tensor.tolist() needs the tensor's data",
     "numpy": "Tensor.numpy() leaves torch",
     "backward": "Tensor.backward() runs autograd eagerly",
-    "data_ptr": "Tensor.data_ptr() is a real address",
     "__bool__": "bool(tensor) depends on the tensor's data",
     "__int__": "int(tensor) depends on the tensor's data",
     "__float__": "float(tensor) depends on the tensor's data",
@@ -128,6 +127,8 @@ class TensorVariable(VariableTracker):
         if name == "__deepcopy__":  # copy.deepcopy(t) reaches it (torch/_dynamo/variables/tensor.py call_method)
             unimplemented("copy.deepcopy of a tensor is not traced", "avoid calling copy.deepcopy() on a tensor",
                           gb_id=gb.DEEPCOPY_TENSOR, context=f"{self}.__deepcopy__()")
+        if name in ("data_ptr", "const_data_ptr") and not args and not kwargs:  # Note [A data pointer is read after the graph]
+            return DataPtrVariable(self, name)
         if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
             from .unbacked import call_item, call_tolist
 
@@ -212,6 +213,34 @@ class TensorVariable(VariableTracker):
     def __repr__(self) -> str:
         v = self.example_value
         return f"TensorVariable({self.proxy.node.name}, {v.dtype}, {tuple(v.shape)})"
+
+
+class DataPtrVariable(VariableTracker):
+    """``t.data_ptr()`` of a tensor of the trace (torch: ``DataPtrVariable``, torch/_dynamo/variables/tensor.py).
+
+    Note [A data pointer is read after the graph]
+        An address exists only once the graph has run and allocated the tensor: the
+        trace cannot know it, but it need not. Torch's ``method_data_ptr`` returns a
+        ``DataPtrVariable`` that holds the tensor, and its ``reconstruct`` emits
+        ``<tensor>.data_ptr()``: the number is computed by the transformed function,
+        after the graph, from the real tensor, with no graph break. Ours does the same.
+        Anything the trace would do with the number itself (arithmetic, a comparison
+        torch cannot prove) still breaks, as torch's does.
+    """
+
+    def __init__(self, from_tensor: "TensorVariable", method_name: str = "data_ptr", **kwargs):
+        super().__init__(**kwargs)
+        self.from_tensor = from_tensor
+        self.method_name = method_name
+
+    def python_type(self) -> type:
+        return int
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.from_tensor)}.{self.method_name}()"
+
+    def __repr__(self) -> str:
+        return f"DataPtrVariable({self.from_tensor!r}.{self.method_name}())"
 
 
 def _symbolic(value: Any) -> bool:

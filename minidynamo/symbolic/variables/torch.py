@@ -86,6 +86,16 @@ CONSTANT_FOLD |= FOLD_UNDER_GLOBAL_STATE | PROCESS_CONSTANTS
 RECORDED_FOR_EFFECT = _fns("_C._log_api_usage_once")
 
 
+# Note [torch.seed() is a node with a constant result]
+#     ``torch.seed()`` reseeds the default generator and returns the new seed. Torch lists
+#     ``torch.random.seed`` among its in-graph functions (torch/_dynamo/trace_rules.py
+#     ``torch_non_c_binding_in_graph_functions``): the call is a node of the graph, so every
+#     run of the graph reseeds, and ``wrap_fx_proxy_cls`` (torch/_dynamo/variables/builder.py)
+#     returns its int result as a ``ConstantVariable`` (``torch.seed`` is on its list of
+#     int-returning targets): the value seen while tracing is baked in. Ours does the same.
+RECORDED_WITH_CONSTANT_RESULT = _fns("seed", "random.seed")
+
+
 def record_for_effect(tx, fn, *args, **kwargs) -> None:
     """One graph node calling ``fn`` with constant arguments, its result unused (Note [A call kept ...])."""
     tx.output.create_proxy("call_function", fn, args, kwargs)
@@ -188,6 +198,10 @@ class TorchInGraphFunctionVariable(VariableTracker):
             record_for_effect(tx, fn, *[a.as_python_constant() for a in args],
                               **{k: v.as_python_constant() for k, v in kwargs.items()})
             return ConstantVariable(None)
+        if fn in RECORDED_WITH_CONSTANT_RESULT and not args and not kwargs:  # Note [torch.seed() is a node ...]
+            proxy = tx.output.create_proxy("call_function", fn, (), {})
+            proxy.node.meta["example_value"] = value = fn()
+            return ConstantVariable(value)
         name = getattr(fn, "__name__", "") or ""
         if name.startswith(_STATE_SETTER_PREFIXES) and not _reads_tensor(args, kwargs):
             unimplemented(f"torch.{name} changes global state", "call it outside the compiled function",
