@@ -14,6 +14,7 @@ import inspect
 import logging
 import sys
 import types
+import weakref
 from typing import Any, Optional
 
 import torch
@@ -315,7 +316,41 @@ class WarningOnceVariable(VariableTracker):
         return ConstantVariable(None)
 
 
+class WeakRefVariable(VariableTracker):
+    """``weakref.ref(obj, callback)`` of a value the trace tracks (torch/_dynamo/variables/misc.py ``WeakRefVariable``).
+
+    Note [A weak reference is its referent while tracing]
+        Torch builds ``weakref.ref(y)`` as a ``WeakRefVariable`` holding the referent's
+        tracker and the callback's (``UserDefinedClassVariable.call_function``,
+        torch/_dynamo/variables/user_defined.py); calling it, ``r()``, gives the referent
+        back: inside the frame the referent is alive (the frame holds it), so the trace
+        never needs to ask whether it died. Only if the reference outlives the graph is a
+        real one made, by ``reconstruct``: ``weakref.ref(<referent>, <callback>)``.
+    """
+
+    def __init__(self, referent_vt: VariableTracker, callback_vt: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.referent_vt = referent_vt
+        self.callback_vt = callback_vt
+
+    def python_type(self) -> type:
+        return weakref.ref
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if args or kwargs:
+            unimplemented("a weak reference is called with no arguments", gb_id=gb.UNSUPPORTED_FUNCTION)
+        return self.referent_vt
+
+    def reconstruct(self, codegen) -> str:
+        ref = codegen.constant_expr(weakref.ref)
+        return f"{ref}({codegen.expr(self.referent_vt)}, {codegen.expr(self.callback_vt)})"
+
+    def __repr__(self) -> str:
+        return f"WeakRefVariable({self.referent_vt!r})"
+
+
 __all__ = [
+    "WeakRefVariable",
     "NullVariable", "UserDefinedObjectVariable", "lookup_python_attr",
     "generic_python_attr", "class_attribute",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import inspect
 import types
+import weakref
 from typing import Any
 
 import torch
@@ -152,6 +153,10 @@ class UserDefinedClassVariable(VariableTracker):
             from .functions import UserFunctionVariable
 
             return UserFunctionVariable(polyfill).call_function(tx, args, kwargs)
+        if cls is weakref.ref and 1 <= len(args) <= 2 and not kwargs:  # Note [A weak reference is its referent ...]
+            from .misc import WeakRefVariable
+
+            return WeakRefVariable(args[0], args[1] if len(args) == 2 else ConstantVariable(None))
         if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
             return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
         if cls in (torch.finfo, torch.iinfo) and args and not kwargs and all(a.is_python_constant() for a in args):
