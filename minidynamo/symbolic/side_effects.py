@@ -46,7 +46,9 @@ class SideEffects:
             self.mutated_containers[_key(var)] = var
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-        if obj.source is None:
+        from .variables.tensor import TensorVariable
+
+        if obj.source is None and not isinstance(obj, TensorVariable):  # Note [A tensor's own attribute ...]
             unimplemented(f"setting attribute {name!r} on an object created while tracing", gb_id=gb.SETATTR)
         self.attr_stores[(_key(obj), name)] = (obj, name, value)
 
@@ -101,7 +103,11 @@ class SideEffects:
                 lines.append(f"{target}.__init__([{', '.join(cg.expr(v) for v in var.items)}], {var.maxlen!r})")
             else:
                 lines.append(f"{target}[:] = [{', '.join(cg.expr(v) for v in var.items)}]")
+        from .variables.tensor import TensorVariable
+
         for obj, name, value in self.attr_stores.values():
+            if isinstance(obj, TensorVariable) and obj.source is None and obj.proxy.node not in cg.graph_outputs:
+                continue  # a tensor of the trace nothing after the graph reaches: pruned, as torch's
             if name.isidentifier():
                 lines.append(f"{cg.expr(obj)}.{name} = {cg.expr(value)}")
             else:

@@ -350,12 +350,14 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
             self.output.side_effects.store_attr(obj, inst.argval, value)
             return
-        from .variables.tensor import TensorVariable
+        from .variables.tensor import TensorVariable, store_tensor_attr
 
         if isinstance(obj, TensorVariable) and inst.argval == "data" and obj.source is None:
             unimplemented("only .data of a tensor made outside the compiled function can be set (this one is "
                           "made inside)", "don't set .data on this tensor, or move it out of the compiled function",
                           gb_id=gb.SET_DATA, context=f"setattr({obj}, data, {value})")
+        if isinstance(obj, TensorVariable) and store_tensor_attr(self, obj, inst.argval, value):
+            return
         unimplemented(f"setting attribute {inst.argval!r} on this object", gb_id=gb.SETATTR,
                       context=f"setting attribute {inst.argval!r} on {obj}")
 

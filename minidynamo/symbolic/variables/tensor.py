@@ -91,6 +91,9 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         fake = self.example_value
+        stored = tx.output.side_effects.load_attr(self, name)  # Note [A tensor's own attribute is a side effect]
+        if stored is not None:
+            return stored
         if name == "__class__":
             return tx.wrap_sourceless(self.python_type())
         if name in CONSTANT_ATTRS:
@@ -241,6 +244,34 @@ class DataPtrVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"DataPtrVariable({self.from_tensor!r}.{self.method_name}())"
+
+
+# Note [A tensor's own attribute is a side effect]
+#     ``y.tag = "mine"`` on a tensor (an input or one made in the trace) changes nothing
+#     the graph computes. Torch's ``BuiltinVariable._call_setattr`` (torch/_dynamo/
+#     variables/builtin.py) records it in ``side_effects.store_attr``: reads of ``y.tag``
+#     later in the trace see the stored value, and after the graph the transformed code
+#     sets the attribute on the real tensor, if the tensor is still reachable (a dead
+#     one is pruned, ``SideEffects.prune_dead_object_new``). Tensor attributes that are
+#     C descriptors (``requires_grad``, ``grad``, ``real``, ``data``...) are not plain
+#     attributes: ``data`` has its own path, the others stay graph breaks, as torch's.
+def store_tensor_attr(tx, obj: "TensorVariable", name: str, value: VariableTracker) -> bool:
+    """Record ``obj.name = value`` as a side effect (Note [A tensor's own attribute ...]); False if not ours."""
+    import inspect
+    import types
+
+    if name == "requires_grad":
+        unimplemented("setting requires_grad in the middle of the graph is not traced",
+                      "set it outside the compiled function", gb_id="GB0206",
+                      context=f"setattr({obj}, {name}, {value})")
+    if name in ("grad", "_grad"):
+        return False
+    if type(inspect.getattr_static(torch.Tensor, name, None)) is types.GetSetDescriptorType:
+        unimplemented(f"tensor attribute {name!r} has a C setter the trace does not follow",
+                      f"don't set {name!r} on tensors in the compiled function", gb_id=gb.TENSOR_SETATTR,
+                      context=f"setattr({obj}, {name}, {value})")
+    tx.output.side_effects.store_attr(obj, name, value)
+    return True
 
 
 def _symbolic(value: Any) -> bool:
