@@ -132,6 +132,8 @@ class TensorVariable(VariableTracker):
                           gb_id=gb.DEEPCOPY_TENSOR, context=f"{self}.__deepcopy__()")
         if name in ("data_ptr", "const_data_ptr") and not args and not kwargs:  # Note [A data pointer is read after the graph]
             return DataPtrVariable(self, name)
+        if name == "untyped_storage" and not args and not kwargs:  # Note [A storage is its tensor's, after the graph]
+            return UntypedStorageVariable(self, self.example_value.untyped_storage())
         if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
             from .unbacked import call_item, call_tolist
 
@@ -216,6 +218,43 @@ class TensorVariable(VariableTracker):
     def __repr__(self) -> str:
         v = self.example_value
         return f"TensorVariable({self.proxy.node.name}, {v.dtype}, {tuple(v.shape)})"
+
+
+class UntypedStorageVariable(VariableTracker):
+    """``t.untyped_storage()`` of a tensor of the trace (torch/_dynamo/variables/tensor.py ``UntypedStorageVariable``).
+
+    Note [A storage is its tensor's, after the graph]
+        Torch's ``method_untyped_storage`` traces the call with no node: the tracker holds
+        the tensor and the fake tensor's (meta) storage. ``s.size()`` is its byte count,
+        a constant of the trace when no size is symbolic; any other method (``nbytes``,
+        ``data_ptr``...) is an unsupported method call, a graph break at that line, not
+        at ``untyped_storage()``. After the graph the storage is rebuilt from the real
+        tensor: ``<tensor>.untyped_storage()``. Ours does the same; a symbolic ``size()``
+        (torch: an ``untyped_storage_size`` node) breaks in ours.
+    """
+
+    def __init__(self, from_tensor: "TensorVariable", example_value, **kwargs):
+        super().__init__(**kwargs)
+        self.from_tensor = from_tensor
+        self.example_value = example_value  # the fake tensor's storage (device meta)
+
+    def python_type(self) -> type:
+        return torch.UntypedStorage
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "size" and not args and not kwargs:
+            result = self.example_value.size()
+            if not _symbolic(result):
+                return ConstantVariable(int(result))
+        unimplemented(f"Dynamo does not know how to trace method `{name}` of class `UntypedStorage`",
+                      f"Avoid calling `UntypedStorage.{name}` in your code.", gb_id=gb.UNSUPPORTED_METHOD,
+                      context=f"call_method UntypedStorageVariable() {name} {args} {kwargs}")
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.from_tensor)}.untyped_storage()"
+
+    def __repr__(self) -> str:
+        return f"UntypedStorageVariable({self.from_tensor!r})"
 
 
 class DataPtrVariable(VariableTracker):
