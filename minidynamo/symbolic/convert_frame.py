@@ -281,6 +281,11 @@ def finish(tx, frame, config) -> CacheEntry:
         graphs.append(gm)
         if config.on_graph is not None:
             config.on_graph(gm)
+    if tx.output.random_calls:  # Note [A random number is a graph input] (variables/misc.py)
+        from .variables.misc import gen_rand_values_fn
+
+        cg.scope["___gen_rand_values"] = gen_rand_values_fn(tx.output.random_calls)
+        graph_call = "; ".join(["___random_values = ___gen_rand_values()"] + ([graph_call] if graph_call else []))
     if explanation is not None:
         _explain_break(config, explanation, compiled is not None)
     fn_name = "___transformed_" + re.sub(r"\W", "_", frame.__name__.lstrip("_"))

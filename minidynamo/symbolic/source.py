@@ -206,6 +206,35 @@ class FloatTensorSource(Source):
         return torch.tensor(self.base.get(L, G), dtype=torch.float64)
 
 
+@dataclass(frozen=True, repr=False)
+class RandomValueSource(Source):
+    """``___random_values[0]``: the value of the trace's first ``random`` call, drawn again on each run of
+    the transformed function before the graph (torch's ``RandomValueSource``, Note [A random number is a
+    graph input] in variables/misc.py)."""
+
+    random_call_index: int
+
+    def name(self) -> str:
+        return f"___random_values[{self.random_call_index}]"
+
+    def fx_name(self) -> str:
+        return f"random_value_{self.random_call_index}"
+
+
+@dataclass(frozen=True, repr=False)
+class AsTensorSource(Source):
+    """``torch.as_tensor(base)``: a Python number passed to the graph as a 0-d tensor (torch's
+    ``GraphArg.pass_arg_as_tensor``, torch/_dynamo/variables/builder.py)."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"torch.as_tensor({self.base.name()})"
+
+    def fx_name(self) -> str:
+        return self.base.fx_name()
+
+
 def globals_source_for(fn_globals: dict, code, fn_source: Any = None) -> Any:
     """Where an inlined function's globals are read from, when they are not the root frame's ``G``.
 

@@ -258,6 +258,8 @@ class UserDefinedObjectVariable(VariableTracker):
             from .functions import UserMethodVariable
 
             return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+        if is_supported_random(self.value) and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            return call_random_fn(tx, self.value, args, kwargs)  # Note [A random number is a graph input]
         if isinstance(self.value, types.MethodType):  # a library's bound method (random.choice): torch skips it
             name = getattr(self.value, "__qualname__", self.value.__name__)
             unimplemented(f"{name} is a method of a library minidynamo does not trace into (it runs eagerly)",
@@ -314,6 +316,58 @@ class WarningOnceVariable(VariableTracker):
                    "warning_once logged this message while tracing (Note [logger.warning_once runs at trace time])",
                    f"{fn}.cache_info().currsize")
         return ConstantVariable(None)
+
+
+# Note [A random number is a graph input]
+#     ``k = random.randint(1, 3)`` cannot be a constant of the trace (each call draws
+#     anew), and a graph break would cut the graph in two. Torch records the call
+#     (``call_random_fn``, torch/_dynamo/variables/user_defined.py, for ``random.random``,
+#     ``randint``, ``randrange`` and ``uniform`` with constant arguments): the value becomes
+#     a graph input ``random_value_0``, a 0-d tensor, and the transformed code draws it
+#     before calling the graph (``___random_values = ___gen_rand_values()``, torch's
+#     ``_get_gen_rand_values_fn`` in output_graph.py), so each call draws as eager would,
+#     in the same order. The draw made while tracing (its value is only an example) does
+#     not count: torch restores Python's random state after the trace
+#     (``preserve_global_state``, convert_frame.py); ours restores it after each draw.
+def _supported_random_functions() -> tuple:
+    import random
+
+    return (random.random, random.randint, random.randrange, random.uniform)
+
+
+def is_supported_random(value: Any) -> bool:
+    try:
+        return any(value == fn for fn in _supported_random_functions())
+    except Exception:  # noqa: BLE001 - an object whose __eq__ raises
+        return False
+
+
+def call_random_fn(tx, fn, args: list, kwargs: dict) -> VariableTracker:
+    """The value of ``fn(*args, **kwargs)`` as a graph input (Note [A random number is a graph input])."""
+    import random
+
+    cargs = [a.as_python_constant() for a in args]
+    ckwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+    state = random.getstate()
+    try:
+        example = fn(*cargs, **ckwargs)
+    except Exception as e:  # noqa: BLE001 - eager raises it when the frame runs
+        unimplemented(f"{fn.__name__}{tuple(cargs)!r} raised {type(e).__name__}: {e} (eager will raise it)",
+                      gb_id=gb.OBSERVED_EXCEPTION, context=f"{fn.__name__}{tuple(cargs)!r}")
+    finally:
+        random.setstate(state)
+    tx.output.random_calls.append((fn, cargs, ckwargs))
+    return tx.output.add_random_value_input(example)
+
+
+def gen_rand_values_fn(random_calls: list):
+    """What the transformed code calls before the graph: each recorded draw, in order."""
+    calls = list(random_calls)
+
+    def ___gen_rand_values() -> list:
+        return [fn(*args, **kwargs) for fn, args, kwargs in calls]
+
+    return ___gen_rand_values
 
 
 class WeakRefVariable(VariableTracker):

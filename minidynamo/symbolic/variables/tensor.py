@@ -220,6 +220,22 @@ class TensorVariable(VariableTracker):
         return f"TensorVariable({self.proxy.node.name}, {v.dtype}, {tuple(v.shape)})"
 
 
+class UnspecializedPythonVariable(TensorVariable):
+    """A Python number the graph takes as a 0-d tensor input (torch's ``UnspecializedPythonVariable``).
+
+    Inside the trace it is a tensor (``y * k`` is ``mul(y, random_value_0)``); after the
+    graph it is the number itself, read from ``raw_source`` (Note [A random number is a
+    graph input], misc.py).
+    """
+
+    raw_source = None
+
+    def reconstruct(self, codegen) -> str:
+        if self.raw_source is not None:
+            return codegen.source_expr(self.raw_source)
+        return super().reconstruct(codegen)
+
+
 class UntypedStorageVariable(VariableTracker):
     """``t.untyped_storage()`` of a tensor of the trace (torch/_dynamo/variables/tensor.py ``UntypedStorageVariable``).
 
