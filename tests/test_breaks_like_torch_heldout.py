@@ -622,24 +622,12 @@ NEEDS_GRAD = {"h_register_hook", "h_backward_intermediate", "h_enable_grad_insid
 # Where we still differ from torch, and why (each a strict xfail).
 _TRACES = "torch traces it whole (no break); "
 KNOWN: dict[str, str] = {
-    "h_data_ptr": _TRACES + "ours breaks at Tensor.data_ptr() (an address exists only at run time)",
     "h_numpy_detach": _TRACES + "Tensor.numpy() is traced by config.trace_numpy; ours breaks",
     "h_np_array": "torch traces NumPy (config.trace_numpy) and breaks at float() of the traced ndarray "
                   "(data dependent); ours breaks at np.array, a C function",
     "h_np_random": "the same line; torch traces np.random.rand (config.trace_numpy) and breaks on its value "
                    "(data dependent); ours breaks at np.random.rand, a library method it skips",
-    "h_struct_pack": _TRACES + "ours breaks at struct.pack, a C function",
-    "h_re_compile": _TRACES + "ours breaks inside re's cache lookup (key not found in dict)",
-    "h_tempdir": _TRACES + "ours breaks inside tempfile at a C function",
-    "h_weakref": _TRACES + "weakref.ref of a tensor is a WeakRefVariable; ours breaks at weakref.ref",
-    "h_initial_seed": _TRACES + "ours breaks at torch.seed(), a skipped function",
-    "h_randint": _TRACES + "random.randint is traced by torch's RandomVariable; ours breaks at it, a library "
-                 "method it skips",
-    "h_tensor_setattr": _TRACES + "a new attribute on a tensor made in the trace is a tracked side effect; ours "
-                        "breaks at the store",
     "h_register_hook": _TRACES + "register_hook on an intermediate goes into the graph; ours breaks",
-    "h_storage": "torch traces untyped_storage() and breaks on the next line at nbytes(); ours breaks at "
-                 "untyped_storage()",
     "h_tensor_in_list": "eager raises RuntimeError (`y in [x, y]` compares x == y, a tensor, as a bool); "
                         "torch's compiled function returns a tensor instead; ours raises as eager does",
     "h_del_global": "torch cuts at a checkpoint only after two ops (symbolic_convert.py is_non_empty_graph: "
