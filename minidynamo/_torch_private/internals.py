@@ -119,6 +119,14 @@ def dynamo_graph_break_fn():
     return torch._dynamo.graph_break
 
 
+def register_hook_op():
+    """``torch.ops.higher_order.register_hook`` (torch/_higher_order_ops/register_hook.py): the node torch's
+    Dynamo records for ``register_hook`` on an intermediate tensor (``_method_register_hook``)."""
+    import torch._higher_order_ops.register_hook as register_hook
+
+    return register_hook.register_hook_op
+
+
 def sym_sqrt():
     """``torch._sym_sqrt``: the graph target Dynamo records for ``math.sqrt`` of a SymInt (dynamic shapes)."""
     return torch._sym_sqrt

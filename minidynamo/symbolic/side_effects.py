@@ -39,6 +39,7 @@ class SideEffects:
         self.attr_stores: dict = {}  # (key, name) -> (obj tracker, name, value tracker)
         self.global_stores: dict = {}  # name -> value tracker
         self.objects: dict = {}  # id(obj) -> (tracker, obj): Note [One object, one tracker] (builder.py)
+        self.tensor_hooks: list = []  # (tensor, hook, handle, method): Note [A hook on a tensor of the trace is a node]
 
     def mutation(self, var: VariableTracker) -> None:
         """A list or dict tracker was changed in place."""
@@ -55,6 +56,11 @@ class SideEffects:
     def load_attr(self, obj: VariableTracker, name: str) -> Optional[VariableTracker]:
         entry = self.attr_stores.get((_key(obj), name))
         return entry[2] if entry else None
+
+    def register_hook(self, tensor: VariableTracker, hook: VariableTracker, handle: VariableTracker,
+                      method: str) -> None:
+        """``tensor.<method>(hook)`` on an input, run after the graph (torch: ``SideEffects.register_hook``)."""
+        self.tensor_hooks.append((tensor, hook, handle, method))
 
     def store_global(self, name: str, value: VariableTracker) -> None:
         self.global_stores[name] = value
@@ -83,7 +89,7 @@ class SideEffects:
                            "the trace wrote to this object, taking it to be distinct from these", n)
 
     def is_empty(self) -> bool:
-        return not (self.mutated_containers or self.attr_stores or self.global_stores)
+        return not (self.mutated_containers or self.attr_stores or self.global_stores or self.tensor_hooks)
 
     def codegen(self, cg) -> list[str]:
         """The write-back statements (Note [Replay once, after the graph])."""
@@ -114,4 +120,6 @@ class SideEffects:
                 lines.append(f"setattr({cg.expr(obj)}, {name!r}, {cg.expr(value)})")
         for name, value in self.global_stores.items():
             lines.append(f"G[{name!r}] = {cg.expr(value)}")
+        for tensor, hook, handle, method in self.tensor_hooks:  # in the order the frame registered them
+            lines.append(f"{handle.name} = {cg.expr(tensor)}.{method}({cg.expr(hook)})")
         return lines

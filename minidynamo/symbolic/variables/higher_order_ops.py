@@ -292,6 +292,76 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
     return _rebuild(tx, proxy, examples, body.spec)
 
 
+class RemovableHandleVariable(VariableTracker):
+    """The handle ``register_hook`` returns (torch's ``RemovableHandleVariable``, variables/misc.py).
+
+    ``name`` is the local the transformed code stores the real handle in, when the hook is
+    registered after the graph (an input's hook); a hook registered by the graph's own
+    ``register_hook`` node has no handle outside it.
+    """
+
+    def __init__(self, name: str | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.name = name
+
+    def python_type(self) -> type:
+        return torch.utils.hooks.RemovableHandle
+
+    def reconstruct(self, codegen) -> str:
+        if self.name is None:
+            unimplemented("the handle of a hook registered inside the graph cannot leave it",
+                          "do not return or keep the handle of a hook on a tensor made in the compiled function",
+                          gb_id=gb.RECONSTRUCTION, context=f"{self}")
+        return self.name
+
+
+# Note [A hook on a tensor of the trace is a node]
+#     ``y.register_hook(fn)`` changes no value the forward computes; it says what the
+#     backward does with ``y``'s gradient. Torch 2.13 (``_method_register_hook``,
+#     torch/_dynamo/variables/tensor.py) keeps the forward in one graph either way:
+#     - on a tensor with a source (an input), the call is a side effect: after the
+#       graph the transformed code registers the hook on the real tensor
+#       (``SideEffects.register_hook``), and the handle is that call's result;
+#     - on a tensor made in the trace, the hook's body is traced into a subgraph
+#       (``speculate_subgraph``, taking the gradient and what it closes over), and the
+#       graph holds ``torch.ops.higher_order.register_hook(y, hook_body_0)``, whose
+#       output is ``y`` from then on: run, it registers ``hook_body_0`` on the real
+#       ``y``; traced by AOTAutograd, it registers on the traced ``y``, and the hook's
+#       ops land in the joint graph's backward.
+#     A tensor that does not require grad cannot take a hook (eager raises): ours breaks
+#     there, so eager's RuntimeError reaches the user.
+def call_register_hook(tx, tensor: TensorVariable, hook: VariableTracker, name: str) -> VariableTracker:
+    """``tensor.register_hook(hook)`` (Note [A hook on a tensor of the trace is a node])."""
+    if not tensor.example_value.requires_grad:
+        unimplemented("cannot register a hook on a tensor that doesn't require gradient (eager raises)",
+                      gb_id=gb.UNSUPPORTED_METHOD, context=f"{tensor}.{name}()")
+    if tensor.source is not None:
+        handle = RemovableHandleVariable(f"___hook_handle_{len(tx.output.side_effects.tensor_hooks)}")
+        tx.output.side_effects.register_hook(tensor, hook, handle, name)
+        return handle
+    if name != "register_hook":
+        unimplemented(f"Tensor.{name} on a tensor made in the compiled function is not traced",
+                      gb_id=gb.UNSUPPORTED_METHOD, context=f"{tensor}.{name}()")
+    from minidynamo._torch_private import register_hook_op
+
+    body = speculate_subgraph(tx, hook, [tensor], "register_hook", constant_ok=True)
+    if body.spec == ("constant", None):  # a hook that returns None leaves the gradient as it is
+        body.sub.graph.output(None)
+    elif body.spec is not None:
+        raise UncapturedHigherOrderOpError("register_hook", "a tensor hook must return a tensor or None")
+    else:  # the hook returns the gradient itself, not a tuple of one
+        output = next(n for n in body.sub.graph.nodes if n.op == "output")
+        output.args = (output.args[0][0],)
+    gm_name = tx.output.install_subgraph("hook_body", None)
+    tx.output.subgraphs[gm_name] = body.graph_module(body.freevars, gm_name)
+    gm = tx.output.create_proxy("get_attr", gm_name, (), {})
+    freevars = tuple(torch.fx.Proxy(n, tx.output.tracer) for n in body.freevars)
+    proxy = tx.output.create_proxy("call_function", register_hook_op(), (tensor.as_proxy(), gm, *freevars), {})
+    proxy.node.meta["example_value"] = tensor.example_value
+    tensor.proxy = proxy  # from here on, the tensor is the node's output
+    return RemovableHandleVariable()
+
+
 def _constant_partial(var: VariableTracker):
     """A ``functools.partial`` of constants (``partial(create_selective_checkpoint_contexts, policy)``) as
     the object itself (torch: ``guard_as_python_constant``), or None."""

@@ -45,7 +45,6 @@ BREAK_METHODS = {
     "__bool__": "bool(tensor) depends on the tensor's data",
     "__int__": "int(tensor) depends on the tensor's data",
     "__float__": "float(tensor) depends on the tensor's data",
-    "register_hook": "hooks are not traced",
     "retain_grad": "retain_grad changes autograd state",
     "requires_grad_": "requires_grad_ changes autograd metadata of an input",
     # torch/_dynamo/variables/tensor.py: method_resize_, method_resize_as_, method_sparse_resize_*
@@ -132,6 +131,10 @@ class TensorVariable(VariableTracker):
                           gb_id=gb.DEEPCOPY_TENSOR, context=f"{self}.__deepcopy__()")
         if name in ("data_ptr", "const_data_ptr") and not args and not kwargs:  # Note [A data pointer is read after the graph]
             return DataPtrVariable(self, name)
+        if name in ("register_hook", "register_post_accumulate_grad_hook") and len(args) == 1 and not kwargs:
+            from .higher_order_ops import call_register_hook  # Note [A hook on a tensor of the trace is a node]
+
+            return call_register_hook(tx, self, args[0], name)
         if name == "untyped_storage" and not args and not kwargs:  # Note [A storage is its tensor's, after the graph]
             return UntypedStorageVariable(self, self.example_value.untyped_storage())
         if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
