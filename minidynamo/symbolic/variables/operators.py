@@ -19,7 +19,7 @@ from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
-from .tensor import TensorVariable
+from .tensor import DataPtrVariable, TensorVariable
 
 
 def identity_of(v: VariableTracker) -> Any:
@@ -137,6 +137,9 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         else:
             same = identity_of(a) is identity_of(b)
         return ConstantVariable(same if fn is operator.is_ else not same)
+    if fn in (operator.eq, operator.ne) and any(isinstance(a, DataPtrVariable) for a in args):
+        a, b = args if isinstance(args[0], DataPtrVariable) else args[::-1]
+        return a.compare(b, "__eq__" if fn is operator.eq else "__ne__")  # Note [A data pointer is read after ...]
     if fn is operator.contains:
         return compare_in(tx, args[1], args[0])
     if fn is operator.not_:

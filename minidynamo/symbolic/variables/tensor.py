@@ -293,9 +293,26 @@ class DataPtrVariable(VariableTracker):
         super().__init__(**kwargs)
         self.from_tensor = from_tensor
         self.method_name = method_name
+        self.tensor_version = from_tensor.example_value._version
 
     def python_type(self) -> type:
         return int
+
+    def _root(self) -> torch.fx.Node:
+        """The tensor's node, through ``detach()`` (which keeps the data pointer)."""
+        node = self.from_tensor.as_proxy().node
+        while (node.op, node.target) in (("call_method", "detach"), ("call_function", torch.detach)) \
+                and len(node.args) == 1 and isinstance(node.args[0], torch.fx.Node):
+            node = node.args[0]
+        return node
+
+    def compare(self, other: VariableTracker, op: str) -> VariableTracker:
+        """``p == q`` / ``p != q``: decided only where both are one tensor's pointer (torch's ``richcompare_impl``)."""
+        if isinstance(other, DataPtrVariable) and other.tensor_version == self.tensor_version \
+                and other._root() is self._root():
+            return ConstantVariable(op == "__eq__")
+        unimplemented("Dynamo can only trace data pointer comparisons when it can prove both operands have the "
+                      "same data pointer.", gb_id="GB5976", context=f"richcompare_impl {self} {op} {other}")
 
     def reconstruct(self, codegen) -> str:
         return f"{codegen.expr(self.from_tensor)}.{self.method_name}()"
