@@ -91,6 +91,20 @@ def r_draw_then_break(x):
     return y + random.randint(1, 5)
 
 
+def r_draws_in_a_loop(x):
+    for _ in range(3):
+        x = x + random.random()
+    return x
+
+
+def _jitter(x):
+    return x + random.uniform(0.0, 0.5)
+
+
+def r_draw_in_a_helper(x):
+    return _jitter(x) * 2
+
+
 def r_choice_is_skipped(x):
     return x * random.choice([2, 3])
 
@@ -162,6 +176,13 @@ def t_attr_returned_tensor(x):
     return y
 
 
+def t_attr_then_break(x):
+    y = x * 3
+    y.note = "kept"
+    print("break")
+    return y + len(y.note)
+
+
 def t_requires_grad_attr(x):
     y = x + 1
     y.requires_grad = False
@@ -213,6 +234,20 @@ def hk_intermediate_closure(x):
     w = x.detach() + 1
     y = x * 2
     y.register_hook(lambda g: g * w)
+    return y.sum()
+
+
+def hk_intermediate_then_break(x):
+    y = x.exp()
+    y.register_hook(_double)
+    print("break")
+    return (y * 2).sum()
+
+
+def hk_input_handle_removed(x):
+    h = x.register_hook(_double)
+    y = x * 5
+    h.remove()
     return y.sum()
 
 

@@ -39,6 +39,7 @@ class SideEffects:
         self.attr_stores: dict = {}  # (key, name) -> (obj tracker, name, value tracker)
         self.global_stores: dict = {}  # name -> value tracker
         self.objects: dict = {}  # id(obj) -> (tracker, obj): Note [One object, one tracker] (builder.py)
+        self.removed_hooks: list = []  # handles of tensor_hooks the frame removed
         self.tensor_hooks: list = []  # (tensor, hook, handle, method): Note [A hook on a tensor of the trace is a node]
 
     def mutation(self, var: VariableTracker) -> None:
@@ -61,6 +62,10 @@ class SideEffects:
                       method: str) -> None:
         """``tensor.<method>(hook)`` on an input, run after the graph (torch: ``SideEffects.register_hook``)."""
         self.tensor_hooks.append((tensor, hook, handle, method))
+
+    def remove_hook(self, handle: VariableTracker) -> None:
+        """``handle.remove()`` of a hook registered after the graph: removed there, right after."""
+        self.removed_hooks.append(handle)
 
     def store_global(self, name: str, value: VariableTracker) -> None:
         self.global_stores[name] = value
@@ -122,4 +127,6 @@ class SideEffects:
             lines.append(f"G[{name!r}] = {cg.expr(value)}")
         for tensor, hook, handle, method in self.tensor_hooks:  # in the order the frame registered them
             lines.append(f"{handle.name} = {cg.expr(tensor)}.{method}({cg.expr(hook)})")
+        for handle in self.removed_hooks:
+            lines.append(f"{handle.name}.remove()")
         return lines

@@ -307,6 +307,14 @@ class RemovableHandleVariable(VariableTracker):
     def python_type(self) -> type:
         return torch.utils.hooks.RemovableHandle
 
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "remove" and not args and not kwargs and self.name is not None:
+            # an input's hook, not registered yet: it is registered after the graph and removed
+            # right after (torch: ``SideEffects.remove_hook``), so the handle stays a real one
+            tx.output.side_effects.remove_hook(self)
+            return tx.wrap_constant_result(None)
+        return super().call_method(tx, name, args, kwargs)
+
     def reconstruct(self, codegen) -> str:
         if self.name is None:
             unimplemented("the handle of a hook registered inside the graph cannot leave it",

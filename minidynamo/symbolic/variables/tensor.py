@@ -120,6 +120,17 @@ class TensorVariable(VariableTracker):
             from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)
+        if self.source is not None and not hasattr(torch.Tensor, name):
+            # an attribute of the input tensor's own (``x.note``, set earlier in Python): read
+            # through its source and guarded, as any attribute of an input
+            from ..source import AttrSource
+
+            try:
+                real = self.source.get(tx.output.L, tx.output.root_globals)
+            except Exception:  # noqa: BLE001 - a source only the transformed code can read (a random value)
+                real = None
+            if name in getattr(real, "__dict__", {}):
+                return tx.variable_builder(AttrSource(self.source, name))(real.__dict__[name])
         unimplemented(f"Tensor attribute {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
