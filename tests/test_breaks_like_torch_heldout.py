@@ -627,12 +627,8 @@ KNOWN: dict[str, str] = {
                   "(data dependent); ours breaks at np.array, a C function",
     "h_np_random": "the same line; torch traces np.random.rand (config.trace_numpy) and breaks on its value "
                    "(data dependent); ours breaks at np.random.rand, a library method it skips",
-    "h_register_hook": _TRACES + "register_hook on an intermediate goes into the graph; ours breaks",
     "h_tensor_in_list": "eager raises RuntimeError (`y in [x, y]` compares x == y, a tensor, as a bool); "
                         "torch's compiled function returns a tensor instead; ours raises as eager does",
-    "h_del_global": "torch cuts at a checkpoint only after two ops (symbolic_convert.py is_non_empty_graph: "
-                    "count_calls() > 1) and runs this frame eagerly; ours cuts after one "
-                    "(test_graph_breaks.py's DELETE_ATTR case, which torch traces and ours does not, needs it)",
     "h_try_except_caught": _TRACES + "a KeyError caught in the frame is an observed exception; ours breaks "
                            "inside the try block: the frame runs eagerly",
     "h_raise_caught": _TRACES + "raise/except of a ValueError in the frame is traced; ours cannot build the "

@@ -257,7 +257,46 @@ def hk_no_grad_raises(x):
     return y.sum()
 
 
-CASES = {name: fn for name, fn in dict(globals()).items() if name[:2] in ("d_", "s_", "r_", "c_", "w_", "t_")
+# --- del: an attribute is a side effect; a global cuts at a checkpoint after two calls ----
+
+class _Slot:
+    def __init__(self):
+        self.tmp = 1
+
+
+_SLOT = _Slot()
+_GONE = 1
+
+
+def g_del_attr_of_global_object(x):
+    y = x + 1
+    del _SLOT.tmp
+    return y * 2
+
+
+def g_del_attr_then_read(x):
+    y = x + 1
+    del _SLOT.tmp
+    return y * _SLOT.tmp
+
+
+def g_del_global_after_one_call(x):
+    global _GONE
+    y = x.sin()
+    del _GONE
+    _GONE = 1
+    return y
+
+
+def g_del_global_after_two_calls(x):
+    global _GONE
+    y = x.sin() + 1
+    del _GONE
+    _GONE = 1
+    return y * 2
+
+
+CASES = {name: fn for name, fn in dict(globals()).items() if name[:2] in ("d_", "s_", "r_", "c_", "w_", "t_", "g_")
          or name.startswith(("st_", "hk_"))}
 NEEDS_GRAD = {name for name in CASES if name.startswith("hk_")}
 RANDOM_VALUES = {"s_seed_between_ops", "s_random_seed_alias"}  # torch.seed(): values differ by design
@@ -281,8 +320,8 @@ def _line(frames) -> int | None:
 
 
 def _quiet(call):
-    global _BOX
-    _BOX = _Box(3)
+    global _BOX, _SLOT, _GONE
+    _BOX, _SLOT, _GONE = _Box(3), _Slot(), 1
     try:
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -329,7 +368,7 @@ def _summary(value, inputs):
 
 def _attrs(inputs, result):
     """The attributes a program set on its input or its result (``t_*``)."""
-    seen = [getattr(inputs[0], "seen", None)]
+    seen = [getattr(inputs[0], "seen", None), hasattr(_SLOT, "tmp"), _GONE]
     if isinstance(result, torch.Tensor):
         seen.append(getattr(result, "tag", None))
     return seen
@@ -337,10 +376,12 @@ def _attrs(inputs, result):
 
 def run_calls(name, compile_fn):
     """Two calls: (result summary, attributes set, input grad), with Python's random seeded the same."""
+    global _SLOT
     fn = compile_fn(CASES[name])
     out = []
     random.seed(1234)
     for _ in range(2):
+        _SLOT = _Slot()
         inputs = _inputs(name)
         result = fn(*inputs)
         grad = None

@@ -56,7 +56,9 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.result = ("stop", inst, self.stop_at[1])
             self.done = True
             return
-        if not self.stack and not self.in_try_block(inst) and self.output.count_calls() > 0:
+        # a checkpoint only once the graph holds two calls (torch's is_non_empty_graph: count_calls() > 1,
+        # symbolic_convert.py step): an unsupported instruction before that runs the whole frame eagerly
+        if not self.stack and not self.in_try_block(inst) and self.output.count_calls() > 1:
             self.checkpoint = (inst.offset, visit)
         try:
             super().step()

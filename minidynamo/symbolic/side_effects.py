@@ -33,6 +33,13 @@ def _key(obj: VariableTracker):
     return obj.source.name() if obj.source is not None else id(obj)
 
 
+class DeletedVariable(VariableTracker):
+    """The value of an attribute deleted in the frame (torch's ``DeletedVariable``, variables/base.py)."""
+
+
+DELETED = DeletedVariable()
+
+
 class SideEffects:
     def __init__(self) -> None:
         self.mutated_containers: dict = {}  # key -> List/Dict tracker with a source
@@ -54,8 +61,15 @@ class SideEffects:
             unimplemented(f"setting attribute {name!r} on an object created while tracing", gb_id=gb.SETATTR)
         self.attr_stores[(_key(obj), name)] = (obj, name, value)
 
+    def delete_attr(self, obj: VariableTracker, name: str) -> None:
+        """``del obj.name`` of an object from outside the frame: done after the graph (torch: ``DeletedVariable``)."""
+        self.store_attr(obj, name, DELETED)
+
     def load_attr(self, obj: VariableTracker, name: str) -> Optional[VariableTracker]:
         entry = self.attr_stores.get((_key(obj), name))
+        if entry and entry[2] is DELETED:
+            unimplemented(f"attribute {name!r} was deleted earlier in the frame (eager raises AttributeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION, context=f"getattr after del {name}")
         return entry[2] if entry else None
 
     def register_hook(self, tensor: VariableTracker, hook: VariableTracker, handle: VariableTracker,
@@ -119,7 +133,9 @@ class SideEffects:
         for obj, name, value in self.attr_stores.values():
             if isinstance(obj, TensorVariable) and obj.source is None and obj.proxy.node not in cg.graph_outputs:
                 continue  # a tensor of the trace nothing after the graph reaches: pruned, as torch's
-            if name.isidentifier():
+            if value is DELETED:
+                lines.append(f"delattr({cg.expr(obj)}, {name!r})")
+            elif name.isidentifier():
                 lines.append(f"{cg.expr(obj)}.{name} = {cg.expr(value)}")
             else:
                 lines.append(f"setattr({cg.expr(obj)}, {name!r}, {cg.expr(value)})")

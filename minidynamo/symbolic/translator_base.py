@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import inspect
 import sys
 import types
 from typing import Optional
@@ -360,6 +361,29 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
             return
         unimplemented(f"setting attribute {inst.argval!r} on this object", gb_id=gb.SETATTR,
                       context=f"setting attribute {inst.argval!r} on {obj}")
+
+    # Note [del of an attribute is a side effect]
+    #     torch's ``DELETE_ATTR`` (torch/_dynamo/symbolic_convert.py) calls ``delattr`` on the
+    #     tracker: on an object made in the trace it is gone from the tracker; on an object
+    #     from outside the frame it is a side effect (``DeletedVariable`` in the side-effect
+    #     table), done after the graph as ``delattr(obj, name)``. No graph break either way.
+    def DELETE_ATTR(self, inst) -> None:
+        obj = self.pop()
+        if isinstance(obj, NewObjectVariable):
+            obj.del_attr(self, inst.argval)
+            return
+        if isinstance(obj, UserDefinedObjectVariable) and obj.source \
+                and inspect.getattr_static(type(obj.value), "__delattr__", None) is object.__delattr__:
+            pending = (id(obj) if obj.source is None else obj.source.name(), inst.argval) in \
+                self.output.side_effects.attr_stores
+            if not pending and inst.argval not in getattr(obj.value, "__dict__", {}):
+                unimplemented(f"del of attribute {inst.argval!r}, which the object does not have (eager raises "
+                              "AttributeError)", gb_id=gb.OBSERVED_EXCEPTION)
+            self.output.side_effects.load_attr(obj, inst.argval)  # deleted twice: eager's AttributeError
+            self.output.side_effects.delete_attr(obj, inst.argval)
+            return
+        unimplemented(f"deleting attribute {inst.argval!r} of this object", gb_id=gb.SETATTR,
+                      context=f"delattr({obj}, {inst.argval!r})")
 
     def IMPORT_NAME(self, inst) -> None:
         fromlist, level = self.pop(), self.pop()
