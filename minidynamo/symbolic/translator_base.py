@@ -190,6 +190,12 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
         """``a + b``, ``x in seq``: the operator dispatch (variables/operators.py) the opcodes use too."""
         return call_operator(self, fn, args)
 
+    def register_tensor_hook(self, tensor, hook, method: str) -> VariableTracker:
+        """``tensor.register_hook(hook)`` (Note [A hook on a tensor of the trace is a node], higher_order_ops.py)."""
+        from .variables.higher_order_ops import call_register_hook
+
+        return call_register_hook(self, tensor, hook, method)
+
     def jump(self, inst) -> None:
         self.ip = self.indexof[inst.argval]
 

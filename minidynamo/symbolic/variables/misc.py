@@ -99,7 +99,7 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         expr = f"torch.backends.cuda.matmul.{name}"
         tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} is {flag}", "the trace read this backend flag", expr)
         return ConstantVariable(flag)
-    if callable(cls_attr) and obj_var.source is not None:
+    if callable(cls_attr) and (obj_var.source is not None or getattr(obj_var, "module_attr", None)):
         return UnsupportedMethodVariable(obj_var, name)  # breaks when called, as torch's GetAttrVariable
     unimplemented(f"attribute {name!r} of {type(value).__name__} object", gb_id=gb.UNSUPPORTED_METHOD)
 
@@ -216,6 +216,15 @@ class UserDefinedObjectVariable(VariableTracker):
             # ``random.choice``: a library module's bound method (of its one ``Random``), read as a
             # constant; a break at its call runs the same bound method eagerly
             return codegen.constant_expr(self.value)
+        if self.source is None and getattr(self, "module_attr", None):
+            # Note [A library module's object is read again at run time]
+            #     ``sys.stdout`` is read from a library module without a guard (Note [Library code
+            #     is the stdlib, torch, ...], trace_rules.py), so it is no constant of the trace:
+            #     ``redirect_stdout`` swaps it between calls. Where the code after a break needs it
+            #     (``sys.stdout.write`` called eagerly, torch's break at the CALL), it is read again
+            #     from its module, as eager reads it: ``sys.modules['sys'].stdout``.
+            module, name = self.module_attr
+            return f"sys.modules[{module!r}].{name}"
         return super().reconstruct(codegen)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:

@@ -143,9 +143,7 @@ class TensorVariable(VariableTracker):
         if name in ("data_ptr", "const_data_ptr") and not args and not kwargs:  # Note [A data pointer is read after the graph]
             return DataPtrVariable(self, name)
         if name in ("register_hook", "register_post_accumulate_grad_hook") and len(args) == 1 and not kwargs:
-            from .higher_order_ops import call_register_hook  # Note [A hook on a tensor of the trace is a node]
-
-            return call_register_hook(tx, self, args[0], name)
+            return tx.register_tensor_hook(self, args[0], name)  # Note [A hook on a tensor of the trace is a node]
         if name == "untyped_storage" and not args and not kwargs:  # Note [A storage is its tensor's, after the graph]
             return UntypedStorageVariable(self, self.example_value.untyped_storage())
         if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)

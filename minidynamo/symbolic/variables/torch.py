@@ -346,7 +346,12 @@ class PythonModuleVariable(VariableTracker):
             tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} {'is' if attr in (True, False, None) else '=='} {attr!r}",
                                  "the trace read this backend flag", expr)
             return ConstantVariable(attr)
-        return tx.wrap_sourceless(attr)
+        var = tx.wrap_sourceless(attr)
+        if type(var).__name__ == "UserDefinedObjectVariable" and not isinstance(attr, types.MethodType) \
+                and getattr(sys.modules.get(self.value.__name__), name, None) is attr:
+            # Note [A library module's object is read again at run time]: ``sys.stdout``
+            var.module_attr = (self.value.__name__, name)
+        return var
 
     def reconstruct(self, codegen) -> str:
         return codegen.constant_expr(self.value)
