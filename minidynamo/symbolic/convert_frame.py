@@ -295,7 +295,8 @@ def finish(tx, frame, config) -> CacheEntry:
     tx.output.side_effects.aliasing_guards(tx.output.guards)
     install_shape_guards(tx.output)
     entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)
-    entry.rerunnable = kind == "return" and not side_effects and not tx.output.guards.mutated_sources
+    entry.rerunnable = kind == "return" and not side_effects and not tx.output.guards.mutated_sources \
+        and not tx.output.random_calls  # a rerun would draw again
     entry.id_matched_objs = dict(tx.output.guards.id_matched_objs)
     if config.on_entry is not None:
         config.on_entry(entry)
