@@ -251,6 +251,31 @@ def hk_input_handle_removed(x):
     return y.sum()
 
 
+def _printing_hook(g):
+    print("grad seen")
+    return g
+
+
+def hk_intermediate_hook_prints(x):
+    y = x * 4
+    y.register_hook(_printing_hook)
+    return y.sum()
+
+
+_SEEN: list = []
+
+
+def _recording_hook(g):
+    _SEEN.append(1)
+    return g * 2
+
+
+def hk_intermediate_hook_mutates_a_list(x):
+    y = x * 4
+    y.register_hook(_recording_hook)
+    return y.sum()
+
+
 def hk_no_grad_raises(x):
     y = x.detach() * 2
     y.register_hook(_double)

@@ -47,14 +47,27 @@ class SideEffects:
         self.global_stores: dict = {}  # name -> value tracker
         self.objects: dict = {}  # id(obj) -> (tracker, obj): Note [One object, one tracker] (builder.py)
         self.removed_hooks: list = []  # handles of tensor_hooks the frame removed
+        self.locked_by: Optional[str] = None  # the higher-order op whose body is being traced (check_allowed)
         self.tensor_hooks: list = []  # (tensor, hook, handle, method): Note [A hook on a tensor of the trace is a node]
+
+    def check_allowed(self, what: str) -> None:
+        """Inside a hook's body (``locked_by``), a change to the world outside it breaks the graph there.
+
+        torch: ``SideEffects.check_allowed_side_effect`` while ``speculate_subgraph`` traces a
+        higher-order op's body (Note [A hook on a tensor of the trace is a node]).
+        """
+        if self.locked_by is not None:
+            unimplemented(f"the {self.locked_by} body mutates {what}, a variable from outside its scope",
+                          gb_id="GB0067", context=f"Attempted to mutate {what}")
 
     def mutation(self, var: VariableTracker) -> None:
         """A list or dict tracker was changed in place."""
         if var.source is not None:
+            self.check_allowed(var.source.name())
             self.mutated_containers[_key(var)] = var
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        self.check_allowed(f"{obj}.{name}")
         from .variables.tensor import TensorVariable
 
         if obj.source is None and not isinstance(obj, TensorVariable):  # Note [A tensor's own attribute ...]
@@ -82,6 +95,7 @@ class SideEffects:
         self.removed_hooks.append(handle)
 
     def store_global(self, name: str, value: VariableTracker) -> None:
+        self.check_allowed(f"global {name}")
         self.global_stores[name] = value
 
     def load_global(self, tx, name: str) -> Optional[VariableTracker]:

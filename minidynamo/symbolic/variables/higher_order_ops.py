@@ -99,8 +99,11 @@ class Subgraph:
 
 def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTracker], op: str,
                        pure: bool = False, fn_kwargs: dict | None = None, constant_ok: bool = False,
-                       ints_ok: bool = False) -> Subgraph:
+                       ints_ok: bool = False, break_through: bool = False) -> Subgraph:
     """Trace ``fn_var(*operands)`` into a graph of its own (torch: ``speculate_subgraph``).
+
+    ``break_through``: a graph break inside the body is a graph break of the caller, at the
+    call (``register_hook``'s hook), not an ``UncapturedHigherOrderOpError``.
 
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
     or a side effect on a value from outside it (Note [A branch is traced, never run]).
@@ -133,6 +136,8 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
         outputs, spec = _flatten(result, op, ints_ok)
         out_nodes = tuple(sub.lift(v.as_proxy()).node for v in outputs)
     except Unsupported as e:
+        if break_through:
+            raise
         raise UncapturedHigherOrderOpError(op, f"{e.reason}" + (f"\n  Hint: {e.hint}" if e.hint else "")) from None
     finally:
         tx.output = parent
@@ -352,7 +357,13 @@ def call_register_hook(tx, tensor: TensorVariable, hook: VariableTracker, name: 
                       gb_id=gb.UNSUPPORTED_METHOD, context=f"{tensor}.{name}()")
     from minidynamo._torch_private import register_hook_op
 
-    body = speculate_subgraph(tx, hook, [tensor], "register_hook", constant_ok=True)
+    # a break inside the hook (a print, a change to a list outside it) breaks the caller's graph, as torch's
+    side_effects = tx.output.side_effects
+    side_effects.locked_by = "register_hook"
+    try:
+        body = speculate_subgraph(tx, hook, [tensor], "register_hook", constant_ok=True, break_through=True)
+    finally:
+        side_effects.locked_by = None
     if body.spec == ("constant", None):  # a hook that returns None leaves the gradient as it is
         body.sub.graph.output(None)
     elif body.spec is not None:
