@@ -29,8 +29,6 @@ WRONG: dict[str, str] = {}
 COUNT_DIFFERENCES: dict[str, str] = {
     "store_global_new_name": "torch.compile hands the backend no graph for a frame that binds a new module global; "
     "ours compiles one graph and replays the store",
-    "delete_global_presence_flip": "ours compiles the x + 1 and breaks at DELETE_GLOBAL (not supported by our symbolic "
-    "interpreter), the rest runs eagerly; torch hands the backend no graph",
     "dataclass_argument_mutated": "ours recompiles when s.name changes (the returned f-string read it); torch hands "
     "the backend no new graph for that call",
     "keyerror_caught_then_key_added": "a frame that raises (a KeyError caught in the frame) runs eagerly in ours; "
