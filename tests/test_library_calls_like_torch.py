@@ -126,6 +126,23 @@ def c_re_findall(x):
     return x * len(hits)
 
 
+def c_pattern_method(x):
+    m = re.compile(r"x+").match("xxy")
+    return x * (m.end() if m else 0)
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def c_global_pattern_search(x):
+    m = _WORD.search("12abc3")
+    return x + m.start() + len(m.group(0))
+
+
+def c_struct_calcsize_not_folded(x):
+    return x * struct.calcsize("<i")
+
+
 def c_fspath_and_tempdir(x):
     n = len(os.fspath("a/b")) + len(tempfile.gettempdir())
     return x + n

@@ -66,18 +66,17 @@ POLYFILLS = _python_polyfills()
 #     Some C functions only compute a value from their arguments: ``struct.pack("i", 1)``,
 #     ``os.fspath("/tmp")``, ``sys.intern("a")``. Torch gives each a Python stand-in with
 #     ``substitute_in_graph(fn, can_constant_fold_through=True)`` (torch/_dynamo/polyfills/
-#     struct.py, os.py, sys.py, operator.py): called on constants, the real function runs
+#     struct.py, os.py, sys.py): called on constants, the real function runs
 #     while tracing and its result is a constant of the trace, with no graph break
 #     (``PolyfilledFunctionVariable.call_function``, torch/_dynamo/variables/functions.py).
 #     On anything else ours still breaks, where torch would trace the stand-in.
 def _constant_fold_through() -> frozenset:
-    import operator
     import os
     import struct
 
-    fns = {struct.pack, struct.unpack, os.fspath, sys.intern, sys.getrecursionlimit, operator.concat,
-           operator.countOf}
-    return frozenset(fns)
+    # (torch's operator.concat/countOf stand-ins are not needed: ours runs operator.* on constants
+    # in call_operator, variables/operators.py)
+    return frozenset({struct.pack, struct.unpack, os.fspath, sys.intern, sys.getrecursionlimit})
 
 
 CONSTANT_FOLD_THROUGH = _constant_fold_through()

@@ -31,7 +31,7 @@ from ..resume_execution import ResumeIterator
 from ..source import AttrSource, GetItemSource, Source
 from .base import VariableTracker
 from .builtin import BuiltinVariable, is_builtin
-from .constant import ConstantVariable, is_constant_value
+from .constant import ConstantLikeVariable, ConstantVariable, is_constant_like, is_constant_value
 from .containers import DequeVariable
 from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
@@ -226,6 +226,9 @@ class VariableBuilder:
         if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
+        if is_constant_like(value):  # Note [A regex is a constant of the trace] (constant.py): torch's ID_MATCH
+            guards.ID_MATCH(source, value, "the trace folded calls of this compiled regex or match")
+            return ConstantLikeVariable(value, source=source)
         guards.TYPE_MATCH(source, value, "the trace read attributes of this object")
         return UserDefinedObjectVariable(value, source=source)
 
@@ -299,6 +302,8 @@ def wrap_sourceless(tx, value: Any) -> VariableTracker:
         return ConstDictVariable({k: wrap_sourceless(tx, v) for k, v in value.items()})
     if is_constant_value(value) or isinstance(value, (torch.finfo, torch.iinfo)):
         return ConstantVariable(value)
+    if is_constant_like(value):  # Note [A regex is a constant of the trace] (constant.py)
+        return ConstantLikeVariable(value)
     if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         return BuiltinVariable(value)
     return UserDefinedObjectVariable(value)
