@@ -174,6 +174,14 @@ def w_ref_of_object(x):
     return x * r().v
 
 
+_HELD = torch.ones(4)
+_HELD_REF = weakref.ref(_HELD)
+
+
+def w_global_ref_called(x):
+    return x + _HELD_REF()
+
+
 # --- a new attribute on a tensor: a side effect ----------------------------------------
 
 def t_attr_read_back(x):

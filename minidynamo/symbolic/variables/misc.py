@@ -356,6 +356,8 @@ class WeakRefVariable(VariableTracker):
         return self.referent_vt
 
     def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
         ref = codegen.constant_expr(weakref.ref)
         return f"{ref}({codegen.expr(self.referent_vt)}, {codegen.expr(self.callback_vt)})"
 
