@@ -53,6 +53,12 @@ def d_two_tensors_compared(x):
     return z, y.data_ptr() != z.data_ptr()
 
 
+def d_ptr_arithmetic_breaks(x):
+    y = x + 1
+    aligned = y.data_ptr() % 16 == 0
+    return y * 2, aligned
+
+
 # --- torch.seed(): a graph node with a constant result ---------------------------------
 
 def s_seed_between_ops(x):
@@ -103,6 +109,13 @@ def _jitter(x):
 
 def r_draw_in_a_helper(x):
     return _jitter(x) * 2
+
+
+def r_value_crosses_a_break(x):
+    k = random.randint(1, 5)
+    y = x + 1
+    print(k)
+    return y * k
 
 
 def r_choice_is_skipped(x):
