@@ -432,11 +432,11 @@ def _summary(value, inputs):
         return ("tensor", value.detach().clone())
     if isinstance(value, (tuple, list)):
         tensors = [v for v in value if isinstance(v, torch.Tensor)]
+        pointers = [t.data_ptr() for t in [*tensors, *inputs]]  # the results', then the inputs'
         out = []
         for v in value:
             if isinstance(v, int) and not isinstance(v, bool) and v > 1 << 20:  # an address
-                out.append(("ptr of result", [t.data_ptr() for t in tensors].index(v)
-                            if v in [t.data_ptr() for t in tensors] else None))
+                out.append(("ptr of result or input", pointers.index(v) if v in pointers else None))
             elif isinstance(v, weakref.ref):
                 out.append(("weakref to result", [t is v() for t in tensors]))
             elif isinstance(v, torch.utils.hooks.RemovableHandle):
