@@ -130,6 +130,18 @@ def r_global_generator(x):
     return x + _RNG.random()
 
 
+def r_draw_decides_a_branch(x):
+    if random.random() < 0.5:
+        return x + 1
+    return x - 1
+
+
+def r_draw_as_a_loop_count(x):
+    for _ in range(random.randint(1, 3)):
+        x = x * 2
+    return x
+
+
 def r_choice_is_skipped(x):
     return x * random.choice([2, 3])
 
@@ -376,8 +388,15 @@ CASES = {name: fn for name, fn in dict(globals()).items() if name[:2] in ("d_", 
 NEEDS_GRAD = {name for name in CASES if name.startswith("hk_")}
 RANDOM_VALUES = {"s_seed_between_ops", "s_random_seed_alias"}  # torch.seed(): values differ by design
 
-# Where ours still differs from torch, and why (each a strict xfail).
-KNOWN: dict[str, str] = {}
+# Where ours still breaks differently from torch, and why (each a strict xfail of the break comparison;
+# the results must still equal eager's).
+KNOWN: dict[str, str] = {
+    "r_draw_as_a_loop_count": "torch breaks on range() of the drawn value inside the for statement with "
+                              "GB4841 ('DelayGraphBreakVariable() does not implement python_type()', which its "
+                              "message calls likely a Dynamo bug), a break in a loop, so it runs the frame "
+                              "eagerly (no graph); ours breaks at range() before the loop starts, and its resume "
+                              "function compiles the loop (one graph)",
+}
 # Where torch's compiled function differs from eager and ours keeps eager's behaviour (checked to still
 # differ, so the list cannot go stale when torch is fixed).
 TORCH_DIFFERS_FROM_EAGER = {
@@ -495,7 +514,7 @@ def test_breaks_match_torch(name):
     assert mine == theirs, f"ours (graphs, breaks, gb types, lines) {mine} != torch's {theirs}"
 
 
-@pytest.mark.parametrize("name", _params([n for n in CASES if n not in RANDOM_VALUES]))
+@pytest.mark.parametrize("name", [n for n in CASES if n not in RANDOM_VALUES])
 def test_results_per_call_match_eager_and_torch(name):
     eager = _quiet(lambda: run_calls(name, lambda f: f))
     theirs = _quiet(lambda: run_calls(name, lambda f: torch.compile(f, backend="aot_eager")))
