@@ -338,6 +338,12 @@ def hk_intermediate_hook_mutates_a_list(x):
     return y.sum()
 
 
+def hk_intermediate_hook_returns_a_pair(x):
+    y = x * 3
+    y.register_hook(lambda g: (g, g))
+    return y.sum()
+
+
 def hk_no_grad_raises(x):
     y = x.detach() * 2
     y.register_hook(_double)
@@ -396,6 +402,9 @@ KNOWN: dict[str, str] = {
                               "message calls likely a Dynamo bug), a break in a loop, so it runs the frame "
                               "eagerly (no graph); ours breaks at range() before the loop starts, and its resume "
                               "function compiles the loop (one graph)",
+    "hk_intermediate_hook_returns_a_pair": "torch traces a hook that returns a tuple into hook_body_0 (no break) and "
+                                           "fails later, in the backend; ours breaks at register_hook (a hook must "
+                                           "return a tensor or None) so eager raises its TypeError at backward",
 }
 # Where torch's compiled function differs from eager and ours keeps eager's behaviour (checked to still
 # differ, so the list cannot go stale when torch is fixed).
@@ -403,6 +412,8 @@ TORCH_DIFFERS_FROM_EAGER = {
     "hk_no_grad_raises": "under aot_eager torch's register_hook node raises eager's RuntimeError inside the "
                          "backend, which wraps it (BackendCompilerFailed); ours breaks before the call, so eager "
                          "raises it unchanged",
+    "hk_intermediate_hook_returns_a_pair": "torch's backend fails on the traced tuple-returning hook "
+                                           "(BackendCompilerFailed); eager raises TypeError at backward, as ours",
     "r_global_generator": "torch's RandomVariable bakes the first draw of a global random.Random into the graph, so "
                           "the second call returns the same number; ours calls the method eagerly at a break and "
                           "passes the draw on",

@@ -362,12 +362,16 @@ def call_register_hook(tx, tensor: TensorVariable, hook: VariableTracker, name: 
     side_effects.locked_by = "register_hook"
     try:
         body = speculate_subgraph(tx, hook, [tensor], "register_hook", constant_ok=True, break_through=True)
+    except UncapturedHigherOrderOpError as e:  # a hook returning other than a tensor: eager's business
+        unimplemented(f"the hook's body cannot be a subgraph: {e}", gb_id=gb.UNSUPPORTED_METHOD,
+                      context=f"{tensor}.{name}({hook})")
     finally:
         side_effects.locked_by = None
     if body.spec == ("constant", None):  # a hook that returns None leaves the gradient as it is
         body.sub.graph.output(None)
     elif body.spec is not None:
-        raise UncapturedHigherOrderOpError("register_hook", "a tensor hook must return a tensor or None")
+        unimplemented("a tensor hook must return a tensor or None", gb_id=gb.UNSUPPORTED_METHOD,
+                      context=f"{tensor}.{name}({hook}) returns {body.spec}")
     else:  # the hook returns the gradient itself, not a tuple of one
         output = next(n for n in body.sub.graph.nodes if n.op == "output")
         output.args = (output.args[0][0],)
