@@ -1,0 +1,900 @@
+"""Graph breaks against torch's: a second held-out probe set, ported from PyTorch's tests.
+
+The first held-out set (``test_breaks_like_torch_heldout.py``) was written by us. This one
+takes its programs' ideas from PyTorch's own Dynamo tests (``test/dynamo/``:
+``test_misc.py``, ``test_repros.py``, ``test_functions.py``, ``test_generator.py``,
+``test_ctx_manager.py``, ``test_logging.py``, ``test_error_messages.py``,
+``test_higher_order_ops.py``, ``test_sets.py``, ``test_dicts.py``, ``test_list.py``,
+``test_modules.py``), rewritten in our own words as small programs a learner or a library
+writes: print/logging/warnings, data-dependent branches, ``.item()``/``.tolist()``,
+builtins and the standard library, generators, context managers, closures, classes,
+modules, containers, strings. Each runs through ``torch._dynamo.explain`` and
+``md.explain`` with the first set's ``compare`` (graphs, breaks, each break's registry
+``gb_type``, each break's line in this file). Where we still differ, ``KNOWN`` says why
+and the case is a strict xfail.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import copy
+import dataclasses
+import functools
+import itertools
+import json
+import logging
+import operator
+import os
+import time
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+from test_breaks_like_torch_heldout import compare  # tests/ is on sys.path
+
+pytestmark = [pytest.mark.ch05, pytest.mark.usefixtures("real_dynamo")]
+
+log = logging.getLogger("heldout2_breaks")
+log.addHandler(logging.NullHandler())
+log.propagate = False
+
+
+# --- print, logging, warnings (test_logging.py, test_error_messages.py test_unsupported_builtin) -------
+
+def p_print_constant(x):
+    y = x.sin()
+    print("step")
+    return y * 2
+
+
+def p_print_kwargs(x):
+    y = x + 1
+    print("a", "b", sep="-", end="")
+    return y
+
+
+def p_print_tensor(x):
+    y = x * 3
+    print(y)
+    return y - 1
+
+
+def p_print_shape_fstring(x):
+    y = x.relu()
+    print(f"{x.shape} {x.dtype}")
+    return y
+
+
+def p_logger_warning(x):
+    y = x.cos()
+    log.warning("w %d", 1)
+    return y + 1
+
+
+def p_logger_is_enabled(x):
+    y = x + 1
+    if log.isEnabledFor(logging.DEBUG):
+        y = y * 2
+    return y
+
+
+def p_get_logger(x):
+    lg = logging.getLogger("heldout2_breaks.child")
+    return x + len(lg.name)
+
+
+def p_warnings_category(x):
+    y = x.exp()
+    warnings.warn("deprecated", DeprecationWarning)
+    return y.sum()
+
+
+def p_repr_tensor(x):
+    y = x + 1
+    s = repr(y)
+    return y, s
+
+
+def p_str_format_shape(x):
+    s = "{}-{}".format(x.shape[0], x.dim())
+    return x + len(s)
+
+
+def p_fstring_size_no_break(x):
+    s = f"n={x.size(0)}"
+    return x * len(s)
+
+
+# --- data-dependent control flow and scalars (test_misc.py, test_repros.py) -------------------------
+
+def p_if_tensor_truth(x):
+    y = x.sum()
+    if y:
+        return x + 1
+    return x - 1
+
+
+def p_if_item_compare(x):
+    y = x * 2
+    if y[0].item() > 0:
+        return y
+    return -y
+
+
+def p_int_of_sum(x):
+    y = x.abs()
+    n = int(y.sum())
+    return y + n
+
+
+def p_float_of_mean(x):
+    y = x + 1
+    f = float(y.mean())
+    return y * f
+
+
+def p_bool_all(x):
+    y = x.sin()
+    ok = bool((y < 2).all())
+    return y + ok
+
+
+def p_range_of_argmax(x):
+    acc = x * 0
+    for _ in range(int(x.argmax())):
+        acc = acc + 1
+    return acc
+
+
+def p_tolist_first(x):
+    y = x + 1
+    first = y.tolist()[0]
+    return y * first
+
+
+def p_index_by_item(x):
+    i = x.argmin().item()
+    return x[i] + 1
+
+
+def p_torch_nonzero(x):
+    y = x.cos()
+    return torch.nonzero(y > 0.5)
+
+
+def p_unique(x):
+    y = x.round()
+    return torch.unique(y)
+
+
+def p_masked_select(x):
+    y = x * 2
+    return y[y > 0]
+
+
+def p_torch_equal(x):
+    y = x + 0
+    if torch.equal(x, y):
+        return y
+    return x
+
+
+def p_allclose(x):
+    y = x.clone()
+    return torch.allclose(x, y), y + 1
+
+
+def p_min_of_tolist(x):
+    y = x * 2
+    return y + min(y.tolist())
+
+
+def p_while_item(x):
+    y = x.abs()
+    n = 0
+    while y.sum().item() < 100 and n < 50:
+        y = y * 2
+        n += 1
+    return y
+
+
+def p_len_nonzero(x):
+    y = x.sin()
+    k = len(y.nonzero())
+    return y * k
+
+
+# --- builtins and the standard library (test_functions.py, test_misc.py) ----------------------------
+
+def p_id_as_key(x):
+    d = {id(x): 2}
+    return x * d[id(x)]
+
+
+def p_hash_string(x):
+    h = hash("abc") % 7
+    return x + h
+
+
+def p_isinstance_tuple(x):
+    if isinstance(x, (int, float, torch.Tensor)):
+        return x + 1
+    return x
+
+
+def p_getattr_default(x):
+    scale = getattr(x, "scale_missing", 3)
+    return x * scale
+
+
+def p_sorted_dict_keys(x):
+    d = {"b": 2, "a": 1, "c": 3}
+    acc = x
+    for k in sorted(d.keys()):
+        acc = acc + d[k]
+    return acc
+
+
+def p_map_filter_zip(x):
+    vals = list(map(lambda v: v * 2, filter(lambda v: v % 2 == 0, range(6))))
+    acc = x
+    for a, b in zip(vals, vals[1:]):
+        acc = acc + a * b
+    return acc
+
+
+def p_enumerate_reversed(x):
+    parts = [x, x * 2, x * 3]
+    acc = x * 0
+    for i, p in enumerate(reversed(parts)):
+        acc = acc + i * p
+    return acc
+
+
+def p_functools_partial(x):
+    add3 = functools.partial(torch.add, other=3)
+    return add3(x)
+
+
+def p_functools_reduce(x):
+    return functools.reduce(operator.mul, [x, x + 1, x + 2])
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_factor(n):
+    return n * 2
+
+
+def p_lru_cache(x):
+    return x * _cached_factor(3)
+
+
+def p_itertools_product(x):
+    acc = x
+    for a, b in itertools.product(range(2), range(3)):
+        acc = acc + a * b
+    return acc
+
+
+def p_itertools_accumulate(x):
+    sums = list(itertools.accumulate([1, 2, 3]))
+    return x * sums[-1]
+
+
+def p_operator_itemgetter(x):
+    get = operator.itemgetter(1)
+    return get([x, x + 1, x + 2]) * 2
+
+
+def p_divmod_round(x):
+    q, r = divmod(17, 5)
+    return x * q + round(2.6) + r
+
+
+def p_chr_ord(x):
+    return x + ord(chr(65)) - 64
+
+
+def p_str_methods(x):
+    parts = "a,b,c".split(",")
+    name = "-".join(p.upper() for p in parts)
+    return x * len(name.strip())
+
+
+def p_format_spec(x):
+    s = f"{3.14159:.2f}"
+    return x + float(s)
+
+
+def p_int_parse(x):
+    return x + int("3") + float("1.5")
+
+
+def p_callable_type(x):
+    if callable(torch.sin) and type(x) is torch.Tensor:
+        return x.sin()
+    return x
+
+
+def p_all_any_generator(x):
+    flags = [True, True, False]
+    if all(f for f in flags[:2]) and any(flags):
+        return x + 1
+    return x
+
+
+def p_sum_of_tensors(x):
+    return sum([x, x * 2, x * 3])
+
+
+def p_max_of_ints(x):
+    return x * max(3, 7, 5) + abs(-2)
+
+
+def p_dir_object(x):
+    y = x + 1
+    names = dir(y)
+    return y, len(names)
+
+
+def p_time_time(x):
+    y = x + 1
+    t0 = time.time()
+    return y, t0
+
+
+def p_json_dumps(x):
+    y = x * 2
+    s = json.dumps({"a": 1})
+    return y + len(s)
+
+
+def p_os_path_join(x):
+    p = os.path.join("a", "b")
+    return x + len(p)
+
+
+def p_copy_list(x):
+    items = [x, x + 1]
+    other = copy.copy(items)
+    return other[1] * 2
+
+
+def p_dynamo_disable(x):
+    y = x + 1
+    z = _not_traced(y)
+    return z * 2
+
+
+@torch._dynamo.disable
+def _not_traced(y):
+    return y - 1
+
+
+def p_graph_break_plain(x):
+    y = x.sin()
+    torch._dynamo.graph_break()
+    return y.cos()
+
+
+# --- generators (test_generator.py) -----------------------------------------------------------------
+
+def _gen_three():
+    yield 1
+    yield 2
+    yield 3
+
+
+def p_gen_next(x):
+    g = _gen_three()
+    return x + next(g) + next(g)
+
+
+def _gen_tensors(t):
+    yield t.sin()
+    yield t.cos()
+
+
+def _gen_outer(t):
+    yield from _gen_tensors(t)
+    yield t + 3
+
+
+def p_yield_from(x):
+    return sum(_gen_outer(x))
+
+
+def _gen_with_break(t):
+    yield t + 1
+    torch._dynamo.graph_break()
+    yield t + 2
+
+
+def p_gen_graph_break_inside(x):
+    a, b = _gen_with_break(x)
+    return a * b
+
+
+def _gen_returns(t):
+    yield t
+    return 5
+
+
+def _gen_delegates(t, out):
+    r = yield from _gen_returns(t)
+    out.append(r)
+
+
+def p_gen_return_value(x):
+    out = []
+    for v in _gen_delegates(x, out):
+        x = x + v
+    return x * out[0]
+
+
+def _gen_counter(t):
+    i = 0
+    while True:
+        yield t + i
+        i += 1
+
+
+def p_gen_infinite_zip(x):
+    return list(zip(range(3), _gen_counter(x)))
+
+
+def p_gen_list(x):
+    return torch.stack(list(_gen_tensors(x)))
+
+
+def p_genexpr_tensor_sum(x):
+    return sum(x[i] * i for i in range(4))
+
+
+def p_gen_to_dict(x):
+    return dict((k, x + k) for k in range(2))
+
+
+def p_gen_send(x):
+    def acc():
+        total = 0
+        while True:
+            v = yield total
+            total += v
+
+    g = acc()
+    next(g)
+    g.send(2)
+    return x * g.send(3)
+
+
+# --- context managers (test_ctx_manager.py) ---------------------------------------------------------
+
+@torch.no_grad()
+def _no_grad_helper(t):
+    return t * 2
+
+
+def p_no_grad_decorator(x):
+    return _no_grad_helper(x) + 1
+
+
+def p_set_grad_enabled(x):
+    with torch.set_grad_enabled(False):
+        y = x * 2
+    return y + 1
+
+
+def p_autocast_cpu(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = torch.mm(x.view(2, 2), x.view(2, 2))
+    return y.float() + 1
+
+
+@contextlib.contextmanager
+def _scaled(k):
+    yield k * 2
+
+
+def p_contextmanager_func(x):
+    with _scaled(3) as s:
+        y = x * s
+    return y + 1
+
+
+class _Tracker:
+    def __init__(self):
+        self.depth = 0
+
+    def __enter__(self):
+        self.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.depth -= 1
+        return False
+
+
+def p_user_cm_break_inside(x):
+    with _Tracker():
+        y = x + 1
+        torch._dynamo.graph_break()
+        y = y * 2
+    return y
+
+
+def p_user_cm_value(x):
+    with _Tracker() as t:
+        y = x + t.depth
+    return y
+
+
+def p_nullcontext(x):
+    with contextlib.nullcontext():
+        return x * 2
+
+
+def p_inference_mode(x):
+    with torch.inference_mode():
+        y = x + 1
+    return y * 2
+
+
+def p_no_grad_print_inside(x):
+    with torch.no_grad():
+        y = x * 2
+        print("inside")
+        y = y + 1
+    return y
+
+
+# --- closures (test_functions.py) -------------------------------------------------------------------
+
+def p_closure_nonlocal(x):
+    count = 0
+
+    def bump(t):
+        nonlocal count
+        count += 1
+        return t + count
+
+    y = bump(bump(x))
+    return y * count
+
+
+def _make_scaler(k):
+    def scale(t):
+        return t * k
+    return scale
+
+
+def p_closure_factory(x):
+    return _make_scaler(3)(x) + 1
+
+
+def p_lambda_default(x):
+    fns = [lambda t, k=k: t + k for k in range(3)]
+    return fns[2](x)
+
+
+def p_closure_print(x):
+    def report(t):
+        print("report")
+        return t + 1
+
+    return report(x * 2)
+
+
+# --- classes (test_misc.py, test_functions.py) ------------------------------------------------------
+
+class _WithProperty:
+    def __init__(self, k):
+        self._k = k
+
+    @property
+    def k(self):
+        return self._k * 2
+
+
+_PROP = _WithProperty(3)
+
+
+def p_property(x):
+    return x * _PROP.k
+
+
+class _Dynamic:
+    def __getattr__(self, name):
+        return len(name)
+
+
+_DYN = _Dynamic()
+
+
+def p_getattr_dunder(x):
+    return x + _DYN.abcd
+
+
+class _Callable:
+    def __call__(self, t):
+        return t * 4
+
+
+_CALL = _Callable()
+
+
+def p_call_dunder(x):
+    return _CALL(x) + 1
+
+
+class _A:
+    def f(self, t):
+        return t + 1
+
+
+class _B(_A):
+    def f(self, t):
+        return super().f(t) * 2
+
+
+class _C(_B):
+    def f(self, t):
+        return super().f(t) - 3
+
+
+def p_super_chain(x):
+    return _C().f(x)
+
+
+class _Maker:
+    scale = 2
+
+    @classmethod
+    def make(cls, t):
+        return t * cls.scale
+
+    @staticmethod
+    def shift(t):
+        return t + 1
+
+
+def p_classmethod_staticmethod(x):
+    return _Maker.shift(_Maker.make(x))
+
+
+def p_new_object_in_frame(x):
+    c = _WithProperty(5)
+    return x + c.k
+
+
+@dataclasses.dataclass
+class _Cfg:
+    scale: float = 2.0
+    shift: int = 1
+
+
+def p_dataclass(x):
+    cfg = _Cfg(scale=3.0)
+    return x * cfg.scale + cfg.shift
+
+
+_Point = collections.namedtuple("_Point", ["a", "b"])
+
+
+def p_namedtuple(x):
+    p = _Point(x, x * 2)
+    return p.a + p.b + len(p)
+
+
+# --- nn.Module (test_modules.py, test_hooks.py) -----------------------------------------------------
+
+class _Counted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x)
+
+
+_COUNTED = _Counted()
+
+
+def p_module_buffer_update(x):
+    return _COUNTED(x) * 2
+
+
+_HOOKED = nn.Linear(4, 4)
+_HOOKED.register_forward_hook(lambda mod, inp, out: out * 2)
+
+
+def p_forward_hook(x):
+    return _HOOKED(x) + 1
+
+
+_STACK = nn.ModuleList([nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4)])
+
+
+def p_module_list(x):
+    for layer in _STACK:
+        x = layer(x)
+    return x
+
+
+_HEADS = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 3)})
+
+
+def p_module_dict(x):
+    return [head(x) for _, head in _HEADS.items()]
+
+
+def p_named_parameters(x):
+    total = x.sum() * 0
+    for name, p in _STACK.named_parameters():
+        if name.endswith("weight"):
+            total = total + p.sum()
+    return total
+
+
+class _Printing(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        print("in forward")
+        return y + 1
+
+
+_PRINTING = _Printing()
+
+
+def p_module_print_forward(x):
+    return _PRINTING(x) - 1
+
+
+# --- containers (test_sets.py, test_dicts.py, test_list.py) -----------------------------------------
+
+def p_set_ops(x):
+    a, b = {1, 2, 3}, {2, 3, 4}
+    return x * len((a | b) - (a & b))
+
+
+def p_dict_view_ops(x):
+    d = {"a": 1, "b": 2}
+    common = d.keys() & {"a", "z"}
+    return x + len(common)
+
+
+def p_dict_update_pop(x):
+    d = {"a": x}
+    d.update(b=x * 2)
+    y = d.pop("a")
+    return y + d["b"]
+
+
+def p_ordereddict(x):
+    d = collections.OrderedDict(a=1, b=2)
+    d.move_to_end("a")
+    return x * next(iter(d.values()))
+
+
+def p_defaultdict(x):
+    d = collections.defaultdict(list)
+    d["t"].append(x)
+    d["t"].append(x + 1)
+    return torch.stack(d["t"])
+
+
+def p_frozenset_in(x):
+    allowed = frozenset({"relu", "gelu"})
+    if "relu" in allowed:
+        return x.relu()
+    return x
+
+
+def p_list_sort_key(x):
+    pairs = [(3, "c"), (1, "a"), (2, "b")]
+    pairs.sort(key=lambda p: p[0])
+    return x + pairs[0][0]
+
+
+def p_list_slice_assign(x):
+    items = [x, x, x, x]
+    items[1:3] = [x + 1]
+    return torch.stack(items)
+
+
+def p_dict_comprehension(x):
+    d = {k: x * k for k in range(3)}
+    return d[2] + d[1]
+
+
+def p_tuple_unpack_star(x):
+    first, *rest = [x, x + 1, x + 2]
+    return first + sum(rest)
+
+
+# --- tensor attributes (test_misc.py) ---------------------------------------------------------------
+
+def p_tensor_data_mul(x):
+    y = x + 1
+    y.data.mul_(2)
+    return y
+
+
+def p_grad_is_none(x):
+    if x.grad is None:
+        return x + 1
+    return x
+
+
+def p_requires_grad_inside(x):
+    y = x.detach().clone()
+    y.requires_grad_()
+    return y * 2
+
+
+def p_dtype_str(x):
+    s = str(x.dtype)
+    return x + len(s)
+
+
+def p_tensor_new_attr_read(x):
+    return x * x.ndim + x.numel()
+
+
+# --- the set ----------------------------------------------------------------------------------------
+
+PROGRAMS = {name: fn for name, fn in dict(globals()).items() if name.startswith("p_")}
+NEEDS_GRAD: set[str] = set()
+
+# Where we still differ from torch, and why (each a strict xfail).
+_TRACES = "torch traces it whole (no break); "
+KNOWN: dict[str, str] = {
+    "p_get_logger": "both break before any op at logging.getLogger (torch at `name == root.name`, ours at the "
+                    "logger's .name); torch breaks again at len(lg.name) and compiles x + 3, ours breaks at the "
+                    "LOAD_ATTR of lg.name and runs the rest eagerly (no graph)",
+    "p_json_dumps": "the same line; torch inlines json.dumps and breaks inside the encoder (Unsupported method "
+                    "call); ours treats json as a skipped module (Attempted to call function marked as skipped)",
+    "p_copy_list": "the same line; torch skips copy.copy (trace_rules: Attempted to call function marked as "
+                   "skipped); ours inlines it and breaks at `if copier:` on a method descriptor",
+    "p_dynamo_disable": "the same line; torch's gb_type for a torch._dynamo.disable'd function is `Skip calling "
+                        "`torch.compiler.disable()`d function` (functions.py); ours says skipped",
+    "p_gen_return_value": "torch's trace loses the value `yield from` returns (None: TorchRuntimeError at "
+                          "x * out[0]); eager and ours use 5",
+    "p_gen_infinite_zip": _TRACES + "zip pulls an infinite generator lazily; ours drains it until the "
+                          "instruction budget (no graph)",
+    "p_gen_send": _TRACES + "generator.send is traced; ours breaks at send (Reconstruction failure) before any op",
+    "p_autocast_cpu": _TRACES + "torch.autocast is an AutocastModeVariable; ours breaks at its constructor "
+                      "(is_autocast_available) and at the with-statement",
+    "p_contextmanager_func": _TRACES + "a @contextlib.contextmanager function is traced as a generator-backed "
+                             "context manager; ours inlines contextlib's __enter__ and breaks at its DELETE_ATTR",
+    "p_inference_mode": _TRACES + "torch.inference_mode() is an InferenceModeVariable; ours breaks at its "
+                        "constructor and at the with-statement",
+    "p_getattr_dunder": _TRACES + "a missing attribute of a user object calls its class's __getattr__ (inlined); "
+                        "ours breaks at the LOAD_ATTR",
+}
+
+
+def compare2(name):
+    return compare(name, PROGRAMS, NEEDS_GRAD, __file__)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True))
+                                  if n in KNOWN else n for n in PROGRAMS])
+def test_heldout2_break_matches_torch(name):
+    mine, theirs = compare2(name)
+    assert mine == theirs, f"ours (graphs, breaks, gb types, lines) {mine} != torch's {theirs}"
+
+
+def test_the_second_probe_set_is_large_and_its_known_differences_are_real_programs():
+    assert len(PROGRAMS) >= 80
+    assert set(KNOWN) <= set(PROGRAMS), sorted(set(KNOWN) - set(PROGRAMS))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 31's bar (95% of programs equal to torch's) is not reached on "
+                                       "this second held-out set: see KNOWN")
+def test_issue_31_bar_on_the_second_heldout_set():
+    assert len(KNOWN) <= len(PROGRAMS) * 0.05, sorted(KNOWN)
