@@ -864,17 +864,12 @@ KNOWN: dict[str, str] = {
                         "`torch.compiler.disable()`d function` (functions.py); ours says skipped",
     "p_gen_return_value": "torch's trace loses the value `yield from` returns (None: TorchRuntimeError at "
                           "x * out[0]); eager and ours use 5",
-    "p_gen_infinite_zip": _TRACES + "zip pulls an infinite generator lazily; ours drains it until the "
-                          "instruction budget (no graph)",
-    "p_gen_send": _TRACES + "generator.send is traced; ours breaks at send (Reconstruction failure) before any op",
     "p_autocast_cpu": _TRACES + "torch.autocast is an AutocastModeVariable; ours breaks at its constructor "
                       "(is_autocast_available) and at the with-statement",
     "p_contextmanager_func": _TRACES + "a @contextlib.contextmanager function is traced as a generator-backed "
                              "context manager; ours inlines contextlib's __enter__ and breaks at its DELETE_ATTR",
     "p_inference_mode": _TRACES + "torch.inference_mode() is an InferenceModeVariable; ours breaks at its "
                         "constructor and at the with-statement",
-    "p_getattr_dunder": _TRACES + "a missing attribute of a user object calls its class's __getattr__ (inlined); "
-                        "ours breaks at the LOAD_ATTR",
 }
 
 

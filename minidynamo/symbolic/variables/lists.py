@@ -241,6 +241,32 @@ class LazyGeneratorVariable(ListIteratorVariable):
             rest.append(v)
         return rest
 
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        """``gen.send(v)`` / ``gen.__next__()``: the generator's body runs on to its next yield.
+
+        Note [generator.send]
+            A suspended generator's translator has the value its ``yield`` evaluates to
+            on top of its stack (``YIELD_VALUE`` pushed None, what ``next()`` sends);
+            ``send(v)`` puts ``v`` there and runs on, as Dynamo's
+            ``LocalGeneratorObjectVariable.call_method`` (torch/_dynamo/variables/functions.py)
+            does for ``send``. A send of a value into a generator not yet started, or one
+            that returns (StopIteration), is an exception eager raises: a graph break here.
+        """
+        if name in ("send", "__next__") and not kwargs and len(args) == (name == "send") \
+                and self.index == len(self.items) and not self.exhausted:
+            sent = args[0] if args else None
+            if sent is not None and not (sent.is_python_constant() and sent.as_python_constant() is None):
+                if not self.items:
+                    unimplemented("send() of a value into a generator that has not started (eager raises "
+                                  "TypeError)", gb_id="GB0253", context=f"send() of {sent} into {self}")
+                self.tracer.stack[-1] = sent
+            value = self.next_variable(tx)
+            if value is not None:
+                return value
+            unimplemented(f"{name}() on a generator that returned (eager raises StopIteration)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
+        return super().call_method(tx, name, args, kwargs)
+
     def reconstruct(self, codegen) -> str:
         if not self.exhausted:
             unimplemented("a generator suspended at a graph break cannot be rebuilt", gb_id=gb.RECONSTRUCTION)

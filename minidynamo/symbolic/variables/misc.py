@@ -100,7 +100,31 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         return ConstantVariable(flag)
     if callable(cls_attr) and obj_var.source is not None:
         return UnsupportedMethodVariable(obj_var, name)  # breaks when called, as torch's GetAttrVariable
+    if cls_attr is None and not hasattr(type(value), name):
+        found = call_class_getattr(tx, obj_var, type(value), name)
+        if found is not None:
+            return found
     unimplemented(f"attribute {name!r} of {type(value).__name__} object", gb_id=gb.UNSUPPORTED_METHOD)
+
+
+def call_class_getattr(tx, obj_var: VariableTracker, cls: type, name: str) -> Optional[VariableTracker]:
+    """``obj.name`` that the normal lookup did not find: the class's Python ``__getattr__``, inlined.
+
+    Note [A missing attribute calls __getattr__]
+        Python calls ``type(obj).__getattr__(obj, name)`` when ``__getattribute__`` finds
+        nothing. As Dynamo's ``UserDefinedObjectVariable.var_getattr``
+        (torch/_dynamo/variables/user_defined.py: ``getattr_fn`` is a Python function ->
+        ``UserMethodVariable(getattr_fn, self).call_function(tx, [name], {})``), the
+        override is inlined with the name as a constant, under a guard that the class's
+        ``__getattr__`` is still that function. None when the class has no Python one.
+    """
+    getattr_fn = inspect.getattr_static(cls, "__getattr__", None)
+    if not inspect.isfunction(getattr_fn):
+        return None
+    from .functions import UserMethodVariable
+
+    guard_class_attribute(tx, cls, "__getattr__", getattr_fn)
+    return UserMethodVariable(getattr_fn, obj_var).call_function(tx, [ConstantVariable(name)], {})
 
 
 class UnsupportedMethodVariable(GetAttrVariable):

@@ -21,7 +21,8 @@ from ..exc import Unsupported, unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .misc import _MISSING, UserDefinedObjectVariable, class_attribute, generic_python_attr, guard_class_attribute
+from .misc import (_MISSING, UserDefinedObjectVariable, call_class_getattr, class_attribute, generic_python_attr,
+                   guard_class_attribute)
 
 
 class ObjectGetattributeVariable(VariableTracker):
@@ -114,6 +115,9 @@ class NewObjectVariable(VariableTracker):
             return found
         if cls_attr is not None:
             return tx.wrap_sourceless(cls_attr)
+        found = call_class_getattr(tx, self, self.cls, name)  # Note [A missing attribute calls __getattr__]
+        if found is not None:
+            return found
         raise ObservedAttributeError(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
