@@ -18,7 +18,8 @@ from . import graph_break_registry as gb
 from .source import globals_source_for
 from .variables.base import VariableTracker
 from .variables.builder import wrap_sourceless
-from .variables.ctx_manager import GradModeVariable, WithExitVariable
+from .variables.ctx_manager import (ContextlibContextManagerVariable, ContextlibExitVariable, GradModeVariable,
+                                     WithExitVariable)
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import LazyGeneratorVariable
@@ -116,6 +117,11 @@ class CallOpcodes:
     def BEFORE_WITH(self, inst) -> None:
         ctx = self.pop()
         if self.user_context_manager(ctx):
+            return
+        if isinstance(ctx, ContextlibContextManagerVariable):  # Note [A @contextmanager function is its generator]
+            entered = ctx.enter(self)
+            self.push(ContextlibExitVariable(ctx))
+            self.push(entered)
             return
         if not isinstance(ctx, GradModeVariable):
             unimplemented("a with-statement on a context manager minidynamo does not trace (it traces the grad-mode "

@@ -151,3 +151,71 @@ class GradModeClassVariable(VariableTracker):
 
 
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+
+
+class ContextlibContextManagerVariable(VariableTracker):
+    """``with cm(k):`` where ``cm`` is a ``@contextlib.contextmanager`` generator function.
+
+    Note [A @contextmanager function is its generator]
+        Calling the decorated function runs contextlib's ``helper``, which makes a
+        ``contextlib._GeneratorContextManager(func, args, kwds)``. As Dynamo does
+        (torch/_dynamo/variables/user_defined.py ``UserDefinedClassVariable.call_function``
+        wraps ``func`` in ``FunctionDecoratedByContextlibContextManagerVariable``,
+        functions.py), that object is the user's generator, inlined lazily: entering
+        runs it to its ``yield`` (the ``as`` value), leaving runs it to its end. Where
+        Dynamo traces contextlib's own ``__enter__``/``__exit__`` around the generator
+        (their ``try/except StopIteration``), ours does what they do directly: a
+        generator that does not yield, or yields twice, makes eager raise RuntimeError,
+        a graph break here. An exception in the block, or a graph break inside it, runs
+        the frame eagerly (the block is a try block), as for a user's class.
+    """
+
+    def __init__(self, gen: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.gen = gen
+
+    @staticmethod
+    def create(tx, func: VariableTracker, args: VariableTracker, kwds: VariableTracker) -> VariableTracker:
+        from .. import graph_break_registry as gb
+        from ..exc import unimplemented
+        from .lists import LazyGeneratorVariable
+
+        gen = func.call_function(tx, args.unpack_var_sequence(tx), dict(getattr(kwds, "items", {})))
+        if not isinstance(gen, LazyGeneratorVariable):
+            unimplemented("a function decorated with @contextlib.contextmanager that is not a generator",
+                          "use `yield` in the function body", gb_id=gb.NON_GENERATOR_CONTEXTMANAGER,
+                          context=str(func))
+        return ContextlibContextManagerVariable(gen)
+
+    def enter(self, tx) -> VariableTracker:
+        from .. import graph_break_registry as gb
+        from ..exc import unimplemented
+
+        value = self.gen.next_variable(tx)
+        if value is None:
+            unimplemented("the @contextmanager generator did not yield (eager raises RuntimeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
+        return value
+
+    def exit(self, tx) -> VariableTracker:
+        from .. import graph_break_registry as gb
+        from ..exc import unimplemented
+
+        if self.gen.next_variable(tx) is not None:
+            unimplemented("the @contextmanager generator did not stop (eager raises RuntimeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
+        return ConstantVariable(False)
+
+    def __repr__(self) -> str:
+        return f"ContextlibContextManagerVariable({self.gen!r})"
+
+
+class ContextlibExitVariable(VariableTracker):
+    """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack for a ``ContextlibContextManagerVariable``."""
+
+    def __init__(self, ctx: ContextlibContextManagerVariable, **kwargs):
+        super().__init__(**kwargs)
+        self.ctx = ctx
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.ctx.exit(tx)

@@ -13,6 +13,7 @@ of them imports it (pyproject.toml's "dynamo-variables" contract). Mirrors
 from __future__ import annotations
 
 import abc
+import contextlib
 import inspect
 import types
 from typing import Any
@@ -152,6 +153,10 @@ class UserDefinedClassVariable(VariableTracker):
             from .functions import UserFunctionVariable
 
             return UserFunctionVariable(polyfill).call_function(tx, args, kwargs)
+        if cls is contextlib._GeneratorContextManager and len(args) == 3 and not kwargs:  # noqa: SLF001
+            from .ctx_manager import ContextlibContextManagerVariable
+
+            return ContextlibContextManagerVariable.create(tx, *args)  # Note [A @contextmanager function is its generator]
         if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
             return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
         if cls in (torch.finfo, torch.iinfo) and args and not kwargs and all(a.is_python_constant() for a in args):
