@@ -866,8 +866,6 @@ KNOWN: dict[str, str] = {
                           "x * out[0]); eager and ours use 5",
     "p_autocast_cpu": _TRACES + "torch.autocast is an AutocastModeVariable; ours breaks at its constructor "
                       "(is_autocast_available) and at the with-statement",
-    "p_inference_mode": _TRACES + "torch.inference_mode() is an InferenceModeVariable; ours breaks at its "
-                        "constructor and at the with-statement",
 }
 
 

@@ -72,6 +72,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     from_functional_tensor,
     graph_break_registry,
     graph_target_to_str,
+    inference_mode_enter_exit,
     is_functional_tensor,
     is_in_torch_dispatch_mode,
     len_torch_function_stack,

@@ -18,8 +18,8 @@ from . import graph_break_registry as gb
 from .source import globals_source_for
 from .variables.base import VariableTracker
 from .variables.builder import wrap_sourceless
-from .variables.ctx_manager import (ContextlibContextManagerVariable, ContextlibExitVariable, GradModeVariable,
-                                     WithExitVariable)
+from .variables.ctx_manager import (ContextlibContextManagerVariable, ContextExitVariable, GradModeVariable,
+                                     InferenceModeVariable, WithExitVariable)
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import LazyGeneratorVariable
@@ -118,9 +118,10 @@ class CallOpcodes:
         ctx = self.pop()
         if self.user_context_manager(ctx):
             return
-        if isinstance(ctx, ContextlibContextManagerVariable):  # Note [A @contextmanager function is its generator]
+        if isinstance(ctx, (ContextlibContextManagerVariable, InferenceModeVariable)):
+            # Note [A @contextmanager function is its generator], Note [inference_mode in the graph]
             entered = ctx.enter(self)
-            self.push(ContextlibExitVariable(ctx))
+            self.push(ContextExitVariable(ctx))
             self.push(entered)
             return
         if not isinstance(ctx, GradModeVariable):

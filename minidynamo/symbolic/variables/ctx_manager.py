@@ -143,6 +143,11 @@ class GradModeClassVariable(VariableTracker):
             return GradModeVariable(False, torch.no_grad)
         if self.value is torch.enable_grad:
             return GradModeVariable(True, torch.enable_grad)
+        if self.value is torch.inference_mode:
+            mode = args[0] if args else kwargs.get("mode", ConstantVariable(True))
+            if len(args) + len(kwargs) > 1 or not mode.is_python_constant():
+                return super().call_function(tx, args, kwargs)
+            return InferenceModeVariable(bool(mode.as_python_constant()))
         # torch.set_grad_enabled(b) switches at once, even when not used in a with-statement
         var = GradModeVariable(bool(args[0].as_python_constant()))
         var.enter(tx)
@@ -150,7 +155,7 @@ class GradModeClassVariable(VariableTracker):
         return var
 
 
-GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode)
 
 
 class ContextlibContextManagerVariable(VariableTracker):
@@ -210,8 +215,11 @@ class ContextlibContextManagerVariable(VariableTracker):
         return f"ContextlibContextManagerVariable({self.gen!r})"
 
 
-class ContextlibExitVariable(VariableTracker):
-    """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack for a ``ContextlibContextManagerVariable``."""
+class ContextExitVariable(VariableTracker):
+    """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack for a context other than grad mode's.
+
+    A graph break inside such a block runs the frame eagerly (it is not one of
+    ``grad_blocks()``, which a resume function can re-enter)."""
 
     def __init__(self, ctx: ContextlibContextManagerVariable, **kwargs):
         super().__init__(**kwargs)
@@ -219,3 +227,43 @@ class ContextlibExitVariable(VariableTracker):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         return self.ctx.exit(tx)
+
+
+class InferenceModeVariable(VariableTracker):
+    """``with torch.inference_mode():`` while tracing: two calls in the graph, grad off while tracing.
+
+    Note [inference_mode in the graph]
+        As Dynamo's ``InferenceModeVariable`` (torch/_dynamo/variables/ctx_manager.py), entering
+        records ``torch.autograd.grad_mode._enter_inference_mode(mode)`` and leaving records
+        ``_exit_inference_mode`` of what it returned, so the compiled code enters the mode as
+        eager does. While tracing, the mode itself stays off (torch's
+        ``config.fake_tensor_disable_inference_mode``): grad is switched off instead, which is
+        the part of inference mode a fake value shows (no ``requires_grad``).
+    """
+
+    def __init__(self, mode: bool, **kwargs):
+        super().__init__(**kwargs)
+        self.mode = mode
+        self.proxy = None
+        self.initial_grad = None
+
+    def enter(self, tx) -> VariableTracker:
+        from minidynamo._torch_private import inference_mode_enter_exit
+
+        self.initial_grad = torch.is_grad_enabled()
+        self.proxy = tx.output.create_proxy("call_function", inference_mode_enter_exit()[0], (self.mode,), {})
+        self.proxy.node.meta["example_value"] = None
+        if self.mode:
+            torch.set_grad_enabled(False)
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> VariableTracker:
+        from minidynamo._torch_private import inference_mode_enter_exit
+
+        tx.output.create_proxy("call_function", inference_mode_enter_exit()[1], (self.proxy,), {}).node.meta[
+            "example_value"] = None
+        torch.set_grad_enabled(self.initial_grad)
+        return ConstantVariable(None)
+
+    def python_type(self) -> type:
+        return torch.inference_mode
