@@ -864,8 +864,6 @@ KNOWN: dict[str, str] = {
                         "`torch.compiler.disable()`d function` (functions.py); ours says skipped",
     "p_gen_return_value": "torch's trace loses the value `yield from` returns (None: TorchRuntimeError at "
                           "x * out[0]); eager and ours use 5",
-    "p_autocast_cpu": _TRACES + "torch.autocast is an AutocastModeVariable; ours breaks at its constructor "
-                      "(is_autocast_available) and at the with-statement",
 }
 
 

@@ -48,6 +48,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     after_autograd_keyset,
     autograd_would_have_decomposed,
     autograd_node_created_hook,
+    autocast_enter_exit,
     clear_python_dispatch_cache,
     cublas_reduced_precision,
     default_device_constructors,

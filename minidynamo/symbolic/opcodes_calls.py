@@ -18,7 +18,7 @@ from . import graph_break_registry as gb
 from .source import globals_source_for
 from .variables.base import VariableTracker
 from .variables.builder import wrap_sourceless
-from .variables.ctx_manager import (ContextlibContextManagerVariable, ContextExitVariable, GradModeVariable,
+from .variables.ctx_manager import (AutocastModeVariable, ContextlibContextManagerVariable, ContextExitVariable, GradModeVariable,
                                      InferenceModeVariable, WithExitVariable)
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
@@ -118,7 +118,7 @@ class CallOpcodes:
         ctx = self.pop()
         if self.user_context_manager(ctx):
             return
-        if isinstance(ctx, (ContextlibContextManagerVariable, InferenceModeVariable)):
+        if isinstance(ctx, (ContextlibContextManagerVariable, InferenceModeVariable, AutocastModeVariable)):
             # Note [A @contextmanager function is its generator], Note [inference_mode in the graph]
             entered = ctx.enter(self)
             self.push(ContextExitVariable(ctx))

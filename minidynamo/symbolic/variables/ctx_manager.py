@@ -143,6 +143,8 @@ class GradModeClassVariable(VariableTracker):
             return GradModeVariable(False, torch.no_grad)
         if self.value is torch.enable_grad:
             return GradModeVariable(True, torch.enable_grad)
+        if any(self.value is c for c in AUTOCAST_CLASSES):
+            return AutocastModeVariable.create(tx, self.value, args, kwargs)
         if self.value is torch.inference_mode:
             mode = args[0] if args else kwargs.get("mode", ConstantVariable(True))
             if len(args) + len(kwargs) > 1 or not mode.is_python_constant():
@@ -155,7 +157,9 @@ class GradModeClassVariable(VariableTracker):
         return var
 
 
-GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode)
+AUTOCAST_CLASSES = (torch.amp.autocast_mode.autocast, torch.cpu.amp.autocast, torch.cuda.amp.autocast)
+# the context-manager classes whose call makes one of this module's variables
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode, *AUTOCAST_CLASSES)
 
 
 class ContextlibContextManagerVariable(VariableTracker):
@@ -267,3 +271,77 @@ class InferenceModeVariable(VariableTracker):
 
     def python_type(self) -> type:
         return torch.inference_mode
+
+
+_OPEN_AUTOCASTS: list = []  # autocast contexts entered while tracing and not yet left (Note [autocast in the graph])
+
+
+def leave_open_contexts(mark: int) -> None:
+    """Leave the autocast contexts a trace entered past ``mark`` (a graph break or error inside the block)."""
+    from minidynamo._torch_private import autocast_enter_exit
+
+    while len(_OPEN_AUTOCASTS) > mark:
+        autocast_enter_exit()[1](_OPEN_AUTOCASTS.pop())
+
+
+def open_contexts() -> int:
+    return len(_OPEN_AUTOCASTS)
+
+
+class AutocastModeVariable(VariableTracker):
+    """``with torch.autocast("cpu", dtype=torch.bfloat16):`` while tracing.
+
+    Note [autocast in the graph]
+        As Dynamo's ``AutocastModeVariable`` (torch/_dynamo/variables/ctx_manager.py), the
+        constructor's arguments are bound to ``autocast.__init__``'s signature as constants
+        (``device_type, dtype, enabled, cache_enabled``); entering really enters autocast
+        (``torch.amp._enter_autocast``), so the fake values of the ops inside get autocast's
+        dtypes, and records that call; leaving records ``torch.amp._exit_autocast`` of its
+        result and leaves. A trace that stops inside the block leaves it too
+        (``leave_open_contexts``, called by ``compile_frame`` as torch's cleanup hooks are).
+    """
+
+    def __init__(self, target_values: list, **kwargs):
+        super().__init__(**kwargs)
+        self.target_values = target_values
+        self.proxy = None
+        self.ctx = None
+
+    @staticmethod
+    def create(tx, cls, args: list, kwargs: dict) -> VariableTracker:
+        import inspect
+
+        from .. import graph_break_registry as gb
+        from ..exc import unimplemented
+
+        if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+            unimplemented("torch.autocast with an argument that is not a constant", gb_id=gb.NOT_A_CONSTANT)
+        bound = inspect.signature(cls).bind(*[a.as_python_constant() for a in args],
+                                           **{k: v.as_python_constant() for k, v in kwargs.items()})
+        bound.apply_defaults()
+        values = [bound.arguments.get(k) for k in ("device_type", "dtype", "enabled", "cache_enabled")]
+        if cls is not torch.amp.autocast_mode.autocast:
+            values[0] = "cuda" if cls is torch.cuda.amp.autocast else "cpu"
+        return AutocastModeVariable(values)
+
+    def enter(self, tx) -> VariableTracker:
+        from minidynamo._torch_private import autocast_enter_exit
+
+        self.ctx = autocast_enter_exit()[0](*self.target_values)
+        _OPEN_AUTOCASTS.append(self.ctx)
+        self.proxy = tx.output.create_proxy("call_function", autocast_enter_exit()[0], tuple(self.target_values), {})
+        self.proxy.node.meta["example_value"] = None
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> VariableTracker:
+        from minidynamo._torch_private import autocast_enter_exit
+
+        tx.output.create_proxy("call_function", autocast_enter_exit()[1], (self.proxy,), {}).node.meta[
+            "example_value"] = None
+        if _OPEN_AUTOCASTS and _OPEN_AUTOCASTS[-1] is self.ctx:
+            _OPEN_AUTOCASTS.pop()
+            autocast_enter_exit()[1](self.ctx)
+        return ConstantVariable(None)
+
+    def python_type(self) -> type:
+        return torch.amp.autocast_mode.autocast
