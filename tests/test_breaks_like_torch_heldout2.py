@@ -858,10 +858,6 @@ KNOWN: dict[str, str] = {
                     "LOAD_ATTR of lg.name and runs the rest eagerly (no graph)",
     "p_json_dumps": "the same line; torch inlines json.dumps and breaks inside the encoder (Unsupported method "
                     "call); ours treats json as a skipped module (Attempted to call function marked as skipped)",
-    "p_copy_list": "the same line; torch skips copy.copy (trace_rules: Attempted to call function marked as "
-                   "skipped); ours inlines it and breaks at `if copier:` on a method descriptor",
-    "p_dynamo_disable": "the same line; torch's gb_type for a torch._dynamo.disable'd function is `Skip calling "
-                        "`torch.compiler.disable()`d function` (functions.py); ours says skipped",
     "p_gen_return_value": "torch's trace loses the value `yield from` returns (None: TorchRuntimeError at "
                           "x * out[0]); eager and ours use 5",
 }

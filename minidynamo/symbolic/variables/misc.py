@@ -275,12 +275,29 @@ class UserDefinedObjectVariable(VariableTracker):
             return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def truth(self, tx) -> bool:
+        """``if obj:`` on an object whose class defines neither ``__bool__`` nor ``__len__``: always true,
+        as Dynamo's ``generic_jump`` (torch/_dynamo/symbolic_convert.py) decides for a user object
+        without either (``if copier:`` in ``copy.copy``, a C method descriptor)."""
+        cls = type(self.value)
+        if inspect.getattr_static(cls, "__bool__", None) is None and inspect.getattr_static(cls, "__len__", None) is None:
+            return True
+        return super().truth(tx)
+
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if inspect.isfunction(call):
             from .functions import UserMethodVariable
 
             return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+        if isinstance(self.value, (types.MethodDescriptorType, types.WrapperDescriptorType,
+                                   types.ClassMethodDescriptorType)):
+            # ``list.copy(items)`` through a descriptor read off a class: torch wraps it as a
+            # SkipFunctionVariable (trace_rules: a builtin it does not know), a skipped function
+            name = getattr(self.value, "__qualname__", repr(self.value))
+            unimplemented(f"the builtin `{name}` is not traced (it runs eagerly)",
+                          "move it out of the compiled function, or accept the graph break",
+                          gb_id=gb.SKIPPED_FUNCTION, context=f"calling {name}")
         if isinstance(self.value, types.MethodType):  # a library's bound method (random.choice): torch skips it
             name = getattr(self.value, "__qualname__", self.value.__name__)
             unimplemented(f"{name} is a method of a library minidynamo does not trace into (it runs eagerly)",
