@@ -343,8 +343,6 @@ KNOWN_COUNT = {  # a different number of graphs or break reasons
     "p_numpy": "torch traces Tensor.numpy() (config.trace_numpy); we break",
 }
 KNOWN_TYPE = {  # the same counts and lines, another registry entry
-    "p_json_dumps": "torch inlines json.dumps and breaks inside json/encoder.py on a method call; we break "
-                    "constructing the C encoder",
 }
 KNOWN = {**KNOWN_COUNT, **KNOWN_TYPE}
 

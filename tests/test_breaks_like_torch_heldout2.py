@@ -853,11 +853,6 @@ NEEDS_GRAD: set[str] = set()
 # Where we still differ from torch, and why (each a strict xfail).
 _TRACES = "torch traces it whole (no break); "
 KNOWN: dict[str, str] = {
-    "p_get_logger": "both break before any op at logging.getLogger (torch at `name == root.name`, ours at the "
-                    "logger's .name); torch breaks again at len(lg.name) and compiles x + 3, ours breaks at the "
-                    "LOAD_ATTR of lg.name and runs the rest eagerly (no graph)",
-    "p_json_dumps": "the same line; torch inlines json.dumps and breaks inside the encoder (Unsupported method "
-                    "call); ours treats json as a skipped module (Attempted to call function marked as skipped)",
     "p_gen_return_value": "torch's trace loses the value `yield from` returns (None: TorchRuntimeError at "
                           "x * out[0]); eager and ours use 5",
 }
@@ -879,7 +874,6 @@ def test_the_second_probe_set_is_large_and_its_known_differences_are_real_progra
     assert set(KNOWN) <= set(PROGRAMS), sorted(set(KNOWN) - set(PROGRAMS))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 31's bar (95% of programs equal to torch's) is not reached on "
-                                       "this second held-out set: see KNOWN")
 def test_issue_31_bar_on_the_second_heldout_set():
+    """Issue 31: break counts, registry entries and lines equal torch's on at least 95% of the programs."""
     assert len(KNOWN) <= len(PROGRAMS) * 0.05, sorted(KNOWN)

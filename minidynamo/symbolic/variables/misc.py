@@ -52,6 +52,39 @@ class LoggerMethodVariable(GetAttrVariable):
                       context=f"method: {self.obj.value}.{self.name}")
 
 
+class LoggerAttributeVariable(GetAttrVariable):
+    """``logger.name`` / ``root.handlers``: a data attribute of a ``logging.Logger``, read but not known.
+
+    As torch's ``GetAttrVariable(LoggingLoggerVariable(), name)`` (torch/_dynamo/variables/misc.py),
+    the read itself is fine; its first use (``len(lg.name)``, ``if root.handlers``) is the graph
+    break, at that use's instruction, so a break at a call resumes after it.
+    """
+
+    def _unknown(self):
+        unimplemented(f"the logger's attribute {self.name!r} is not traced (logging's state is read at run time)",
+                      "move the logging call out of the compiled function, or accept the graph break",
+                      gb_id=gb.PYTHON_TYPE,
+                      context=f"GetAttrVariable(LoggingLoggerVariable(), {self.name}) does not implement python_type()")
+
+    def python_type(self) -> type:
+        self._unknown()
+
+    def truth(self, tx) -> bool:
+        self._unknown()
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        self._unknown()
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        self._unknown()
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        self._unknown()
+
+    def unpack_var_sequence(self, tx) -> list:
+        self._unknown()
+
+
 def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
     """Attribute of a real Python object (user object, module): instance dict, then class."""
     pending = tx.output.side_effects.load_attr(obj_var, name)
@@ -255,10 +288,7 @@ class UserDefinedObjectVariable(VariableTracker):
                 and not callable(getattr(self.value, name, None)):
             # torch's LoggingLoggerVariable gives a data attribute (``root.handlers`` in
             # ``logging.warning``) as a GetAttrVariable without a python_type(): its first use breaks
-            unimplemented(f"the logger's attribute {name!r} is not traced (logging's state is read at run time)",
-                          "move the logging call out of the compiled function, or accept the graph break",
-                          gb_id=gb.PYTHON_TYPE,
-                          context=f"GetAttrVariable(LoggingLoggerVariable(), {name}) does not implement python_type()")
+            return LoggerAttributeVariable(self, name)
         if name == "__reduce_ex__":
             from ..polyfills import plain_reduce, reduce_ex_user_defined_object
             from .functions import UserMethodVariable

@@ -193,6 +193,14 @@ class UserDefinedClassVariable(VariableTracker):
             and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor))
             and "__slots__" not in cls.__dict__
         )
+        if not plain and type(cls) is type and cls.__module__ != "builtins" and _c_new(cls) \
+                and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor)):
+            # a C class of a library module (``_json.Encoder``): torch's polyfill
+            # ``instantiate_user_defined_class_object`` calls ``cls.__new__(cls, ...)``, a method it
+            # cannot trace ("Unsupported method call", torch/_dynamo/variables/user_defined.py)
+            unimplemented(f"constructing a {cls.__name__} object calls its C `__new__`",
+                          "construct it outside the compiled function", gb_id=gb.UNSUPPORTED_METHOD,
+                          context=f"call_method UserDefinedClassVariable({cls}) __new__")
         if not plain:
             unimplemented(f"constructing a {cls.__name__} object", "construct it outside the compiled function",
                           gb_id=gb.SKIPPED_FUNCTION)
@@ -214,3 +222,9 @@ class UserDefinedClassVariable(VariableTracker):
 
 
 __all__ = ["SuperVariable", "UserDefinedClassVariable"]
+
+
+def _c_new(cls: type) -> bool:
+    """Does ``cls`` itself define a ``__new__`` written in C (not ``object.__new__``, not Python)?"""
+    new = cls.__dict__.get("__new__")
+    return new is not None and not inspect.isfunction(getattr(new, "__func__", new)) and new is not object.__new__
