@@ -24,7 +24,7 @@ from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .iter import ListIteratorVariable
-from .lists import LazyGeneratorVariable, ListVariable, TupleVariable
+from .lists import ListVariable, TupleVariable
 from .tensor import TensorVariable
 
 # Builtins that are pure: on constant arguments we may simply call them.
@@ -316,7 +316,7 @@ class BuiltinVariable(VariableTracker):
         return value
 
     def _call_zip(self, tx, *seqs, **kwargs):
-        if any(isinstance(s, LazyGeneratorVariable) for s in seqs):
+        if any(getattr(s, "lazy", False) for s in seqs):  # a generator, itertools.count, an islice
             return self._zip_lazily(tx, seqs)
         cols = [self._seq(tx, s) for s in seqs]
         return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*cols)])
@@ -325,7 +325,7 @@ class BuiltinVariable(VariableTracker):
         """``zip(range(3), gen)``: rows taken in lockstep, so a generator (even an endless one) runs only as
         far as eager's zip pulls it, one item past the shortest input at most, as Dynamo's ``ZipVariable``
         (torch/_dynamo/variables/iter.py) pulls each iterator with ``next_variable``."""
-        its = [s if isinstance(s, LazyGeneratorVariable) else ListIteratorVariable(self._seq(tx, s)) for s in seqs]
+        its = [s if getattr(s, "lazy", False) else ListIteratorVariable(self._seq(tx, s)) for s in seqs]
         rows = []
         while its:
             row = []

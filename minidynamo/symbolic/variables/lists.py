@@ -219,6 +219,8 @@ class LazyGeneratorVariable(ListIteratorVariable):
     only those side effects. ``items`` holds what it yielded so far.
     """
 
+    lazy = True  # zip pulls it row by row
+
     def __init__(self, tracer, **kwargs):
         super().__init__([], **kwargs)
         self.tracer = tracer
