@@ -1291,9 +1291,10 @@ KNOWN: dict[str, str] = {
     "p_pre_hook_print": "both break at the hooked module's call (before any op: no reason); torch then compiles "
                         "the module's own forward frame, which the eager hook call reaches (2 graphs); ours "
                         "runs that library frame eagerly (1 graph)",
-    "p_autograd_function_print": "both break at .apply (the body prints: torch's autograd.Function HOP falls "
-                                 "back); torch then compiles the user's forward frame that the eager apply runs "
-                                 "(2 graphs); ours does not compile a frame autograd.Function calls (1 graph)",
+    "p_autograd_function_print": "torch's autograd.Function HOP cannot trace the printing forward and falls back "
+                                 "(a break at .apply, before any op), then compiles the user's forward frame that "
+                                 "the eager apply runs (2 graphs); ours records .apply as one opaque call in a single "
+                                 "graph (its forward runs, and prints, when the fake value is computed)",
     "p_gen_return_value": "torch's trace loses the value `yield from` returns (None: TorchRuntimeError at "
                           "x * out[0]); eager and ours use 5",
 }
