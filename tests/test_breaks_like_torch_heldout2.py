@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import abc
 import bisect
 import copy
 import dataclasses
@@ -25,6 +26,7 @@ import datetime
 import enum
 import functools
 import heapq
+import inspect
 import itertools
 import json
 import logging
@@ -32,6 +34,8 @@ import math
 import operator
 import os
 import platform
+import sys
+import textwrap
 import time
 import typing
 import warnings
@@ -1274,6 +1278,245 @@ def p_cond_print_branch(x):
     return torch.cond(x.sum() > 0, yes, no, (x,))
 
 
+# --- strings, compile-time flags, printing variants, more containers and closures -------------------
+
+def p_print_stderr(x):
+    y = x + 1
+    print("err", file=sys.stderr)
+    return y * 2
+
+
+def p_print_flush(x):
+    y = x.cos()
+    print("flush", flush=True)
+    return y
+
+
+def p_logger_debug_tensor_arg(x):
+    y = x + 1
+    log.debug("value %s", y)
+    return y * 2
+
+
+def _warn_helper(t):
+    warnings.warn("from helper")
+    return t + 1
+
+
+def p_warn_in_helper(x):
+    y = x * 2
+    return _warn_helper(y)
+
+
+def p_is_compiling(x):
+    if torch.compiler.is_compiling():
+        return x + 1
+    return x - 1
+
+
+def p_dynamo_is_compiling(x):
+    if torch._dynamo.is_compiling():
+        return x * 2
+    return x
+
+
+def p_jit_is_scripting(x):
+    if torch.jit.is_scripting():
+        return x
+    return x + 3
+
+
+def p_str_replace_startswith(x):
+    name = "layer.0.weight".replace(".", "_")
+    if name.startswith("layer"):
+        return x + len(name)
+    return x
+
+
+def p_str_maketrans(x):
+    table = str.maketrans("ab", "xy")
+    return x + len("aabb".translate(table))
+
+
+def p_str_partition_format(x):
+    head, _, tail = "k=v".partition("=")
+    return x * len(f"{head:>4}{tail!r}")
+
+
+def p_bytes_decode(x):
+    return x + len(b"abc".decode())
+
+
+def p_textwrap_dedent(x):
+    y = x + 1
+    s = textwrap.dedent("  a\n  b")
+    return y * len(s)
+
+
+def p_math_isclose(x):
+    if math.isclose(0.1 + 0.2, 0.3):
+        return x + 1
+    return x
+
+
+def p_methodcaller(x):
+    up = operator.methodcaller("upper")
+    return x + len(up("abc"))
+
+
+def p_sys_getsizeof(x):
+    y = x * 2
+    n = sys.getsizeof([1, 2])
+    return y + n
+
+
+def p_inspect_isfunction(x):
+    if inspect.isfunction(_make_scaler):
+        return x + 1
+    return x
+
+
+def p_functools_cache(x):
+    return x * _cached_square(3)
+
+
+@functools.cache
+def _cached_square(n):
+    return n * n
+
+
+class _Shape(abc.ABC):
+    @abc.abstractmethod
+    def area(self):
+        ...
+
+
+class _Square(_Shape):
+    def __init__(self, k):
+        self.k = k
+
+    def area(self):
+        return self.k * self.k
+
+
+def p_abc_subclass(x):
+    return x * _Square(2).area()
+
+
+def p_closure_in_loop(x):
+    fns = []
+    for k in range(3):
+        def add(t, k=k):
+            return t + k
+        fns.append(add)
+    return fns[1](x) + fns[2](x)
+
+
+def p_nonlocal_list(x):
+    seen = []
+
+    def record(t):
+        seen.append(t)
+        return t * 2
+
+    y = record(x)
+    return y + len(seen)
+
+
+def p_set_add_discard(x):
+    s = set()
+    s.add(1)
+    s.add(2)
+    s.discard(1)
+    return x + len(s)
+
+
+def p_set_comprehension(x):
+    s = {i % 3 for i in range(10)}
+    return x * len(s)
+
+
+def p_set_issubset(x):
+    if {1, 2} <= {1, 2, 3}:
+        return x + 1
+    return x
+
+
+def p_dict_values_sum(x):
+    d = {"a": x, "b": x * 2}
+    return sum(d.values())
+
+
+def p_dict_items_sorted_by_key(x):
+    d = {"b": x * 2, "a": x}
+    return [v for _, v in sorted(d.items())][0]
+
+
+def p_dict_merge_operator(x):
+    d = {"a": 1} | {"b": 2}
+    return x + len(d)
+
+
+def p_dict_keys_list(x):
+    d = {"a": x, "b": x}
+    return x * len(list(d.keys()))
+
+
+def p_list_index_count(x):
+    items = [1, 2, 2, 3]
+    return x * items.index(3) + items.count(2)
+
+
+def p_list_reverse_copy(x):
+    items = [x, x + 1]
+    items.reverse()
+    return items[0]
+
+
+def p_nested_tuple_unpack(x):
+    (a, b), c = (x, x + 1), x + 2
+    return a + b + c
+
+
+def p_starred_call(x):
+    args = (x, 1)
+    return torch.add(*args)
+
+
+def p_kwargs_call(x):
+    kw = {"alpha": 2}
+    return torch.add(x, x, **kw)
+
+
+def p_gen_close(x):
+    g = _gen_three()
+    first = next(g)
+    g.close()
+    return x + first
+
+
+def p_gen_in_generator_expression_any(x):
+    if any(v > 2 for v in _gen_three()):
+        return x + 1
+    return x
+
+
+def p_enumerate_generator(x):
+    acc = x
+    for i, v in enumerate(_gen_tensors(x)):
+        acc = acc + i * v
+    return acc
+
+
+def p_yield_tensor_break_print(x):
+    def gen(t):
+        yield t + 1
+        print("between")
+        yield t + 2
+
+    return sum(gen(x))
+
+
 # --- the set ----------------------------------------------------------------------------------------
 
 PROGRAMS = {name: fn for name, fn in dict(globals()).items() if name.startswith("p_")}
@@ -1286,6 +1529,8 @@ _ONE_OP = ("torch cuts at a checkpoint only after two ops (symbolic_convert.py i
            "count_calls() > 1): with one op before the break at a LOAD_ATTR it runs the frame eagerly (no "
            "graph, no reason); ours cuts after one op (the first set's h_del_global, same cause): ")
 KNOWN: dict[str, str] = {
+    "p_textwrap_dedent": _TRACES + "torch inlines textwrap.dedent and folds its compiled re.Pattern's sub on "
+                         "constants; ours breaks inside at Pattern.sub (the re module: helper breaks3's area)",
     "p_grad_fn_none": _ONE_OP + "one graph and a break at y.grad_fn",
     "p_retain_grad": _ONE_OP + "one graph and a break at y.retain_grad",
     "p_pre_hook_print": "both break at the hooked module's call (before any op: no reason); torch then compiles "

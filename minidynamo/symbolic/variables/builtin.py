@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import functools
 import operator
+import types
 from typing import Any
 
 import torch
@@ -119,7 +120,8 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if (fn in PURE_BUILTINS or getattr(fn, "__module__", None) in ("math", "cmath")) and _all_const(args, kwargs):
+        if (fn in PURE_BUILTINS or getattr(fn, "__module__", None) in ("math", "cmath")
+                or getattr(fn, "__self__", None) in (str, bytes, int, float)) and _all_const(args, kwargs):
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:
@@ -152,6 +154,10 @@ class BuiltinVariable(VariableTracker):
         from .functional import CLASS_METHODS
 
         if any(self.fn is owner and name == n for owner, n in CLASS_METHODS):  # itertools.chain.from_iterable
+            return BuiltinVariable(getattr(self.fn, name))
+        if self.fn in (str, bytes, int, float) and isinstance(getattr(self.fn, name, None), types.BuiltinMethodType):
+            # ``str.maketrans``, ``int.from_bytes``: static/class methods of a constant type, folded on constants
+            # (torch's BuiltinVariable.call_method constant-folds them the same way)
             return BuiltinVariable(getattr(self.fn, name))
         return super().var_getattr(tx, name)
 

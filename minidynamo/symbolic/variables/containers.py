@@ -30,7 +30,6 @@ from .. import graph_break_registry as gb
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .dicts import ConstDictVariable
 from .lists import ListVariable
 
 
@@ -168,7 +167,10 @@ def _counter(tx, *args, **kwargs):
         unimplemented("collections.Counter of values that are not constants", gb_id=gb.UNSUPPORTED_FUNCTION)
     real = collections.Counter(*[a.as_python_constant() for a in args],
                                **{k: v.as_python_constant() for k, v in kwargs.items()})
-    return ConstDictVariable({k: ConstantVariable(v) for k, v in real.items()}, collections.Counter)
+    d = tx.wrap_sourceless(dict)._call_dict(tx)  # a ConstDictVariable (dicts.py sits beside this module)
+    d.items = {k: ConstantVariable(v) for k, v in real.items()}
+    d.user_cls = collections.Counter
+    return d
 
 
 # classes whose call inside the trace makes one of these trackers (UserDefinedClassVariable.call_function)

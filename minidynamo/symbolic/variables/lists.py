@@ -267,6 +267,15 @@ class LazyGeneratorVariable(ListIteratorVariable):
                 return value
             unimplemented(f"{name}() on a generator that returned (eager raises StopIteration)",
                           gb_id=gb.OBSERVED_EXCEPTION)
+        if name == "close" and not args and not kwargs:
+            # ``gen.close()`` throws GeneratorExit in at the suspended yield; a body with no handler to run
+            # (no try/with in its code) just ends there, as it would eagerly
+            if self.items and not self.exhausted and not _has_handlers(self.tracer.code):
+                self.exhausted = True
+                return ConstantVariable(None)
+            if not self.items and not self.exhausted:  # never started: closing it only marks it done
+                self.exhausted = True
+                return ConstantVariable(None)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
@@ -281,3 +290,14 @@ class LazyGeneratorVariable(ListIteratorVariable):
 
     def __repr__(self) -> str:
         return f"LazyGeneratorVariable({self.tracer.code.co_name}, {len(self.items)} yielded)"
+
+
+def _has_handlers(code) -> bool:
+    """Does ``code`` have a try or with block of its own (a handler that GeneratorExit would run)?
+
+    3.12+ gives every generator an implicit handler (StopIteration -> RuntimeError) with no
+    ``PUSH_EXC_INFO``; a user's try/except/finally or with-block has one.
+    """
+    import dis
+
+    return any(i.opname in ("PUSH_EXC_INFO", "BEFORE_WITH", "SETUP_WITH") for i in dis.get_instructions(code))

@@ -272,6 +272,10 @@ class UserDefinedObjectVariable(VariableTracker):
             # ``random.choice``: a library module's bound method (of its one ``Random``), read as a
             # constant; a break at its call runs the same bound method eagerly
             return codegen.constant_expr(self.value)
+        if self.source is None:
+            for name in ("stdout", "stderr"):  # ``print(..., file=sys.stderr)``: read again at run time, as torch's source
+                if self.value is getattr(sys, name):
+                    return f"{codegen.constant_expr(sys)}.{name}"
         return super().reconstruct(codegen)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
