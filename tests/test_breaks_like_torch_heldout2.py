@@ -1520,6 +1520,166 @@ def p_yield_tensor_break_print(x):
     return sum(gen(x))
 
 
+# --- modules' state, tensors in f-strings, class machinery --------------------------------------------
+
+def p_fstring_tensor(x):
+    y = x + 1
+    s = f"{y}"
+    return y, s
+
+
+def p_str_of_dtype_device(x):
+    return x + len(f"{x.dtype}-{x.device}")
+
+
+def p_state_dict_keys(x):
+    keys = list(_STACK.state_dict().keys())
+    return x + len(keys)
+
+
+def p_named_modules(x):
+    n = 0
+    for _, m in _SEQ.named_modules():
+        n += 1
+    return x * n
+
+
+def p_parameters_count(x):
+    total = sum(p.numel() for p in _SEQ.parameters())
+    return x + total
+
+
+def p_module_children(x):
+    for child in _SEQ.children():
+        x = child(x)
+    return x
+
+
+def p_module_train_eval_flag(x):
+    mode = _SEQ.training
+    return x + int(mode)
+
+
+def p_buffer_read(x):
+    return x + _COUNTED.calls
+
+
+def p_isinstance_module(x):
+    if isinstance(_SEQ[0], nn.Linear):
+        return _SEQ[0](x)
+    return x
+
+
+def p_getattr_module_by_name(x):
+    layer = getattr(_STACK, "0")
+    return layer(x)
+
+
+class _Registry(type):
+    names: list = []
+
+    def __new__(mcs, name, bases, ns):
+        cls = super().__new__(mcs, name, bases, ns)
+        mcs.names.append(name)
+        return cls
+
+
+class _Registered(metaclass=_Registry):
+    scale = 3
+
+
+def p_metaclass_attr(x):
+    return x * _Registered.scale
+
+
+def p_class_getitem(x):
+    alias = list[int]
+    return x + len(alias.__args__)
+
+
+def p_isinstance_typing(x):
+    if isinstance(x, typing.Sequence):
+        return x
+    return x + 1
+
+
+def p_staticmethod_on_instance(x):
+    return _Maker().shift(x)
+
+
+def p_dunder_add(x):
+    class V:
+        def __init__(self, t):
+            self.t = t
+
+        def __add__(self, other):
+            return V(self.t + other.t)
+
+    return (V(x) + V(x * 2)).t
+
+
+def p_dunder_len_bool(x):
+    class Box:
+        def __len__(self):
+            return 0
+
+    if Box():
+        return x + 1
+    return x - 1
+
+
+def p_dunder_iter(x):
+    class Pair:
+        def __iter__(self):
+            yield 1
+            yield 2
+
+    a, b = Pair()
+    return x * a + b
+
+
+def p_dunder_contains(x):
+    class Evens:
+        def __contains__(self, v):
+            return v % 2 == 0
+
+    return x + (4 in Evens())
+
+
+def p_dunder_getitem(x):
+    class Table:
+        def __getitem__(self, k):
+            return k * 2
+
+    return x + Table()[3]
+
+
+def p_tensor_grad_read(x):
+    g = x.grad
+    return x + (0 if g is None else 1)
+
+
+def p_tensor_data_read(x):
+    d = x.data
+    return d * 2
+
+
+def p_detach_requires_grad(x):
+    y = x.detach()
+    return y.requires_grad_(False) + 1
+
+
+def p_tensor_item_in_fstring(x):
+    y = x.sum()
+    return x, f"{y.item():.2f}"
+
+
+def p_tensor_shape_in_exception_message(x):
+    if x.dim() != 1:
+        raise ValueError(f"expected 1-d, got {x.shape}")
+    return x + 1
+
+
 # --- not held out: constructs the fixes above made traceable, checked against torch and eager -------
 
 @contextlib.contextmanager
@@ -1641,6 +1801,13 @@ _ONE_OP = ("torch cuts at a checkpoint only after two ops (symbolic_convert.py i
            "count_calls() > 1): with one op before the break at a LOAD_ATTR it runs the frame eagerly (no "
            "graph, no reason); ours cuts after one op (the first set's h_del_global, same cause): ")
 KNOWN: dict[str, str] = {
+    "p_class_getitem": _TRACES + "list[int] (a types.GenericAlias) is folded; ours breaks at list.__getitem__ "
+                       "before any op and runs the frame eagerly (no graph)",
+    "p_isinstance_typing": _TRACES + "isinstance against typing.Sequence is folded; ours cannot rebuild the "
+                           "typing alias at the break and runs the frame eagerly (no graph)",
+    "p_dunder_add": "both break at the class statement (before any op); torch's resume traces V(x) + V(x * 2) "
+                    "(1 graph); ours cannot rebuild the class body function, whose closure cell V its method "
+                    "reads, and runs the frame eagerly (no graph)",
     "p_textwrap_dedent": _TRACES + "torch inlines textwrap.dedent and folds its compiled re.Pattern's sub on "
                          "constants; ours breaks inside at Pattern.sub (the re module: helper breaks3's area)",
     "p_grad_fn_none": _ONE_OP + "one graph and a break at y.grad_fn",

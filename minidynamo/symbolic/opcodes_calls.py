@@ -23,7 +23,7 @@ from .variables.ctx_manager import (AutocastModeVariable, ContextlibContextManag
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import LazyGeneratorVariable
-from .variables.misc import NullVariable
+from .variables.misc import BuildClassVariable, NullVariable
 
 MAX_INLINE_DEPTH = 40
 
@@ -170,6 +170,9 @@ class CallOpcodes:
     def RAISE_VARARGS(self, inst) -> None:
         unimplemented("raise statement (the frame runs eagerly, so the exception is raised as usual)",
                       gb_id=gb.OBSERVED_EXCEPTION)
+
+    def LOAD_BUILD_CLASS(self, inst) -> None:
+        self.push(BuildClassVariable())  # its call is the break (a class statement in the frame)
 
     def LOAD_ASSERTION_ERROR(self, inst) -> None:
         unimplemented("assert failed while tracing (eager raises AssertionError)", gb_id=gb.OBSERVED_EXCEPTION)

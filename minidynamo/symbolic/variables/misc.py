@@ -38,6 +38,53 @@ class NullVariable(VariableTracker):
         return "NULL"
 
 
+class StringFormatVariable(VariableTracker):
+    """``f"{y}"`` of a tensor: a string built after the graph, from the graph's output.
+
+    Note [An f-string of a tensor is formatted after the graph]
+        Formatting a tensor needs its data, which the trace does not have. As torch's
+        ``StringFormatVariable`` (torch/_dynamo/variables/misc.py, made by ``FORMAT_VALUE`` ->
+        ``BuiltinVariable(format)`` and ``BUILD_STRING``), the string is kept as a format
+        string and its arguments: returned or carried across a break, it is rebuilt by
+        ``"...{}...".format(y)`` once ``y`` is real. Anything else done with it in the trace
+        (its length, a method, printing it) is a graph break, as in torch.
+    """
+
+    def __init__(self, format_string: str, args: list, **kwargs):
+        super().__init__(**kwargs)
+        self.format_string = format_string
+        self.args = list(args)
+
+    def python_type(self) -> type:
+        return str
+
+    def reconstruct(self, codegen) -> str:
+        return f"{self.format_string!r}.format({', '.join(codegen.expr(a) for a in self.args)})"
+
+    def __repr__(self) -> str:
+        return f"StringFormatVariable({self.format_string!r}, {self.args!r})"
+
+
+class BuildClassVariable(VariableTracker):
+    """``builtins.__build_class__``, which ``LOAD_BUILD_CLASS`` pushes for a ``class`` statement in the frame.
+
+    As torch with ``config.enable_trace_load_build_class = False`` (its default): pushing it is
+    fine, calling it is the graph break ("Invalid call to __build_class__",
+    torch/_dynamo/variables/builtin.py), at the CALL, so the class is made eagerly and the
+    frame resumes after it.
+    """
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        unimplemented("a class statement in the compiled function (its body is not traced)",
+                      "define the class outside the compiled function", gb_id=gb.BUILD_CLASS,
+                      context=f"Non-constant args to __build_class__: {tuple(args)} {kwargs}")
+
+    def reconstruct(self, codegen) -> str:
+        import builtins
+
+        return codegen.constant_expr(builtins.__build_class__)
+
+
 class LoggerMethodVariable(GetAttrVariable):
     """``logger.warning`` read off a ``logging.Logger``: calling it is a graph break.
 

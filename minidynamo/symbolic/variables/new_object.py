@@ -185,7 +185,14 @@ class NewObjectVariable(VariableTracker):
         return _abc_sequence_iter(self.cls)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        """``for x in obj`` over a ``collections.abc.Sequence`` subclass (Note [Iterating a Sequence])."""
+        """``for x in obj`` over a ``collections.abc.Sequence`` subclass (Note [Iterating a Sequence]),
+        or over a class whose ``__iter__`` is a Python function (inlined: ``a, b = Pair()``)."""
+        own_iter = inspect.getattr_static(self.cls, "__iter__", None)
+        if inspect.isfunction(own_iter) and not _abc_sequence_iter(self.cls):
+            from .functions import UserMethodVariable
+
+            guard_class_attribute(tx, self.cls, "__iter__", own_iter)
+            return UserMethodVariable(own_iter, self).call_function(tx, [], {}).unpack_var_sequence(tx)
         if not _abc_sequence_iter(self.cls):
             unimplemented(f"iterating over {self}", gb_id=gb.BUILTIN_OPERATOR)
         n = self.call_method(tx, "__len__", [], {})
