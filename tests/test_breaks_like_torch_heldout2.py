@@ -1801,10 +1801,6 @@ _ONE_OP = ("torch cuts at a checkpoint only after two ops (symbolic_convert.py i
            "count_calls() > 1): with one op before the break at a LOAD_ATTR it runs the frame eagerly (no "
            "graph, no reason); ours cuts after one op (the first set's h_del_global, same cause): ")
 KNOWN: dict[str, str] = {
-    "p_class_getitem": _TRACES + "list[int] (a types.GenericAlias) is folded; ours breaks at list.__getitem__ "
-                       "before any op and runs the frame eagerly (no graph)",
-    "p_isinstance_typing": _TRACES + "isinstance against typing.Sequence is folded; ours cannot rebuild the "
-                           "typing alias at the break and runs the frame eagerly (no graph)",
     "p_dunder_add": "both break at the class statement (before any op); torch's resume traces V(x) + V(x * 2) "
                     "(1 graph); ours cannot rebuild the class body function, whose closure cell V its method "
                     "reads, and runs the frame eagerly (no graph)",

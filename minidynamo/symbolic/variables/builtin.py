@@ -150,6 +150,13 @@ class BuiltinVariable(VariableTracker):
                       "move it out of the compiled function, or accept the graph break",
                       gb_id=gb.SKIPPED_FUNCTION, context=context)
 
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "__getitem__" and self.fn in (list, tuple, dict, set, frozenset, type) and not kwargs \
+                and len(args) == 1 and args[0].is_python_constant():
+            # ``list[int]``: a types.GenericAlias of constants, folded (torch's BuiltinVariable does too)
+            return tx.wrap_sourceless(self.fn[args[0].as_python_constant()])
+        return super().call_method(tx, name, args, kwargs)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .functional import CLASS_METHODS
 
@@ -223,6 +230,12 @@ class BuiltinVariable(VariableTracker):
         return obj.call_method(tx, "__len__", [], {})
 
     def _call_isinstance(self, tx, obj, cls):
+        value = getattr(cls, "value", None)
+        if type(value).__module__ == "typing" and isinstance(getattr(value, "__origin__", None), type) \
+                and not hasattr(value, "__args__") \
+                and not cls.is_python_constant():
+            # ``isinstance(x, typing.Sequence)``: the alias checks its origin class (collections.abc.Sequence)
+            return self._call_isinstance(tx, obj, tx.wrap_sourceless(value.__origin__))
         classes = cls.as_python_constant()
         if isinstance(obj, TensorVariable):
             ptype = obj.python_type()
