@@ -1804,9 +1804,6 @@ KNOWN: dict[str, str] = {
     "p_dunder_add": "both break at the class statement (before any op); torch's resume traces V(x) + V(x * 2) "
                     "(1 graph); ours cannot rebuild the class body function, whose closure cell V its method "
                     "reads, and runs the frame eagerly (no graph)",
-    "p_textwrap_dedent": _TRACES + "torch inlines textwrap.dedent and folds its compiled re.Pattern's sub on "
-                         "constants; ours breaks inside at Pattern.sub (the re module: helper breaks3's area)",
-    "p_grad_fn_none": _ONE_OP + "one graph and a break at y.grad_fn",
     "p_retain_grad": _ONE_OP + "one graph and a break at y.retain_grad",
     "p_pre_hook_print": "both break at the hooked module's call (before any op: no reason); torch then compiles "
                         "the module's own forward frame, which the eager hook call reaches (2 graphs); ours "

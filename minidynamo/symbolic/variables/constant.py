@@ -130,7 +130,7 @@ class ConstantLikeVariable(VariableTracker):
             from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)
-        return wrap_constant_like(result, f"{type(self.value).__name__}.{name}")
+        return wrap_constant_like(result, f"{type(self.value).__name__}.{name}", tx)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         prefix = f"{type(self.value).__name__}.{name}"
@@ -140,7 +140,7 @@ class ConstantLikeVariable(VariableTracker):
                           gb_id="GB0299", context=f"{prefix}(*{args}, **{kwargs})")
         result = getattr(self.value, name)(*[a.as_python_constant() for a in args],
                                            **{k: v.as_python_constant() for k, v in kwargs.items()})
-        return wrap_constant_like(result, prefix)
+        return wrap_constant_like(result, prefix, tx)
 
     def reconstruct(self, codegen) -> str:
         return codegen.constant_expr(self.value)
@@ -155,8 +155,17 @@ def is_constant_like(value: Any) -> bool:
     return isinstance(value, (re.Pattern, re.Match))
 
 
-def wrap_constant_like(result: Any, what: str) -> VariableTracker:
+def _literal(value: Any) -> bool:
+    """torch's ``ConstantVariable.is_literal``: a constant, or a list/tuple/set of literals."""
+    if type(value) in (list, tuple, set, frozenset):
+        return all(_literal(v) for v in value)
+    return is_constant_value(value)
+
+
+def wrap_constant_like(result: Any, what: str, tx=None) -> VariableTracker:
     """A literal result is a constant, a match is constant-like; anything else breaks (torch's rule)."""
+    if type(result) in (list, tuple) and tx is not None and _literal(result):
+        return tx.wrap_constant_result(result)  # ``pattern.findall(text)``: a list of strings
     if is_constant_value(result) and not isinstance(result, (list, dict, set)):
         return ConstantVariable(result)
     if is_constant_like(result):
