@@ -207,16 +207,6 @@ class FloatTensorSource(Source):
 
 
 @dataclass(frozen=True, repr=False)
-class WeakRefCallSource(Source):
-    """``G['r']()``: the referent of a weak reference the frame reads (torch's ``WeakRefCallSource``)."""
-
-    base: Source
-
-    def name(self) -> str:
-        return f"{self.base.name()}()"
-
-
-@dataclass(frozen=True, repr=False)
 class RandomValueSource(Source):
     """``___random_values[0]``: the value of the trace's first ``random`` call, drawn again on each run of
     the transformed function before the graph (torch's ``RandomValueSource``, Note [A random number is a

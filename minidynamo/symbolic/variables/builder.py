@@ -20,7 +20,6 @@ import collections
 import functools
 import operator
 import types
-import weakref
 from typing import Any
 
 import torch
@@ -227,14 +226,6 @@ class VariableBuilder:
         if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
-        if type(value) is weakref.ref:  # Note [A weak reference is its referent while tracing] (misc.py)
-            from ..source import WeakRefCallSource
-            from .misc import WeakRefVariable
-
-            guards.TYPE_MATCH(source, value, "the trace called this weak reference")
-            referent = VariableBuilder(tx, WeakRefCallSource(source))(value())  # guarded: alive, and which object
-            callback = VariableBuilder(tx, AttrSource(source, "__callback__"))(value.__callback__)
-            return WeakRefVariable(referent, callback, source=source)
         if is_constant_like(value):  # Note [A regex is a constant of the trace] (constant.py): torch's ID_MATCH
             guards.ID_MATCH(source, value, "the trace folded calls of this compiled regex or match")
             return ConstantLikeVariable(value, source=source)
