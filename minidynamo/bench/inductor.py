@@ -283,8 +283,8 @@ def _median(values: list[float]) -> float:
 def _cold_figures(runs: list[dict]) -> dict:
     """The median of each cold figure over the repeats (each figure on its own)."""
     phases = {p: _median([r["phases"].get(p, 0.0) for r in runs]) for p in PHASES}
-    return {"cold_compile_s": _median([r["compile_s"] for r in runs]), "cold_cpu_s": _median([r["cpu_s"] for r in runs]),
-            "cold_phases_s": phases, "kernels": runs[0]["kernels"], "cold_runs_s": [r["compile_s"] for r in runs]}
+    return {"cold_compile_s": _median([r["compile_s"] for r in runs]),
+            "cold_cpu_s": _median([r["cpu_s"] for r in runs]), "cold_phases_s": phases, "kernels": runs[0]["kernels"], "cold_runs_s": [r["compile_s"] for r in runs]}
 
 
 def measure(name: str, rounds: int, cold_repeats: int = 1) -> dict:
