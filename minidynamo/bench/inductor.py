@@ -38,11 +38,12 @@ Note [A cold compile's phases]
     two (ours includes the crossing into torch's fake mode, compile_fx's Note [One boundary
     between our fakes and Inductor's]), and ``dynamo`` is the rest of the cold figure: the
     Dynamo trace, guards, imports and running the first forward and backward. Each phase
-    counts its own time only (a phase inside another is subtracted from it). torch compiles
-    the backward graph when the first backward runs (``torch/_functorch/_aot_autograd/
-    runtime_wrappers.py``: ``CompiledFunction.backward``), outside its ``aot_module_simplified``;
-    its time is still Inductor's. Kernels: the ``cpp_fused_*`` kernels in the wrappers
-    Inductor wrote to the cache directory (each one a C++ build).
+    counts its own time only (a phase inside another is subtracted from it). torch, and ours,
+    compile the backward graph when the first backward runs (``torch/_functorch/_aot_autograd/
+    runtime_wrappers.py``: ``CompiledFunction.backward``; compile_fx's Note [The backward is
+    compiled when it first runs]), outside ``aot_module_simplified``; its time is still
+    Inductor's. Kernels: the ``cpp_fused_*`` kernels in the wrappers Inductor wrote to the
+    cache directory (each one a C++ build).
 """
 
 from __future__ import annotations
