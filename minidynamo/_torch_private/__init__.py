@@ -97,7 +97,11 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     tree_unflatten,
     unsafe_set_version_counter,
 )
-from minidynamo._torch_private.inductor import inductor_compile_fx, inductor_graphs_recorder  # noqa: F401
+from minidynamo._torch_private.inductor import (  # noqa: F401
+    inductor_compile_fx,
+    inductor_graphs_recorder,
+    inductor_phase_points,
+)
 from minidynamo._torch_private.oracles import (  # noqa: F401
     compiled_autograd_enabled,
     dynamo_cache_entries,
