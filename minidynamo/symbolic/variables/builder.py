@@ -89,6 +89,10 @@ class VariableBuilder:
     def _wrap(self, value: Any) -> VariableTracker:
         tx, source = self.tx, self.source
         guards = tx.output.guards
+        if _from_numpy(value):
+            numpy_var = _wrap_numpy(tx, source, value)  # Note [NumPy is traced through torch._numpy]
+            if numpy_var is not None:
+                return numpy_var
         if isinstance(value, torch.Tensor):
             if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided \
                     or value.is_quantized or value.is_nested:
@@ -233,6 +237,50 @@ class VariableBuilder:
 _CONTAINER_TYPES = (list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict)
 
 
+def _from_numpy(value: Any) -> bool:
+    """Made by NumPy (an ndarray, a NumPy scalar, an ``np`` function or scalar type): worth a look."""
+    if type(value).__module__ == "numpy":
+        return True
+    if isinstance(value, (torch.Tensor, int, float, str, tuple, list, dict)) or value is None:
+        return False
+    try:
+        module = getattr(value, "__module__", None)
+    except Exception:  # noqa: BLE001 - an object whose attribute lookup raises: not NumPy's
+        return False
+    return isinstance(module, str) and (module == "numpy" or module.startswith("numpy."))
+
+
+def _wrap_numpy(tx, source, value: Any):
+    """An ndarray, a NumPy scalar or an ``np`` function read from the frame (torch: ``wrap_numpy_ndarray``).
+
+    An ndarray (a NumPy scalar as a 0-d one) is a graph input: the tensor
+    ``torch.as_tensor(L['a'])`` shares its memory and is guarded as any tensor input.
+    None: not ours (the caller wraps it as any other object).
+    """
+    import numpy as np
+
+    from minidynamo import config
+
+    from ..source import NumpyTensorSource
+    from .numpy import NumpyNdarrayVariable, NumpyVariable, is_numpy_callable
+
+    guards = tx.output.guards
+    if is_numpy_callable(value):
+        guards.ID_MATCH(source, value, "the trace called this NumPy function")
+        return NumpyVariable(value, source=source)
+    if not config.trace_numpy or not isinstance(value, (np.ndarray, np.generic)) or value.dtype.kind not in "biufc":
+        return None
+    guards.TYPE_MATCH(source, value, "an ndarray the trace read as a tensor")
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        unimplemented("a read-only ndarray input (torch clones it; minidynamo does not)",
+                      gb_id="GB0185", context=f"{source.name()}")
+    tensor = torch.as_tensor(value)
+    tsource = NumpyTensorSource(source)
+    guards.TENSOR_MATCH(tsource, tensor, "an ndarray input: the graph was traced for its metadata")
+    var = tx.output.add_graph_input(tsource, tensor)
+    return NumpyNdarrayVariable(var.proxy, var.example_value, source=tsource)
+
+
 def _tracked_by_identity(value: Any) -> bool:
     """Mutable objects whose writes the trace replays: one tracker per object, however reached.
 
@@ -277,6 +325,11 @@ def wrap_sourceless(tx, value: Any) -> VariableTracker:
         unimplemented("a module reached without a source", gb_id=gb.SOURCELESS)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
+    if _from_numpy(value):
+        from .numpy import NumpyVariable, is_numpy_callable
+
+        if is_numpy_callable(value):  # np.sum read from the np module (Note [NumPy is traced through torch._numpy])
+            return NumpyVariable(value)
     if is_builtin(value) or is_functional(value):
         return BuiltinVariable(value)
     if type(value) is functools.partial:

@@ -421,6 +421,9 @@ class BuiltinVariable(VariableTracker):
         return ConstantVariable(x.truth(tx))
 
     def _scalar(self, tx, x, kind):
+        if type(x).__name__ == "NumpyNdarrayVariable" and kind in (int, float):
+            # torch: ndarray.__float__ goes into the graph; its fake run needs the data (variables/numpy.py)
+            return x.call_method(tx, f"__{kind.__name__}__", [], {})
         if isinstance(x, TensorVariable):
             if kind in (int, float) and x.example_value.dtype.is_floating_point is (kind is float):
                 from minidynamo import config

@@ -141,6 +141,11 @@ class TensorVariable(VariableTracker):
                                        {k: v.as_proxy() for k, v in kwargs.items()})
                 root.note_requires_grad_(self.proxy.node, result.proxy.node)
                 return result
+        elif name == "numpy" and config.trace_numpy and self.example_value.layout == torch.strided:
+            from .numpy import from_tensor  # Note [NumPy is traced through torch._numpy]
+
+            force = kwargs.get("force", args[0] if args else None)
+            return from_tensor(tx, self, force=bool(force is not None and force.as_python_constant()))
         elif name in BREAK_METHODS:
             unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region",
                           gb_id=BREAK_METHOD_TYPES.get(name, gb.UNSUPPORTED_METHOD), context=f"{self}.{name}()")
