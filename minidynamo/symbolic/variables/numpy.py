@@ -258,6 +258,13 @@ class NumpyVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
+    def as_proxy(self) -> Any:
+        # ``a.astype(np.float64)``: a NumPy scalar type goes into the graph by its name, which
+        # torch._numpy reads as that dtype (torch: NumpyVariable.as_proxy), not as a class
+        if isinstance(self.value, type):
+            return self.value.__name__
+        return self.value
+
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         name = getattr(self.value, "__name__", repr(self.value))
         if not config.trace_numpy:
