@@ -41,6 +41,7 @@ from .iter import ListIteratorVariable
 from .lists import ListVariable, TupleVariable
 from .misc import UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .numpy import NumpyNdarrayVariable, NumpyVariable, is_numpy_callable  # registers Tensor.numpy() (tensor.py)
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
 from .user_class import UserDefinedClassVariable
@@ -262,8 +263,6 @@ def _wrap_numpy(tx, source, value: Any):
     from minidynamo import config
 
     from ..source import NumpyTensorSource
-    from .numpy import NumpyNdarrayVariable, NumpyVariable, is_numpy_callable
-
     guards = tx.output.guards
     if is_numpy_callable(value):
         guards.ID_MATCH(source, value, "the trace called this NumPy function")
@@ -326,8 +325,6 @@ def wrap_sourceless(tx, value: Any) -> VariableTracker:
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
     if _from_numpy(value):
-        from .numpy import NumpyVariable, is_numpy_callable
-
         if is_numpy_callable(value):  # np.sum read from the np module (Note [NumPy is traced through torch._numpy])
             return NumpyVariable(value)
     if is_builtin(value) or is_functional(value):

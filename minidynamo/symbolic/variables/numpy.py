@@ -43,7 +43,7 @@ from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable
-from .tensor import TensorVariable
+from .tensor import NUMPY_OF_TENSOR, TensorVariable
 
 NP_MODULES = ("", "fft", "linalg", "random")  # np, np.fft, np.linalg, np.random (torch's NP_TO_TNP_MODULE)
 
@@ -188,6 +188,9 @@ def from_tensor(tx, tensor: TensorVariable, force: bool = False) -> "NumpyNdarra
     else:
         result = tx.wrap_fx_proxy("call_method", "view_as", (tensor.proxy, tensor.proxy), {})
     return NumpyNdarrayVariable(result.proxy, result.example_value)
+
+
+NUMPY_OF_TENSOR.append(from_tensor)
 
 
 class NumpyNdarrayVariable(TensorVariable):
