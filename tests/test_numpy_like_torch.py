@@ -164,6 +164,31 @@ def n_after_an_op(x):
     return y.numpy() + 1
 
 
+def n_ndarray_sizes(a):
+    return (a * 2).sum() + a.shape[0]
+
+
+def n_iterate(x):
+    a = x.numpy()
+    total = 0
+    for row in a:
+        total = total + row * 2
+    return total
+
+
+def n_setitem(x):
+    a = x.numpy().copy()
+    a[0] = 5.0
+    return a
+
+
+W = np.linspace(0.0, 1.0, 4)
+
+
+def n_global_ndarray(x):
+    return torch.from_numpy(W) * x
+
+
 def n_inplace(x):
     a = x.numpy().copy()
     a += 1
@@ -200,6 +225,11 @@ CASES = {
     "n_astype": (n_astype, [lambda: (_t(4),)]),
     "n_inplace": (n_inplace, [lambda: (_t(4),)]),
     "n_after_an_op": (n_after_an_op, [lambda: (_t(4),)]),
+    "n_ndarray_sizes": (n_ndarray_sizes, [lambda: (np.arange(4.0),), lambda: (np.arange(6.0),),
+                                          lambda: (np.arange(8.0),)]),
+    "n_iterate": (n_iterate, [lambda: (_t(4, 3),)]),
+    "n_setitem": (n_setitem, [lambda: (_t(4),)]),
+    "n_global_ndarray": (n_global_ndarray, [lambda: (_t(4),), lambda: (_t(4, seed=2),)]),
 }
 RANDOM = {"n_random_array"}  # values drawn in the graph: compared by type, shape and dtype only
 

@@ -273,10 +273,13 @@ def _wrap_numpy(tx, source, value: Any):
     if isinstance(value, np.ndarray) and not value.flags.writeable:
         unimplemented("a read-only ndarray input (torch clones it; minidynamo does not)",
                       gb_id="GB0185", context=f"{source.name()}")
+    from ..dynamic_shapes import dynamic_dims_for
+
     tensor = torch.as_tensor(value)
     tsource = NumpyTensorSource(source)
-    guards.TENSOR_MATCH(tsource, tensor, "an ndarray input: the graph was traced for its metadata")
-    var = tx.output.add_graph_input(tsource, tensor)
+    dims = dynamic_dims_for(tx.output, tsource, tensor)  # a size that changed between calls: a symbol, as a tensor's
+    guards.TENSOR_MATCH(tsource, tensor, "an ndarray input: the graph was traced for its metadata", dynamic_dims=dims)
+    var = tx.output.add_graph_input(tsource, tensor, dynamic_dims=dims)
     return NumpyNdarrayVariable(var.proxy, var.example_value, source=tsource)
 
 

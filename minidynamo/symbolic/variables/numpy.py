@@ -238,6 +238,10 @@ class NumpyNdarrayVariable(TensorVariable):
         pargs, pkw = _proxies(args, kwargs)
         return _ndarray_result(tx, "call_function", numpy_method_wrapper(name), (self.proxy, *pargs), pkw)
 
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        # ``for row in a``: a tensor's rows, each an ndarray again (torch keeps ``type(self)``)
+        return [NumpyNdarrayVariable(v.proxy, v.example_value) for v in super().unpack_var_sequence(tx)]
+
     def reconstruct(self, codegen) -> str:
         if self.source is not None:  # a frame argument: the user's own ndarray (its NumpyTensorSource's base)
             return codegen.source_expr(self.source.base)
