@@ -189,6 +189,17 @@ def n_global_ndarray(x):
     return torch.from_numpy(W) * x
 
 
+def n_histogram(x):
+    y = x * 2
+    counts, edges = np.histogram(y.numpy(), bins=3)
+    return y + 1, counts, edges
+
+
+def _read_only(values):
+    values.flags.writeable = False
+    return values
+
+
 def n_inplace(x):
     a = x.numpy().copy()
     a += 1
@@ -230,11 +241,17 @@ CASES = {
     "n_iterate": (n_iterate, [lambda: (_t(4, 3),)]),
     "n_setitem": (n_setitem, [lambda: (_t(4),)]),
     "n_global_ndarray": (n_global_ndarray, [lambda: (_t(4),), lambda: (_t(4, seed=2),)]),
+    "n_histogram": (n_histogram, [lambda: (_t(4),)]),
+    "n_read_only_argument": (n_ndarray_argument, [lambda: (_read_only(np.arange(4.0)),),
+                                                  lambda: (_read_only(np.arange(4.0) + 2),)]),
 }
 RANDOM = {"n_random_array"}  # values drawn in the graph: compared by type, shape and dtype only
 
 # Where we still differ from torch, and why (each a strict xfail).
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "n_histogram": "torch traces tnp.histogram whole; our FakeTensorMode has no kernel for aten.histogram.bin_ct "
+                   "(no Meta kernel) and breaks there",
+}
 
 
 # --- the comparison --------------------------------------------------------------------
@@ -356,3 +373,19 @@ def test_trace_numpy_off_breaks_at_tensor_numpy_as_torch():
         real = _quietly(explain_torch, fn, _t(4))
     assert mine == real, (mine, real)
     assert mine[2] == ["Tensor.numpy() with trace_numpy=False"]
+
+
+def test_numpy_random_stream_breaks_as_torch():
+    """With ``use_numpy_random_stream`` NumPy's own generator runs eagerly: a break at np.random.rand."""
+    def fn(x):
+        y = x * 2
+        r = np.random.rand(4)
+        return y + torch.from_numpy(r)
+
+    with md.config.patch(use_numpy_random_stream=True), torch._dynamo.config.patch(use_numpy_random_stream=True):
+        md.reset()
+        torch._dynamo.reset()
+        mine = _quietly(explain_ours, fn, _t(4))
+        real = _quietly(explain_torch, fn, _t(4))
+    assert mine == real, (mine, real)
+    assert mine[2] == ["attempted to trace torch._numpy.random function with config.use_numpy_random_stream=True"]

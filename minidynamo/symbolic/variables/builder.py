@@ -270,13 +270,11 @@ def _wrap_numpy(tx, source, value: Any):
     if not config.trace_numpy or not isinstance(value, (np.ndarray, np.generic)) or value.dtype.kind not in "biufc":
         return None
     guards.TYPE_MATCH(source, value, "an ndarray the trace read as a tensor")
-    if isinstance(value, np.ndarray) and not value.flags.writeable:
-        unimplemented("a read-only ndarray input (torch clones it; minidynamo does not)",
-                      gb_id="GB0185", context=f"{source.name()}")
     from ..dynamic_shapes import dynamic_dims_for
 
-    tensor = torch.as_tensor(value)
-    tsource = NumpyTensorSource(source)
+    readonly = isinstance(value, np.ndarray) and not value.flags.writeable  # torch clones it (wrap_numpy_ndarray)
+    tsource = NumpyTensorSource(source, copy=readonly)
+    tensor = torch.tensor(value) if readonly else torch.as_tensor(value)  # as tsource reads it on each call
     dims = dynamic_dims_for(tx.output, tsource, tensor)  # a size that changed between calls: a symbol, as a tensor's
     guards.TENSOR_MATCH(tsource, tensor, "an ndarray input: the graph was traced for its metadata", dynamic_dims=dims)
     var = tx.output.add_graph_input(tsource, tensor, dynamic_dims=dims)
