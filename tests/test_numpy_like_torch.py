@@ -168,6 +168,10 @@ def n_ndarray_sizes(a):
     return (a * 2).sum() + a.shape[0]
 
 
+def n_scaled(a):
+    return a * 2
+
+
 def n_iterate(x):
     a = x.numpy()
     total = 0
@@ -239,6 +243,8 @@ CASES = {
     "n_ndarray_sizes": (n_ndarray_sizes, [lambda: (np.arange(4.0),), lambda: (np.arange(6.0),),
                                           lambda: (np.arange(8.0),)]),
     "n_iterate": (n_iterate, [lambda: (_t(4, 3),)]),
+    "n_dynamic_ndarray_argument": (n_scaled, [lambda: (np.arange(4.0),), lambda: (np.arange(6.0),),
+                                              lambda: (np.arange(8.0),)]),
     "n_setitem": (n_setitem, [lambda: (_t(4),)]),
     "n_global_ndarray": (n_global_ndarray, [lambda: (_t(4),), lambda: (_t(4, seed=2),)]),
     "n_histogram": (n_histogram, [lambda: (_t(4),)]),
