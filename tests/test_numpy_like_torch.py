@@ -204,6 +204,45 @@ def _read_only(values):
     return values
 
 
+def n_bool_of_ndarray(x):
+    y = x * 2
+    a = y.numpy()
+    return y + bool(a.sum() > 0)
+
+
+def n_int_of_sum(x):
+    y = x * 2
+    a = y.numpy()
+    return y + int(a.sum())
+
+
+def n_item(x):
+    y = x * 2
+    a = y.numpy()
+    return y + a.sum().item()
+
+
+def n_len(x):
+    y = x * 2
+    a = y.numpy()
+    return y + len(a)
+
+
+def n_max_with_a_number(x):
+    a = x.numpy()
+    return max(a.sum(), 0.5), min(a, a * 2)
+
+
+def n_unary_and_matmul(x):
+    a = x.numpy()
+    return -a, a ** 2, a @ a
+
+
+def n_dtype_arguments(x):
+    a = x.numpy()
+    return np.zeros(3, dtype=np.int32), np.ones_like(a, dtype=np.float64), a.astype("int64")
+
+
 def n_inplace(x):
     a = x.numpy().copy()
     a += 1
@@ -248,6 +287,13 @@ CASES = {
     "n_setitem": (n_setitem, [lambda: (_t(4),)]),
     "n_global_ndarray": (n_global_ndarray, [lambda: (_t(4),), lambda: (_t(4, seed=2),)]),
     "n_histogram": (n_histogram, [lambda: (_t(4),)]),
+    "n_bool_of_ndarray": (n_bool_of_ndarray, [lambda: (_t(4),)]),
+    "n_int_of_sum": (n_int_of_sum, [lambda: (_t(4),)]),
+    "n_item": (n_item, [lambda: (_t(4),)]),
+    "n_len": (n_len, [lambda: (_t(4),)]),
+    "n_max_with_a_number": (n_max_with_a_number, [lambda: (_t(4),)]),
+    "n_unary_and_matmul": (n_unary_and_matmul, [lambda: (_t(4),)]),
+    "n_dtype_arguments": (n_dtype_arguments, [lambda: (_t(4),)]),
     "n_read_only_argument": (n_ndarray_argument, [lambda: (_read_only(np.arange(4.0)),),
                                                   lambda: (_read_only(np.arange(4.0) + 2),)]),
 }
@@ -395,3 +441,19 @@ def test_numpy_random_stream_breaks_as_torch():
         real = _quietly(explain_torch, fn, _t(4))
     assert mine == real, (mine, real)
     assert mine[2] == ["attempted to trace torch._numpy.random function with config.use_numpy_random_stream=True"]
+
+
+def test_abs_of_an_ndarray_stays_an_ndarray_where_torch_gives_a_tensor():
+    """A difference on purpose: torch's ``abs(a)`` of a traced ndarray returns a Tensor (its
+    BuiltinVariable routes abs to ``Tensor.abs``, torch/_dynamo/variables/builtin.py); eager gives
+    an ndarray, and so does ours (``ndarray.__abs__`` through torch._numpy)."""
+    def fn(x):
+        return abs(x.numpy())
+
+    torch._dynamo.reset()
+    md.reset()
+    x = _t(4)
+    theirs, ours, eager = torch.compile(fn, backend="eager")(x), md.compile(fn)(x), fn(x)
+    assert type(theirs) is torch.Tensor
+    assert type(ours) is type(eager) is np.ndarray
+    np.testing.assert_array_equal(ours, eager)
