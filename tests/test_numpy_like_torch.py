@@ -243,6 +243,34 @@ def n_dtype_arguments(x):
     return np.zeros(3, dtype=np.int32), np.ones_like(a, dtype=np.float64), a.astype("int64")
 
 
+def n_containers_out(x, y):
+    a, b = x.numpy(), y.numpy()
+    return {"x": x, "s": b.sum(), "l": [x + y, b, False], "r": b[0][0] / 68, "t": a.sum()}, x + b.sum()
+
+
+def n_python_types_as_dtypes(x):
+    a = x.numpy()
+    return a.astype(int), np.sum(a, dtype=float)
+
+
+def n_ufunc_out(x):
+    a = x.numpy().copy()
+    np.add(a, 1, out=a)
+    return a
+
+
+def n_fft_and_constants(x):
+    a = x.numpy()
+    return np.fft.fft(a).real, np.sin(a * np.pi), np.concatenate([a, a])
+
+
+def n_two_ndarrays_across_a_break(x):
+    a = x.numpy()
+    b = a * 2
+    print("x")
+    return a, b
+
+
 def n_inplace(x):
     a = x.numpy().copy()
     a += 1
@@ -294,6 +322,12 @@ CASES = {
     "n_max_with_a_number": (n_max_with_a_number, [lambda: (_t(4),)]),
     "n_unary_and_matmul": (n_unary_and_matmul, [lambda: (_t(4),)]),
     "n_dtype_arguments": (n_dtype_arguments, [lambda: (_t(4),)]),
+    "n_containers_out": (n_containers_out, [lambda: (torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64),
+                                                     torch.ones([2, 2], dtype=torch.int64))]),
+    "n_python_types_as_dtypes": (n_python_types_as_dtypes, [lambda: (_t(4),)]),
+    "n_ufunc_out": (n_ufunc_out, [lambda: (_t(4),)]),
+    "n_fft_and_constants": (n_fft_and_constants, [lambda: (_t(4),)]),
+    "n_two_ndarrays_across_a_break": (n_two_ndarrays_across_a_break, [lambda: (_t(4),)]),
     "n_read_only_argument": (n_ndarray_argument, [lambda: (_read_only(np.arange(4.0)),),
                                                   lambda: (_read_only(np.arange(4.0) + 2),)]),
 }
@@ -362,6 +396,10 @@ def assert_same(ours, theirs, exact: bool = True, where: str = "result"):
         assert len(ours) == len(theirs), where
         for i, (a, b) in enumerate(zip(ours, theirs)):
             assert_same(a, b, exact, f"{where}[{i}]")
+    elif isinstance(ours, dict):
+        assert list(ours) == list(theirs), where
+        for k in ours:
+            assert_same(ours[k], theirs[k], exact, f"{where}[{k!r}]")
     elif isinstance(ours, np.ndarray):
         assert (ours.shape, ours.dtype) == (theirs.shape, theirs.dtype), where
         if exact:

@@ -78,6 +78,12 @@ class BuiltinVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         return self.fn
 
+    def as_proxy(self) -> Any:
+        # ``np.sum(a, dtype=float)``, ``x.to(int)``: a Python type as a dtype argument goes into the graph
+        # as torch's dtype for it (torch/_dynamo/variables/builtin.py BuiltinVariable.as_proxy)
+        fn = self.fn
+        return torch.bool if fn is bool else torch.int64 if fn is int else torch.float64 if fn is float else fn
+
     def reconstruct(self, codegen) -> str:
         return codegen.constant_expr(self.fn)
 
