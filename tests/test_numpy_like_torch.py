@@ -495,3 +495,14 @@ def test_abs_of_an_ndarray_stays_an_ndarray_where_torch_gives_a_tensor():
     assert type(theirs) is torch.Tensor
     assert type(ours) is type(eager) is np.ndarray
     np.testing.assert_array_equal(ours, eager)
+
+
+def test_a_numpy_scalar_argument_with_trace_numpy_off_is_still_a_graph_input():
+    """torch's builder wraps a NumPy scalar as a 0-d ndarray whatever trace_numpy says
+    (``wrap_numpy_ndarray(np.asarray(value))``): np.float64 is a Python float, but not folded as a constant."""
+    fn, calls = CASES["n_numpy_scalar_argument"]
+    with md.config.patch(trace_numpy=False), torch._dynamo.config.patch(trace_numpy=False):
+        theirs, their_graphs = run_calls(fn, calls, "torch")
+        ours, our_graphs = run_calls(fn, calls, "md")
+    assert_same(ours, theirs)
+    assert our_graphs == their_graphs == 1

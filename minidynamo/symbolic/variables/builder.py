@@ -267,7 +267,9 @@ def _wrap_numpy(tx, source, value: Any):
     if is_numpy_callable(value):
         guards.ID_MATCH(source, value, "the trace called this NumPy function")
         return NumpyVariable(value, source=source)
-    if not config.trace_numpy or not isinstance(value, (np.ndarray, np.generic)) or value.dtype.kind not in "biufc":
+    # an ndarray under trace_numpy; a NumPy scalar (a 0-d one) always, as torch's builder does
+    if not (isinstance(value, np.generic) or config.trace_numpy and isinstance(value, np.ndarray)) \
+            or value.dtype.kind not in "biufc":
         return None
     guards.TYPE_MATCH(source, value, "an ndarray the trace read as a tensor")
     from ..dynamic_shapes import dynamic_dims_for
