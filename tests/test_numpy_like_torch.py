@@ -172,6 +172,18 @@ def n_scaled(a):
     return a * 2
 
 
+def n_reshape_by_its_shape(a):
+    return a.reshape(a.shape[0], 1) * 2
+
+
+def n_ones_of_its_shape(a):
+    return np.ones(a.shape) + a
+
+
+def n_times_its_size(a):
+    return a * a.size
+
+
 def n_iterate(x):
     a = x.numpy()
     total = 0
@@ -277,6 +289,8 @@ def n_inplace(x):
     return a
 
 
+THREE_SIZES = [lambda: (np.arange(4.0),), lambda: (np.arange(6.0),), lambda: (np.arange(8.0),)]
+
 # (program, calls): each call a function giving the arguments
 CASES = {
     "n_arith": (n_arith, [lambda: (_t(4),), lambda: (_t(4, seed=1),)]),
@@ -310,6 +324,9 @@ CASES = {
     "n_ndarray_sizes": (n_ndarray_sizes, [lambda: (np.arange(4.0),), lambda: (np.arange(6.0),),
                                           lambda: (np.arange(8.0),)]),
     "n_iterate": (n_iterate, [lambda: (_t(4, 3),)]),
+    "n_reshape_by_its_shape": (n_reshape_by_its_shape, THREE_SIZES),
+    "n_ones_of_its_shape": (n_ones_of_its_shape, THREE_SIZES),
+    "n_times_its_size": (n_times_its_size, THREE_SIZES),
     "n_dynamic_ndarray_argument": (n_scaled, [lambda: (np.arange(4.0),), lambda: (np.arange(6.0),),
                                               lambda: (np.arange(8.0),)]),
     "n_setitem": (n_setitem, [lambda: (_t(4),)]),

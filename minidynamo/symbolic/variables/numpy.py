@@ -43,7 +43,7 @@ from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable
-from .tensor import NUMPY_OF_TENSOR, TensorVariable
+from .tensor import NUMPY_OF_TENSOR, TensorVariable, _symbolic, size_variable
 
 NP_MODULES = ("", "fft", "linalg", "random")  # np, np.fft, np.linalg, np.random (torch's NP_TO_TNP_MODULE)
 
@@ -204,6 +204,12 @@ class NumpyNdarrayVariable(TensorVariable):
         example = torch_numpy().ndarray(self.example_value)
         if name in ("T", "real", "imag", "flat"):
             return _ndarray_result(tx, "call_function", numpy_attr_wrapper, (self.proxy, name), {})
+        if name in ("shape", "size") and _symbolic(self.example_value.shape):
+            # a dynamic ndarray: its sizes stay symbols, as a tensor's do (torch: insert_into_graph)
+            fake = self.example_value
+            if name == "shape":
+                return size_variable(tx, self, tuple(fake.shape), ("size", ()))
+            return size_variable(tx, self, fake.numel(), ("numel", ()))
         if name in ("ndim", "itemsize", "shape", "size"):  # metadata the fake value knows: folded
             value = getattr(example, name)
             return ConstantVariable(tuple(int(v) for v in value) if name == "shape" else int(value))
