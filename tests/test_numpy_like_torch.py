@@ -523,3 +523,27 @@ def test_a_numpy_scalar_argument_with_trace_numpy_off_is_still_a_graph_input():
         ours, our_graphs = run_calls(fn, calls, "md")
     assert_same(ours, theirs)
     assert our_graphs == their_graphs == 1
+
+
+def test_an_ndarray_argument_written_in_the_frame_is_written_for_the_caller():
+    """The graph input shares the array's memory: a write in the frame reaches the caller's array, as
+    in eager and torch; the array returned after ``a += 1`` is a new ndarray object in torch and ours."""
+    def bump(a):
+        a += 1
+        return a
+
+    def first_is_sum(a, b):
+        a[0] = b.sum()
+        return b * 2
+
+    for fn, nargs in ((bump, 1), (first_is_sum, 2)):
+        seen = {}
+        for system in ("eager", "torch", "md"):
+            torch._dynamo.reset()
+            md.reset()
+            compiled = {"eager": fn, "torch": torch.compile(fn, backend="aot_eager"), "md": md.compile(fn)}[system]
+            args = [np.arange(4.0) for _ in range(nargs)]
+            out = compiled(*args)
+            seen[system] = (args[0].tolist(), out.tolist(), out is args[0])
+        assert seen["md"] == seen["torch"], seen
+        assert seen["md"][:2] == seen["eager"][:2], seen
