@@ -262,7 +262,9 @@ def _wrap_numpy(tx, source, value: Any):
 
     from minidynamo import config
 
+    from ..dynamic_shapes import dynamic_dims_for
     from ..source import NumpyTensorSource
+
     guards = tx.output.guards
     if is_numpy_callable(value):
         guards.ID_MATCH(source, value, "the trace called this NumPy function")
@@ -272,8 +274,6 @@ def _wrap_numpy(tx, source, value: Any):
             or value.dtype.kind not in "biufc":
         return None
     guards.TYPE_MATCH(source, value, "an ndarray the trace read as a tensor")
-    from ..dynamic_shapes import dynamic_dims_for
-
     readonly = isinstance(value, np.ndarray) and not value.flags.writeable  # torch clones it (wrap_numpy_ndarray)
     tsource = NumpyTensorSource(source, copy=readonly)
     tensor = torch.tensor(value) if readonly else torch.as_tensor(value)  # as tsource reads it on each call
