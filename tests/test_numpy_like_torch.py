@@ -283,6 +283,17 @@ def n_two_ndarrays_across_a_break(x):
     return a, b
 
 
+def n_random_seed_and_draws(x):
+    y = x * 2
+    np.random.seed(0)
+    return y + torch.from_numpy(np.random.normal(size=4)), np.random.randint(0, 5, size=3)
+
+
+def n_random_choice(x):
+    a = x.numpy()
+    return np.random.choice(a, 2), np.random.uniform(0, 1, size=(2,))
+
+
 def n_inplace(x):
     a = x.numpy().copy()
     a += 1
@@ -339,6 +350,8 @@ CASES = {
     "n_max_with_a_number": (n_max_with_a_number, [lambda: (_t(4),)]),
     "n_unary_and_matmul": (n_unary_and_matmul, [lambda: (_t(4),)]),
     "n_dtype_arguments": (n_dtype_arguments, [lambda: (_t(4),)]),
+    "n_random_seed_and_draws": (n_random_seed_and_draws, [lambda: (_t(4),)]),
+    "n_random_choice": (n_random_choice, [lambda: (_t(4),)]),
     "n_containers_out": (n_containers_out, [lambda: (torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64),
                                                      torch.ones([2, 2], dtype=torch.int64))]),
     "n_python_types_as_dtypes": (n_python_types_as_dtypes, [lambda: (_t(4),)]),
@@ -348,7 +361,8 @@ CASES = {
     "n_read_only_argument": (n_ndarray_argument, [lambda: (_read_only(np.arange(4.0)),),
                                                   lambda: (_read_only(np.arange(4.0) + 2),)]),
 }
-RANDOM = {"n_random_array"}  # values drawn in the graph: compared by type, shape and dtype only
+# values drawn in the graph (torch's generator, not NumPy's): compared by type, shape and dtype only
+RANDOM = {"n_random_array", "n_random_seed_and_draws", "n_random_choice"}
 
 # Where we still differ from torch, and why (each a strict xfail).
 KNOWN: dict[str, str] = {
