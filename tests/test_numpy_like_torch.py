@@ -294,6 +294,15 @@ def n_random_choice(x):
     return np.random.choice(a, 2), np.random.uniform(0, 1, size=(2,))
 
 
+def n_torch_functions_of_an_ndarray(x):
+    a = x.numpy() * 2
+    return torch.as_tensor(a) + 1, torch.tensor(a).sum(), x @ torch.from_numpy(a)
+
+
+def n_as_tensor_of_an_argument(a):
+    return torch.as_tensor(a, dtype=torch.float32) * 2
+
+
 def n_inplace(x):
     a = x.numpy().copy()
     a += 1
@@ -352,6 +361,8 @@ CASES = {
     "n_dtype_arguments": (n_dtype_arguments, [lambda: (_t(4),)]),
     "n_random_seed_and_draws": (n_random_seed_and_draws, [lambda: (_t(4),)]),
     "n_random_choice": (n_random_choice, [lambda: (_t(4),)]),
+    "n_torch_functions_of_an_ndarray": (n_torch_functions_of_an_ndarray, [lambda: (_t(4),)]),
+    "n_as_tensor_of_an_argument": (n_as_tensor_of_an_argument, [lambda: (np.arange(4.0),)]),
     "n_containers_out": (n_containers_out, [lambda: (torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64),
                                                      torch.ones([2, 2], dtype=torch.int64))]),
     "n_python_types_as_dtypes": (n_python_types_as_dtypes, [lambda: (_t(4),)]),
