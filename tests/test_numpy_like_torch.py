@@ -303,6 +303,18 @@ def n_as_tensor_of_an_argument(a):
     return torch.as_tensor(a, dtype=torch.float32) * 2
 
 
+def n_not_in_torch_numpy(x):
+    y = x * 2
+    m = np.nanmean(y.numpy())
+    return y + 1, m
+
+
+def n_interp_not_in_torch_numpy(x):
+    y = x.exp()
+    a = y.numpy()
+    return y * 2, np.interp(a, [0.0, 1.0], [1.0, 2.0])
+
+
 def n_inplace(x):
     a = x.numpy().copy()
     a += 1
@@ -363,6 +375,8 @@ CASES = {
     "n_random_choice": (n_random_choice, [lambda: (_t(4),)]),
     "n_torch_functions_of_an_ndarray": (n_torch_functions_of_an_ndarray, [lambda: (_t(4),)]),
     "n_as_tensor_of_an_argument": (n_as_tensor_of_an_argument, [lambda: (np.arange(4.0),)]),
+    "n_not_in_torch_numpy": (n_not_in_torch_numpy, [lambda: (_t(4),)]),
+    "n_interp_not_in_torch_numpy": (n_interp_not_in_torch_numpy, [lambda: (_t(4),)]),
     "n_containers_out": (n_containers_out, [lambda: (torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64),
                                                      torch.ones([2, 2], dtype=torch.int64))]),
     "n_python_types_as_dtypes": (n_python_types_as_dtypes, [lambda: (_t(4),)]),

@@ -63,10 +63,27 @@ def np_to_tnp_map() -> dict[int, tuple[Any, Any]]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def numpy_function_ids() -> dict[int, Any]:
+    """``id -> object`` of every callable NumPy defines in np, np.fft, np.linalg, np.random: what torch
+    traces as a NumPy call, or breaks on when torch._numpy lacks it (torch: ``trace_rules._numpy_function_ids``)."""
+    out = {}
+    for sub in NP_MODULES:
+        mod = getattr(np, sub) if sub else np
+        for name, value in vars(mod).items():
+            module = getattr(value, "__module__", None) if callable(value) else ""
+            if module is None or module == mod.__name__ or (
+                    module == "numpy.random.mtrand" and sub == "random" and name not in _NOT_TRACED_RANDOM):
+                out[id(value)] = value
+    return out
+
+
+_NOT_TRACED_RANDOM = {"seed", "ranf", "get_bit_generator", "RandomState", "set_bit_generator", "sample"}
+
+
 def is_numpy_callable(value: Any) -> bool:
     """A function (or scalar type) of np, np.fft, np.linalg or np.random (torch: ``trace_rules.is_numpy``)."""
-    entry = np_to_tnp_map().get(id(value))
-    return entry is not None and entry[0] is value
+    return numpy_function_ids().get(id(value)) is value
 
 
 # --- the graph's targets (torch/_dynamo/utils.py) -----------------------------------------
@@ -284,7 +301,11 @@ class NumpyVariable(VariableTracker):
             unimplemented(f"Attempted to trace numpy function {name} while `minidynamo.config.trace_numpy` "
                           "was set to False.", "set minidynamo.config.trace_numpy = True", gb_id="GB0293",
                           context=f"numpy function: {self.value}")
-        fn = np_to_tnp_map()[id(self.value)][1]
+        entry = np_to_tnp_map().get(id(self.value))
+        if entry is None or entry[0] is not self.value:
+            unimplemented(f"Can't find numpy function {name} in torch._numpy.", gb_id="GB0294",
+                          context=f"numpy function: {self.value}")
+        fn = entry[1]
         if getattr(fn, "__module__", "") == "torch._numpy.random" and config.use_numpy_random_stream:
             unimplemented(f"Attempted to trace {name} when `minidynamo.config.use_numpy_random_stream` is set "
                           "to True.", f"set use_numpy_random_stream to False, or avoid calling {name}",
