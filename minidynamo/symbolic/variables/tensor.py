@@ -40,7 +40,7 @@ BREAK_METHOD_TYPES = {  # torch's registry id for each (graph_break_registry.py)
 BREAK_METHODS = {
     "item": "Tensor.item() needs the tensor's data (a Python number)",
     "tolist": "Tensor.tolist() needs the tensor's data",
-    "numpy": "Tensor.numpy() was called, but the trace_numpy configuration was manually disabled",
+    "numpy": "Tensor.numpy() leaves torch",
     "backward": "Tensor.backward() runs autograd eagerly",
     "data_ptr": "Tensor.data_ptr() is a real address",
     "__bool__": "bool(tensor) depends on the tensor's data",
