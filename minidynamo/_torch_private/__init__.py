@@ -68,6 +68,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     dispatch_tls_local_exclude_set,
     dispatch_tls_local_include_set,
     dynamo_graph_break_fn,
+    torch_numpy,
     enable_functionalization,
     enable_python_dispatcher,
     from_functional_tensor,
