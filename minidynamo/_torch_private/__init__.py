@@ -81,6 +81,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     mirror_conj_neg,
     no_dispatch,
     pop_current_dispatch_mode_if,
+    python_dispatcher_enabled,
     python_dispatcher_kernels,
     set_grad_enabled_c,
     set_meta_in_tls_dispatch_include,
