@@ -132,6 +132,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     torch_aot_function,
     torch_aot_keeping_graphs,
     torch_aot_module_simplified,
+    torch_fake_cache_crosscheck_failure,
     torch_autograd_would_have_decomposed,
     torch_collect_metadata,
     torch_compute_overlapping_tensors,

@@ -210,23 +210,20 @@ def _failure_reason(exc: BaseException) -> str:
 def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None, *,
                  partition_fn: Callable = default_partition, decompositions: dict | None = None,
                  keep_inference_input_mutations: bool = False, inference_compiler: Callable | None = None,
-                 name: str | None = None, python_dispatcher: bool = False) -> Callable:
+                 name: str | None = None) -> Callable:
     """Compile ``fn`` through mini AOTAutograd (Note [Compiled once, like torch's aot_function]).
 
     ``fw_compiler(gm, example_inputs)`` / ``bw_compiler`` return a callable taking
     the graph's inputs positionally; the default runs the graph. ``decompositions``: an
     op -> decomposition table the joint trace applies, as torch's (Note [Decomposing with
     the backend's table], make_fx.py); ``inference_compiler``: the inference graph's
-    compiler (default ``fw_compiler``), as torch's. ``python_dispatcher``: trace every pass
-    under the Python dispatcher (ours; torch decides by its fake mode's ShapeEnv, Note [Every
-    Dynamo graph is traced under the Python dispatcher], graph_compile.py). The returned
+    compiler (default ``fw_compiler``), as torch's. The returned
     function has ``.artifacts`` (meta, joint graph, partition) of its latest compile,
     and ``.compile_now(*flat_args)``, which compiles for those arguments right away
     (the Dynamo backend calls it at Dynamo's compile time).
     """
     config = AOTConfig(fw_compiler or _run_graph, bw_compiler, partition_fn, keep_inference_input_mutations,
-                       decompositions=decompositions, inference_compiler=inference_compiler,
-                       python_dispatcher=python_dispatcher)
+                       decompositions=decompositions, inference_compiler=inference_compiler)
     label = name or getattr(fn, "__qualname__", repr(fn))
     state: dict[str, Any] = {}
     # Note [Aliasing is part of the compile key]: grad mode -> the entry compiled for it.
@@ -436,8 +433,7 @@ def aot_module_simplified(gm: torch.nn.Module, example_inputs: list[Any], fw_com
     label = f"graph {type(gm).__name__} of {user}" if user else type(gm).__name__
     compiled = aot_function(flat_module_fn, fw_compiler, bw_compiler, partition_fn=partition_fn,
                             decompositions=decompositions, keep_inference_input_mutations=keep_inference_input_mutations,
-                            inference_compiler=inference_compiler, name=label,
-                            python_dispatcher=True)  # Note [Every Dynamo graph is traced under the Python dispatcher]
+                            inference_compiler=inference_compiler, name=label)
     if is_dynamic_graph(gm):  # Note [AOT traces Dynamo's symbols] (sym_tracing.py)
         return _compile_symbolic(gm, compiled, params, example_inputs, label, fw_compiler=fw_compiler,
                                  bw_compiler=bw_compiler, partition_fn=partition_fn, decompositions=decompositions,

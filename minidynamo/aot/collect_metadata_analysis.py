@@ -85,8 +85,8 @@ def collect_metadata(fn: Callable, *args: Any, keep_input_mutations: bool = Fals
     ]
     from minidynamo._torch_private import enable_python_dispatcher
 
-    # torch's create_aot_dispatcher_function runs this pass under the Python dispatcher whatever
-    # the inputs (Note [Every Dynamo graph is traced under the Python dispatcher], graph_compile.py)
+    # Note [AOT traces under the Python dispatcher] (graph_capture.py): torch's create_aot_state
+    # (torch/_functorch/aot_autograd.py) runs this pass under it, whatever the inputs
     with events.pass_scope(events.AOT_METADATA), fake_mode, enable_python_dispatcher():
         return run_functionalized_fw_and_collect_metadata(fn, keep_input_mutations=keep_input_mutations)(*fake_args)
 

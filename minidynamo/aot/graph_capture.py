@@ -15,9 +15,7 @@ The traced function is built in three layers, each a wrapper of the one before:
 2. ``create_joint(prepped)``: ``(primals, tangents) -> (forward outputs, input grads)``
    by calling ``torch.autograd.grad`` on the outputs in the mask.
 3. ``make_fx`` traces it on fake tensors, with functionalization above the tracer
-   (Note [Functionalize above the tracer]), into ONE graph: the joint graph.
-
-Note [Input mutations in the backward]
+   (Note [Input mutations in the backward]
     A custom ``autograd.Function`` may mutate a tensor it saved in its backward
     (``x.mul_(2)``); eager then leaves the input changed. Functionalization
     turns that into a new value during the joint trace; comparing each input's
@@ -48,6 +46,21 @@ Note [Functionalize above the tracer]
     records only that. At the end we ask the functionalization mode for each
     returned tensor's latest value. Autograd sits above both and sees the user's
     program unchanged, so its backward formulas are those of eager.
+
+Note [AOT traces under the Python dispatcher]
+    torch traces every AOT graph with the Python dispatcher on: ``_create_graph``
+    (torch/_functorch/_aot_autograd/graph_capture.py) wraps ``make_fx`` in
+    ``enable_python_dispatcher()``, for the joint and the inference graph, with or
+    without a ShapeEnv, and ``create_aot_state`` (aot_autograd.py) does the same
+    around the metadata pass. The dispatcher then sees the ``py_impl`` kernels of
+    torch/_ops.py, which the C++ dispatcher does not: a CompositeImplicitAutograd op
+    with a Python decomposition runs it, above functionalization and the tracer, so
+    the graph records what the decomposition calls. ``aten.dropout``'s
+    (torch/_decomp/decompositions.py, ``dropout``) calls ``native_dropout``, which
+    draws its mask into the input's strides, where the C++ kernel's ``empty_like`` +
+    ``bernoulli_`` draws into a contiguous tensor: on a transposed input the same
+    numbers land in other positions, and only the first equals eager. Ours does the
+    same, in both traces (and the metadata pass: collect_metadata_analysis.py).
 """
 
 from __future__ import annotations
@@ -60,6 +73,7 @@ import torch
 import torch.fx as fx
 
 from minidynamo import events
+from minidynamo._torch_private import enable_python_dispatcher
 from minidynamo.aot.graph_capture_wrappers import (
     _copy_into_inputs,
     _from_fun,
@@ -363,7 +377,8 @@ def aot_dispatch_autograd_graph(
         dead_code_elimination=True,  # torch eliminates dead code right after tracing the joint
         decomposition_table=decompositions,
     )
-    gm = tracer(*primals, *tangents)
+    with enable_python_dispatcher():  # Note [AOT traces under the Python dispatcher]
+        gm = tracer(*primals, *tangents)
     for node in gm.graph.nodes:
         node.meta.setdefault("partitioner_tag", "is_backward")
     return JointGraph(
@@ -417,9 +432,10 @@ def aot_dispatch_base_graph(
         return outs
 
     names = [f"arg{i}_1" for i in range(len(flat_args))]
-    gm = make_fx(
+    tracer = make_fx(
         fw, fake_mode=fake_mode, placeholder_names=names,
         outer_modes=[func_mode] if func_mode is not None else [], pass_name=events.AOT_JOINT,
         dead_code_elimination=True, decomposition_table=decompositions,
-    )(*flat_args)
-    return gm
+    )
+    with enable_python_dispatcher():  # Note [AOT traces under the Python dispatcher]
+        return tracer(*flat_args)

@@ -50,8 +50,6 @@ class AOTConfig:
     keep_inference_input_mutations: bool = False
     decompositions: dict | None = None  # Note [Decomposing with the backend's table] (make_fx.py)
     inference_compiler: Callable | None = None  # torch's: the inference graph's compiler (default fw_compiler)
-    # Note [Every Dynamo graph is traced under the Python dispatcher]: aot_module_simplified sets it
-    python_dispatcher: bool = False
     # aot/config.py (read when the AOTConfig is made): Note [A stale saved intermediate is refused]
     compile_mutated_saved_intermediates: bool = field(
         default_factory=lambda: aot_config.compile_mutated_saved_intermediates)
@@ -354,24 +352,17 @@ def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], conf
             keep_input_mutations=keep,
         )
 
-    if not config.python_dispatcher and _symbolic_mode(flat_args) is None:
+    if _symbolic_mode(flat_args) is None:
         return aot_wrapper_dedupe(flat_fn, flat_args, after_dedupe, art.wrappers, keep_input_mutations=keep)
-    # Note [Every Dynamo graph is traced under the Python dispatcher]
-    #     torch's ``create_aot_dispatcher_function`` (torch/_functorch/aot_autograd.py) enters
-    #     ``enable_python_dispatcher()`` for every pass when its fake mode has a ShapeEnv, and
-    #     Dynamo's always has one, static shapes included (torch/_dynamo/output_graph.py,
-    #     ``OutputGraph.__init__``: ``FakeTensorMode(shape_env=ShapeEnv(...))``). So every graph
-    #     Dynamo hands to ``aot_module_simplified`` sees the ``py_impl`` kernels of torch/_ops.py:
-    #     a CompositeImplicitAutograd op with a Python decomposition runs that one, above
-    #     functionalization and the tracer (``aten.dropout``'s, torch/_decomp/decompositions.py,
-    #     calls ``native_dropout``, which draws into the input's strides, where the C++ kernel's
-    #     ``empty_like`` + ``bernoulli_`` draws into a contiguous tensor), and so does an op whose
-    #     C++ kernel reads concrete sizes (``upsample_linear1d.vec``: ``input.sizes()``) when the
-    #     sizes are symbolic. Ours has a ShapeEnv only over symbolic sizes, so
-    #     ``aot_module_simplified`` (our Dynamo's entry) sets ``AOTConfig.python_dispatcher``;
-    #     ``aot_function`` on real tensors leaves it off, as torch's (its fake mode has no
-    #     ShapeEnv) -- its metadata pass runs under the dispatcher all the same, as torch's
-    #     (collect_metadata_analysis.py).
+    # Note [The Python dispatcher over symbolic sizes]
+    #     A CompositeImplicitAutograd op whose C++ kernel reads concrete sizes
+    #     (``upsample_linear1d.vec``: ``input.sizes()``) cannot run over SymInts; torch's
+    #     ``create_aot_dispatcher_function`` (torch/_functorch/aot_autograd.py) turns the
+    #     Python dispatcher on for every pass when the fakes have a ShapeEnv, so such an
+    #     op runs its Python decomposition (``torch/_decomp``), which computes sizes
+    #     symbolically, above functionalization and the tracer. Ours does the same. (The
+    #     metadata pass and the graph capture run under it with or without a ShapeEnv:
+    #     graph_capture.py's Note [AOT traces under the Python dispatcher].)
     from minidynamo._torch_private import enable_python_dispatcher
 
     with enable_python_dispatcher():
