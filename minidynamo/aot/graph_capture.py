@@ -15,7 +15,9 @@ The traced function is built in three layers, each a wrapper of the one before:
 2. ``create_joint(prepped)``: ``(primals, tangents) -> (forward outputs, input grads)``
    by calling ``torch.autograd.grad`` on the outputs in the mask.
 3. ``make_fx`` traces it on fake tensors, with functionalization above the tracer
-   (Note [Input mutations in the backward]
+   (Note [Functionalize above the tracer]), into ONE graph: the joint graph.
+
+Note [Input mutations in the backward]
     A custom ``autograd.Function`` may mutate a tensor it saved in its backward
     (``x.mul_(2)``); eager then leaves the input changed. Functionalization
     turns that into a new value during the joint trace; comparing each input's
@@ -24,8 +26,6 @@ The traced function is built in three layers, each a wrapper of the one before:
     the gradients). ``CompiledFunction.backward`` copies them into the inputs
     it kept (torch: the same inputs get a ``copy_`` at the end of its backward
     graph).
-
-Note [Functionalize above the tracer]), into ONE graph: the joint graph.
 
 Note [Which outputs get tangents]
     Aliased outputs (of inputs or of intermediates) get no tangent: the compiled
@@ -59,8 +59,14 @@ Note [AOT traces under the Python dispatcher]
     (torch/_decomp/decompositions.py, ``dropout``) calls ``native_dropout``, which
     draws its mask into the input's strides, where the C++ kernel's ``empty_like`` +
     ``bernoulli_`` draws into a contiguous tensor: on a transposed input the same
-    numbers land in other positions, and only the first equals eager. Ours does the
-    same, in both traces (and the metadata pass: collect_metadata_analysis.py).
+    numbers land in other positions, and only the first equals eager. Others: a
+    batched ``matmul`` ends in ``view`` (its output a view of the ``bmm``), not
+    ``_unsafe_view``; ``F.interpolate``'s ``upsample_*.vec`` become ``_unsafe_index``;
+    ``rnn_tanh`` and ``lstm`` unroll into an ``addmm`` per step (the C++ kernels record
+    ``mkldnn_rnn_layer``). Ours does the same, in both traces
+    and the metadata pass (collect_metadata_analysis.py); the fake dispatch cache keys
+    on it (fake/dispatch_cache.py, Note [Which kernel ran is part of the key]);
+    tests/test_aot_python_dispatcher_like_torch.py compares the graphs with torch's.
 """
 
 from __future__ import annotations
