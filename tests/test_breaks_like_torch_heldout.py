@@ -622,11 +622,6 @@ NEEDS_GRAD = {"h_register_hook", "h_backward_intermediate", "h_enable_grad_insid
 # Where we still differ from torch, and why (each a strict xfail).
 _TRACES = "torch traces it whole (no break); "
 KNOWN: dict[str, str] = {
-    "h_numpy_detach": _TRACES + "Tensor.numpy() is traced by config.trace_numpy; ours breaks",
-    "h_np_array": "torch traces NumPy (config.trace_numpy) and breaks at float() of the traced ndarray "
-                  "(data dependent); ours breaks at np.array, a C function",
-    "h_np_random": "the same line; torch traces np.random.rand (config.trace_numpy) and breaks on its value "
-                   "(data dependent); ours breaks at np.random.rand, a library method it skips",
     "h_tensor_in_list": "eager raises RuntimeError (`y in [x, y]` compares x == y, a tensor, as a bool); "
                         "torch's compiled function returns a tensor instead; ours raises as eager does",
     "h_try_except_caught": _TRACES + "a KeyError caught in the frame is an observed exception; ours breaks "
