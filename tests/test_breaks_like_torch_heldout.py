@@ -645,10 +645,6 @@ KNOWN: dict[str, str] = {
     "h_del_global": "torch cuts at a checkpoint only after two ops (symbolic_convert.py is_non_empty_graph: "
                     "count_calls() > 1) and runs this frame eagerly; ours cuts after one "
                     "(test_graph_breaks.py's DELETE_ATTR case, which torch traces and ours does not, needs it)",
-    "h_try_except_caught": _TRACES + "a KeyError caught in the frame is an observed exception; ours breaks "
-                           "inside the try block: the frame runs eagerly",
-    "h_raise_caught": _TRACES + "raise/except of a ValueError in the frame is traced; ours cannot build the "
-                      "exception in the trace: the frame runs eagerly",
 }
 
 

@@ -16,7 +16,7 @@ import torch
 from minidynamo.bytecode import find_exception_handler
 
 from . import graph_break_registry as gb
-from .exc import EagerFallback, RestartAnalysis, Unsupported, explain_unsupported, unimplemented
+from .exc import EagerFallback, ObservedException, RestartAnalysis, Unsupported, explain_unsupported, unimplemented
 from .resume_execution import vm_can_run
 from .inlining import InliningInstructionTranslator
 from .translator_base import JUMP_OPCODES, InstructionTranslatorBase, _exception_table
@@ -188,6 +188,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             return
         try:
             do_call(inst)
+        except ObservedException:  # the call raised: the frame's handler (opcodes_exceptions.py), not a break
+            raise
         except Unsupported as e:
             explanation = explain_unsupported(self, e)
             if self.output.fullgraph:

@@ -1,4 +1,4 @@
-"""Calls and functions: CALL, CALL_FUNCTION_EX, MAKE_FUNCTION, inlining, with, return, raise.
+"""Calls and functions: CALL, CALL_FUNCTION_EX, MAKE_FUNCTION, inlining, with, return.
 
 Place in the pipeline: a mixin of ``InstructionTranslatorBase`` (``translator_base.py``).
 A call hands its operands to the callee's VariableTracker (``call_function``); a call of
@@ -151,7 +151,7 @@ class CallOpcodes:
         self.push(entered)
         return True
 
-    ## Returning and raising
+    ## Returning
     def RETURN_VALUE(self, inst) -> None:
         self.return_value = self.pop()
         self.done = True
@@ -160,9 +160,4 @@ class CallOpcodes:
         self.push(wrap_sourceless(self, inst.argval))
         self.RETURN_VALUE(inst)
 
-    def RAISE_VARARGS(self, inst) -> None:
-        unimplemented("raise statement (the frame runs eagerly, so the exception is raised as usual)",
-                      gb_id=gb.OBSERVED_EXCEPTION)
-
-    def LOAD_ASSERTION_ERROR(self, inst) -> None:
-        unimplemented("assert failed while tracing (eager raises AssertionError)", gb_id=gb.OBSERVED_EXCEPTION)
+    # raise, assert and except: opcodes_exceptions.py

@@ -124,9 +124,11 @@ class BuiltinVariable(VariableTracker):
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:
                 return tx.wrap_constant_result(fn(*cargs, **ckw))
-            except Exception as e:  # noqa: BLE001
-                unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
-                              gb_id=gb.OBSERVED_EXCEPTION, context=f"{fn.__name__}{tuple(cargs)!r}")
+            except Exception as e:  # noqa: BLE001 - the user's own error, raised in the trace (int("x"))
+                from .exceptions import raise_observed_exception
+
+                raise_observed_exception(type(e), tx, list(e.args) if all(
+                    isinstance(a, (str, int, float)) for a in e.args) else [str(e)])
         name = getattr(fn, '__name__', fn)
         context = f"builtin {name} with arguments {args!r}"
         if getattr(fn, "__module__", None) in ("math", "cmath") and any(isinstance(a, TensorVariable) for a in args):
@@ -312,7 +314,9 @@ class BuiltinVariable(VariableTracker):
         if value is None:
             if default:
                 return default[0]
-            unimplemented("StopIteration while tracing", gb_id=gb.OBSERVED_EXCEPTION)
+            from .exceptions import raise_observed_exception
+
+            raise_observed_exception(StopIteration, tx)
         return value
 
     def _call_zip(self, tx, *seqs, **kwargs):

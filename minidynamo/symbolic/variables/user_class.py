@@ -39,6 +39,11 @@ class SuperVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         obj_type = self.obj.python_type()
         mro = obj_type.__mro__
+        from .exceptions import ExceptionInitVariable, ExceptionVariable
+
+        if isinstance(self.obj, ExceptionVariable) and name == "__init__" and not any(
+                "__init__" in vars(k) and inspect.isfunction(vars(k)["__init__"]) for k in mro[mro.index(self.cls) + 1:]):
+            return ExceptionInitVariable(self.obj)  # super().__init__(msg) reaching BaseException's: sets args
         if self.cls not in mro:  # super() in a classmethod: the second argument is a class
             unimplemented(f"super().{name} whose second argument is a {obj_type.__name__}, not a "
                           f"{self.cls.__name__} (super() in a classmethod)", gb_id=gb.SUPER)
@@ -145,6 +150,10 @@ class UserDefinedClassVariable(VariableTracker):
         from .user_defined import DataclassDictVariable, is_dataclass_dict
 
         cls = self.value
+        from .exceptions import ExceptionVariable, is_exception_class
+
+        if is_exception_class(cls):  # ValueError("no"), a user's MyError(...): Note [An exception object in the trace]
+            return ExceptionVariable.create(tx, cls, args, kwargs)
         from ..polyfills import class_polyfill
 
         polyfill = class_polyfill(cls, args, kwargs)  # Note [operator.itemgetter in the trace]
