@@ -54,6 +54,7 @@ NEXT = "GB0160"
 ID = "GB0191"
 INSPECT = "GB0151"
 SUPER = "GB0113"
+SUPER_ATTRIBUTE = "GB0006"         # super().name that is not a function (BaseException.__init__)
 DEEPCOPY = "GB0179"
 SETATTR = "GB0467"
 TENSOR_SETATTR = "GB0058"

@@ -265,6 +265,21 @@ class BuiltinVariable(VariableTracker):
             return ConstantVariable(hasattr(obj.example_value, name.as_python_constant()))
         return None
 
+    def _call_str(self, tx, *args, **kwargs):
+        """``str(e)`` of an exception made in the trace (torch's ExceptionVariable): its message."""
+        from .exceptions import ExceptionVariable
+
+        if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+            return args[0].call_method(tx, "__str__", [], {})
+        return None
+
+    def _call_repr(self, tx, *args, **kwargs):
+        from .exceptions import ExceptionVariable
+
+        if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+            return args[0].call_method(tx, "__repr__", [], {})
+        return None
+
     def _call_type(self, tx, obj):
         if obj.is_python_constant():
             return None

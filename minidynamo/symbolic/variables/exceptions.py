@@ -14,9 +14,9 @@ Note [An exception object in the trace]
     ``BaseException.__init__`` stored), ``__cause__``, ``__context__`` and
     ``__suppress_context__``, and the attributes a user's ``__init__`` set. Its
     ``__traceback__`` is None while tracing (torch's too, until it attaches one). A
-    user's class with its own ``__init__`` runs that ``__init__`` inlined, with
-    ``super().__init__(msg)`` storing ``args``, as torch's
-    ``UserDefinedExceptionObjectVariable``. Should the object outlive the graph (returned,
+    user's class with its own ``__init__`` runs that ``__init__`` inlined, as torch's
+    ``UserDefinedExceptionObjectVariable``; ``super().__init__(msg)`` in it is a graph
+    break, as in torch 2.13 (user_class.py ``SuperVariable``). Should the object outlive the graph (returned,
     or alive at a graph break), it is rebuilt by calling its class with the arguments it
     was made with; a ``__cause__``/``__context__`` set in the trace is not rebuilt (we
     simplify: torch rebuilds the object the same way, ``ExceptionVariable.reconstruct``).
@@ -148,18 +148,6 @@ class ExceptionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ExceptionVariable({self.exc_type.__name__})"
-
-
-class ExceptionInitVariable(VariableTracker):
-    """``super().__init__(msg)`` in a user exception's ``__init__``: BaseException's, storing ``args``."""
-
-    def __init__(self, obj: ExceptionVariable, **kwargs):
-        super().__init__(**kwargs)
-        self.obj = obj
-
-    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        self.obj.args = list(args)
-        return ConstantVariable(None)
 
 
 def _tuple(items: list) -> VariableTracker:
