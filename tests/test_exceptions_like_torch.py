@@ -415,6 +415,88 @@ def e_assert_caught(x):
     return x
 
 
+def _doubles_catching(xs):
+    for v in xs:
+        try:
+            yield v * 2
+        except ValueError:
+            pass
+
+
+def e_generator_with_try(x):
+    return x + sum(_doubles_catching([1, 2, 3]))
+
+
+def _yields_then_raises():
+    yield 1
+    raise KeyError("from the generator")
+
+
+def e_exception_from_generator_caught_by_consumer(x):
+    total = x
+    try:
+        for v in _yields_then_raises():
+            total = total + v
+    except KeyError:
+        total = total * 2
+    return total
+
+
+def _yields_then_stops():
+    yield 1
+    raise StopIteration
+
+
+def e_stop_iteration_in_generator_is_runtime_error(x):
+    try:
+        return x + sum(_yields_then_stops())
+    except RuntimeError:  # (torch 2.13's has no args and no __cause__; CPython's message and cause are kept by ours)
+        return x - 1
+
+
+def e_index_error_of_list(x):
+    items = [1, 2]
+    try:
+        v = items[5]
+    except IndexError:
+        v = 3
+    return x * v
+
+
+def e_zero_division_of_constants(x):
+    try:
+        v = 1 / 0
+    except ZeroDivisionError:
+        v = 3
+    return x * v
+
+
+def e_type_error_of_builtin(x):
+    try:
+        v = len(5)
+    except TypeError:
+        v = 3
+    return x * v
+
+
+def e_value_error_of_str_method(x):
+    try:
+        v = "abc".index("z")
+    except ValueError:
+        v = 2
+    return x * v
+
+
+def e_exception_through_finally(x):
+    try:
+        try:
+            raise ValueError("a")
+        finally:
+            y = x + 1
+    except ValueError:
+        return y * 2
+
+
 def _t():
     torch.manual_seed(0)
     return torch.randn(4)

@@ -97,6 +97,19 @@ class ExceptionOpcodes:
             stack = root._exn_vt_stack = ExceptionStack()
         return stack
 
+    def raise_observed_exception(self, exc_type: type, args: Optional[list] = None) -> "NoReturn":  # noqa: F821
+        """For the trackers below ``variables/exceptions.py`` (a list's IndexError, a constant's
+        ValueError): they reach it through ``tx``, as the builder (Note [The trackers reach the
+        builder through the translator], translator_base.py)."""
+        raise_observed_exception(exc_type, self, args)
+
+    def raise_error_of(self, error: Exception) -> "NoReturn":  # noqa: F821
+        """The error a constant-folded call raised (``1 / 0``, ``int("x")``), raised in the trace."""
+        args = list(error.args)
+        if not all(isinstance(a, (str, int, float, bool, type(None))) for a in args):
+            args = [str(error)]
+        raise_observed_exception(type(error), self, args)
+
     def exception_handler(self, raised: ObservedException) -> None:
         """Jump to the handler of the current instruction, or pass the exception to the caller."""
         value = raised.value
@@ -124,13 +137,22 @@ class ExceptionOpcodes:
         if not isinstance(value, ExceptionVariable) and value.is_python_constant() and is_exception_class(
                 value.as_python_constant()):
             value = value.call_function(self, [], {})
-        if isinstance(value, ExceptionVariable) and value.exc_type is StopIteration and self.code.co_flags & 0x20:
-            # PEP 479: a StopIteration raised in a generator's body is a RuntimeError
-            value = ExceptionVariable(RuntimeError, [ConstantVariable("generator raised StopIteration")])
+        if self.code.co_flags & 0x20:  # 3.11: PEP 479 here (3.12+ compiles a handler doing it)
+            value = self.stop_iteration_error(value)
         if not isinstance(value, ExceptionVariable):
             raise_observed_exception(TypeError, self, ["exceptions must derive from BaseException"])
         self.exn_vt_stack.set_current_exception(value, set_context=set_context)
         raise ObservedException(value, f"raised exception {value.debug_repr()}")
+
+    @staticmethod
+    def stop_iteration_error(value: VariableTracker) -> VariableTracker:
+        """PEP 479: a StopIteration leaving a generator's body becomes a RuntimeError (3.12's
+        CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR)."""
+        if isinstance(value, ExceptionVariable) and issubclass(value.exc_type, StopIteration):
+            made = ExceptionVariable(RuntimeError, [ConstantVariable("generator raised StopIteration")])
+            made.cause, made.context = value, value
+            return made
+        return value
 
     def RAISE_VARARGS(self, inst) -> None:
         if inst.arg == 0:  # bare `raise`: the exception being handled

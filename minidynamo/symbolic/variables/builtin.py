@@ -125,10 +125,7 @@ class BuiltinVariable(VariableTracker):
             try:
                 return tx.wrap_constant_result(fn(*cargs, **ckw))
             except Exception as e:  # noqa: BLE001 - the user's own error, raised in the trace (int("x"))
-                from .exceptions import raise_observed_exception
-
-                raise_observed_exception(type(e), tx, list(e.args) if all(
-                    isinstance(a, (str, int, float)) for a in e.args) else [str(e)])
+                tx.raise_error_of(e)
         name = getattr(fn, '__name__', fn)
         context = f"builtin {name} with arguments {args!r}"
         if getattr(fn, "__module__", None) in ("math", "cmath") and any(isinstance(a, TensorVariable) for a in args):

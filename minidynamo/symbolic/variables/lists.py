@@ -63,6 +63,8 @@ class BaseListVariable(VariableTracker):
             return type(self)(self.items[idx])
         if not isinstance(idx, int):
             unimplemented(f"{self.kind.__name__} index of type {type(idx).__name__}", gb_id=gb.UNSUPPORTED_METHOD)
+        if not -len(self.items) <= idx < len(self.items):
+            tx.raise_observed_exception(IndexError, [f"{self.kind.__name__} index out of range"])
         return self.items[idx]
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
