@@ -129,8 +129,9 @@ class CallOpcodes:
     #     functions: as torch's ``UserDefinedObjectVariable`` (symbolic_convert.py
     #     ``BEFORE_WITH`` -> ``enter_ctx``), ``__enter__`` is inlined here and the bound
     #     ``__exit__`` is left on the stack, where the with-statement's normal exit calls it
-    #     (inlined too) with three Nones. An exception in the block, or a graph break inside
-    #     it, runs the frame eagerly (the block is a try block: ``check_can_break``).
+    #     (inlined too) with three Nones; an exception in the block calls it with the exception
+    #     (``WITH_EXCEPT_START``, opcodes_exceptions.py), and a true result swallows it. A graph
+    #     break inside the block runs the frame eagerly (the block is a try block: ``check_can_break``).
     def user_context_manager(self, ctx) -> bool:
         import inspect
 

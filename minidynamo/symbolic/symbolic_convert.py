@@ -16,8 +16,9 @@ import path (``from minidynamo.symbolic.symbolic_convert import InstructionTrans
   instruction budget per frame] (``MAX_INSTRUCTIONS``).
 - opcode families mixed into it: ``opcodes_data.py`` (containers, operators),
   ``opcodes_control.py`` (iteration, jumps, ``generic_jump``), ``opcodes_calls.py``
-  (calls, ``MAKE_FUNCTION``, ``inline_user_function_return``, with, return/raise),
-  ``opcodes_312_313.py`` (opcodes new in 3.12 and 3.13).
+  (calls, ``MAKE_FUNCTION``, ``inline_user_function_return``, with, return),
+  ``opcodes_exceptions.py`` (raise, except, finally: Note [Exceptions are traced through
+  the exception table]), ``opcodes_312_313.py`` (opcodes new in 3.12 and 3.13).
 - ``inlining.py``: ``InliningInstructionTranslator`` (Note [Generators are inlined lazily]).
 - ``instruction_translator.py``: ``InstructionTranslator``, the root frame, which breaks
   the graph at calls and jumps.
