@@ -497,6 +497,53 @@ def e_exception_through_finally(x):
         return y * 2
 
 
+def e_escapes_after_a_graph_break(x):
+    y = x + 1
+    print("a break first")
+    z = y * 2
+    w = z - 1
+    raise ValueError("from the resumed part")
+
+
+def e_bare_except(x):
+    try:
+        raise KeyError("k")
+    except:  # noqa: E722 - the bare form compiles to no CHECK_EXC_MATCH
+        return x + 1
+
+
+def e_keyword_args_to_a_builtin_exception(x):
+    try:
+        raise Plain("m", code=1)
+    except TypeError:  # eager: Exception() takes no keyword arguments
+        return x + 1
+
+
+def e_raise_from_none_suppresses_context(x):
+    try:
+        raise KeyError("a") from None
+    except KeyError as e:
+        return x + (1 if e.__suppress_context__ else 0)
+
+
+def e_exception_argument_from_a_shape(x):
+    try:
+        raise ValueError(x.shape[0])
+    except ValueError as e:
+        return x * e.args[0]
+
+
+def e_raise_a_caught_exception_again(x):
+    try:
+        raise ValueError("v")
+    except ValueError as e:
+        saved = e
+    try:
+        raise saved
+    except ValueError:
+        return x + 2
+
+
 def _t():
     torch.manual_seed(0)
     return torch.randn(4)

@@ -27,7 +27,8 @@ from __future__ import annotations
 import inspect
 from typing import Optional
 
-from ..exc import ObservedException
+from .. import graph_break_registry as gb
+from ..exc import ObservedException, unimplemented
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable
 
@@ -60,8 +61,9 @@ class ExceptionVariable(VariableTracker):
     def create(cls, tx, exc_type: type, args: list, kwargs: dict) -> "ExceptionVariable":
         """Calling an exception class in the trace: ``BaseException.__init__`` or the user's, inlined."""
         if not has_python_init(exc_type):
-            if kwargs:
-                raise_observed_exception(TypeError, tx, [f"{exc_type.__name__}() takes no keyword arguments"])
+            if kwargs:  # torch's ExceptionVariable.__init__ (torch/_dynamo/variables/misc.py) breaks here
+                unimplemented("keyword arguments passed to an exception constructor are not traced",
+                              gb_id=gb.EXCEPTION_KWARGS, context=f"{exc_type.__name__} with kwargs {sorted(kwargs)}")
             return cls(exc_type, args)
         made = cls(exc_type, [], init_args=args, init_kwargs=kwargs)
         made.args = list(args)  # BaseException.__new__ stores them before __init__ runs
