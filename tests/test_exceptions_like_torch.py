@@ -544,6 +544,39 @@ def e_raise_a_caught_exception_again(x):
         return x + 2
 
 
+def e_graph_break_in_a_handler(x):
+    y = x + 1
+    z = y * 2
+    try:
+        raise ValueError("v")
+    except ValueError:
+        print("handled")
+        z = z + 1
+    return z
+
+
+def e_data_dependent_branch_in_a_try_block(x):
+    y = x + 1
+    z = y * 2
+    try:
+        if z.sum() > 0:
+            raise ValueError("positive")
+    except ValueError:
+        z = z - 1
+    return z
+
+
+def e_graph_break_after_the_try_statement(x):
+    y = x + 1
+    z = y * 2
+    try:
+        raise KeyError("k")
+    except KeyError:
+        z = z - 1
+    print("after")
+    return z * 3
+
+
 def _t():
     torch.manual_seed(0)
     return torch.randn(4)

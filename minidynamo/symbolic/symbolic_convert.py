@@ -49,7 +49,8 @@ Note [Where a graph can break]
     (``x[x > 0]``, Note [A data-dependent subscript breaks the graph]) and at a
     conditional jump on a value we cannot decide (a tensor): there the stack is a clean
     list of values we can rebuild, the instruction can be run eagerly, and the rest of
-    the function resumes in a new frame. A failure anywhere else (an unsupported opcode, a data-dependent
+    the function resumes in a new frame (inside a try block, at the last line before the
+    block instead: Note [A graph break inside a try block], instruction_translator.py). A failure anywhere else (an unsupported opcode, a data-dependent
     ``not x``) makes the whole frame run eagerly. Real Dynamo can also break at other
     instructions, by restarting and cutting at the last instruction with an empty stack.
 """
