@@ -30,6 +30,7 @@ import torch
 
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain_with_gb_types
+from minidynamo.symbolic.exc import FullGraphError
 
 pytestmark = [pytest.mark.ch05, pytest.mark.usefixtures("real_dynamo")]
 
@@ -717,6 +718,22 @@ def test_a_caught_exception_compiles_under_fullgraph_as_in_torch(name):
     expected = fn(x)
     assert _same(torch.compile(fn, backend="eager", fullgraph=True)(x), expected)
     assert _same(md.compile(fn, backend=Counter(), fullgraph=True)(x), expected)
+
+
+@pytest.mark.parametrize("name", ["e_escapes_the_frame", "e_raised_in_callee_escapes"])
+def test_an_escaping_exception_under_fullgraph_is_the_observed_exception_break(name):
+    """torch raises its Unsupported, whose message starts with the registry's gb_type; ours a
+    FullGraphError (our name for that error) whose explanation names the same entry."""
+    fn = PROGRAMS[name]
+    torch._dynamo.reset()
+    md.reset()
+    with pytest.raises(Exception) as theirs:
+        torch.compile(fn, backend="eager", fullgraph=True)(_t())
+    with pytest.raises(FullGraphError) as ours:
+        md.compile(fn, backend=Counter(), fullgraph=True)(_t())
+    assert type(theirs.value).__name__ == "Unsupported"
+    assert str(theirs.value).startswith(ours.value.explanation.gb_type + "\n"), (str(theirs.value)[:80],
+                                                                                 ours.value.explanation.gb_type)
 
 
 # --- a key or an attribute found missing: ours guards it, torch 2.13 does not -------------
