@@ -578,6 +578,39 @@ def e_graph_break_after_the_try_statement(x):
     return z * 3
 
 
+def e_attribute_error_of_a_tensor(x):
+    try:
+        v = x.no_such_attribute
+    except AttributeError:
+        v = 4
+    return x * v
+
+
+def e_sys_exc_info_in_a_handler(x):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        kind = sys.exc_info()[0]
+    return x + (1 if kind is KeyError else 0)
+
+
+def e_value_error_of_list_index(x):
+    items = [1, 2, 3]
+    try:
+        i = items.index(7)
+    except ValueError:
+        i = -1
+    return x + i
+
+
+def e_isinstance_and_type_of_the_exception(x):
+    try:
+        raise KeyError("k")
+    except Exception as e:
+        v = (2 if isinstance(e, LookupError) else 3) + len(type(e).__name__)
+    return x * v
+
+
 def _t():
     torch.manual_seed(0)
     return torch.randn(4)

@@ -110,6 +110,14 @@ class ExceptionOpcodes:
             args = [str(error)]
         raise_observed_exception(type(error), self, args)
 
+    def exc_info(self) -> TupleVariable:
+        """``sys.exc_info()``: (type, value, None) of the exception being handled, or three Nones."""
+        stack = self.exn_vt_stack
+        if not len(stack):
+            return TupleVariable([ConstantVariable(None)] * 3)
+        value = stack.stack[-1]
+        return TupleVariable([self.wrap_sourceless(value.exc_type), value, ConstantVariable(None)])
+
     def exception_handler(self, raised: ObservedException) -> None:
         """Jump to the handler of the current instruction, or pass the exception to the caller."""
         value = raised.value

@@ -262,6 +262,20 @@ class BuiltinVariable(VariableTracker):
             return ConstantVariable(hasattr(obj.example_value, name.as_python_constant()))
         return None
 
+    def _call_exc_info(self, tx, *args):
+        """``sys.exc_info()`` inside an ``except`` block: the exception being handled (torch's polyfill)."""
+        import sys
+
+        return tx.exc_info() if self.fn is sys.exc_info and not args else None
+
+    def _call_exception(self, tx, *args):
+        """``sys.exception()`` (3.11+): the exception being handled, or None."""
+        import sys
+
+        if self.fn is getattr(sys, "exception", None) and not args:
+            return tx.exc_info().items[1]
+        return None
+
     def _call_str(self, tx, *args, **kwargs):
         """``str(e)`` of an exception made in the trace (torch's ExceptionVariable): its message."""
         from .exceptions import ExceptionVariable

@@ -76,7 +76,10 @@ class BaseListVariable(VariableTracker):
             return tx.call_operator(operator.contains, [self, args[0]])  # operators.compare_in
         if name in ("index", "count") and all(a.is_python_constant() for a in args):
             consts = [v.as_python_constant() if v.is_python_constant() else v for v in self.items]
-            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+            try:
+                return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+            except ValueError as e:  # [1, 2].index(7): eager's ValueError, raised in the trace
+                tx.raise_error_of(e)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
