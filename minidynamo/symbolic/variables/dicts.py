@@ -63,10 +63,8 @@ class ConstDictVariable(VariableTracker):
             if key not in items and self.default_factory is not None:  # Note [defaultdict is a dict with a factory]
                 tx.output.side_effects.mutation(self)
                 items[key] = self.default_factory.call_function(tx, [], {})
-            if key not in items:  # torch's getitem_const_raise_exception_if_absent
-                from .exceptions import raise_observed_exception
-
-                raise_observed_exception(KeyError, tx, [args[0]])
+            if key not in items:  # eager's KeyError, raised in the trace (torch's getitem_const_raise_exception_if_absent)
+                tx.raise_observed_exception(KeyError, [args[0]])
             return items[key]
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -106,9 +104,7 @@ class ConstDictVariable(VariableTracker):
                 return items.pop(key)
             if len(args) > 1:
                 return args[1]
-            from .exceptions import raise_observed_exception
-
-            raise_observed_exception(KeyError, tx, [args[0]])
+            tx.raise_observed_exception(KeyError, [args[0]])
         if name == "setdefault":
             key = _key(args[0])
             if key not in items:
