@@ -648,8 +648,8 @@ KNOWN: dict[str, str] = {
 }
 
 
-def _user_line(frames) -> int | None:
-    here = [f for f in frames if f.filename == __file__]
+def _user_line(frames, here_file=__file__) -> int | None:
+    here = [f for f in frames if f.filename == here_file]
     return here[-1].lineno if here else None
 
 
@@ -665,22 +665,23 @@ def outcome(explain, fn, make):
         return ("raises", type(e).__name__)
 
 
-def compare(name):
-    fn = PROGRAMS[name]
+def compare(name, programs=PROGRAMS, needs_grad=NEEDS_GRAD, here_file=__file__):
+    """Ours and torch's outcome of one program (``programs``/``here_file``: another probe set's)."""
+    fn = programs[name]
 
     def make():
         torch.manual_seed(0)
-        return (torch.randn(4, requires_grad=name in NEEDS_GRAD),)
+        return (torch.randn(4, requires_grad=name in needs_grad),)
 
     def theirs_of(f, *args):
         real, types = dynamo_explain_with_gb_types(f, *args)
         return (real.graph_count, len(real.break_reasons), types,
-                [_user_line(r.user_stack) for r in real.break_reasons])
+                [_user_line(r.user_stack, here_file) for r in real.break_reasons])
 
     def mine_of(f, *args):
         ours = md.explain(f, *args)
         return (ours.graph_count, len(ours.break_reasons), [r.gb_type for r in ours.break_reasons],
-                [r.lineno if r.filename == __file__ else None for r in ours.break_reasons])
+                [r.lineno if r.filename == here_file else None for r in ours.break_reasons])
 
     return outcome(mine_of, fn, make), outcome(theirs_of, fn, make)
 

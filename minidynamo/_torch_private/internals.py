@@ -119,6 +119,21 @@ def dynamo_graph_break_fn():
     return torch._dynamo.graph_break
 
 
+def inference_mode_enter_exit() -> tuple:
+    """``torch.autograd.grad_mode._enter_inference_mode`` and ``_exit_inference_mode``: the two calls
+    Dynamo records for ``with torch.inference_mode()`` (torch/_dynamo/variables/ctx_manager.py
+    ``InferenceModeVariable``)."""
+    from torch.autograd import grad_mode
+
+    return grad_mode._enter_inference_mode, grad_mode._exit_inference_mode  # noqa: SLF001
+
+
+def autocast_enter_exit() -> tuple:
+    """``torch.amp._enter_autocast`` and ``_exit_autocast``: the two calls Dynamo records for
+    ``with torch.autocast(...)`` (torch/_dynamo/variables/ctx_manager.py ``AutocastModeVariable``)."""
+    return torch.amp._enter_autocast, torch.amp._exit_autocast  # noqa: SLF001
+
+
 def sym_sqrt():
     """``torch._sym_sqrt``: the graph target Dynamo records for ``math.sqrt`` of a SymInt (dynamic shapes)."""
     return torch._sym_sqrt

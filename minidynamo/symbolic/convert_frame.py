@@ -33,7 +33,7 @@ from .output_graph import OutputGraph
 from .resume_execution import NULL, ResumeFunction, live_locals
 from .source import LocalSource
 from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
-from .variables.ctx_manager import GradModeExit, GradModeVariable, WithExitVariable
+from .variables.ctx_manager import GradModeExit, GradModeVariable, WithExitVariable, leave_open_contexts, open_contexts
 from .variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
 from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
@@ -71,9 +71,11 @@ def compile_frame(frame, L: dict, config, frame_state: dict | None = None) -> Ca
     ``frame_state``: the input sizes earlier traces of this frame saw (Note [Automatic dynamic]).
     """
     grad_mode = torch.is_grad_enabled()
+    contexts = open_contexts()
     try:
         return _compile_frame(frame, L, config, grad_mode, {} if frame_state is None else frame_state)
     finally:
+        leave_open_contexts(contexts)  # a trace that stopped inside `with torch.autocast(...)` (Note [autocast in the graph])
         torch.set_grad_enabled(grad_mode)  # a traced `with torch.no_grad()` switched it while tracing
 
 

@@ -18,11 +18,12 @@ from . import graph_break_registry as gb
 from .source import globals_source_for
 from .variables.base import VariableTracker
 from .variables.builder import wrap_sourceless
-from .variables.ctx_manager import GradModeVariable, WithExitVariable
+from .variables.ctx_manager import (AutocastModeVariable, ContextlibContextManagerVariable, ContextExitVariable, GradModeVariable,
+                                     InferenceModeVariable, WithExitVariable)
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import LazyGeneratorVariable
-from .variables.misc import NullVariable
+from .variables.misc import BuildClassVariable, NullVariable
 
 MAX_INLINE_DEPTH = 40
 
@@ -117,6 +118,12 @@ class CallOpcodes:
         ctx = self.pop()
         if self.user_context_manager(ctx):
             return
+        if isinstance(ctx, (ContextlibContextManagerVariable, InferenceModeVariable, AutocastModeVariable)):
+            # Note [A @contextmanager function is its generator], Note [inference_mode in the graph]
+            entered = ctx.enter(self)
+            self.push(ContextExitVariable(ctx))
+            self.push(entered)
+            return
         if not isinstance(ctx, GradModeVariable):
             unimplemented("a with-statement on a context manager minidynamo does not trace (it traces the grad-mode "
                           "ones)", gb_id=gb.CONTEXT_MANAGER,
@@ -162,3 +169,6 @@ class CallOpcodes:
         self.RETURN_VALUE(inst)
 
     # raise, assert and except: opcodes_exceptions.py
+
+    def LOAD_BUILD_CLASS(self, inst) -> None:
+        self.push(BuildClassVariable())  # its call is the break (a class statement in the frame)

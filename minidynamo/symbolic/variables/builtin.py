@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import functools
 import operator
+import types
 from typing import Any
 
 import torch
@@ -119,7 +120,8 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if (fn in PURE_BUILTINS or getattr(fn, "__module__", None) in ("math", "cmath")) and _all_const(args, kwargs):
+        if (fn in PURE_BUILTINS or getattr(fn, "__module__", None) in ("math", "cmath")
+                or getattr(fn, "__self__", None) in (str, bytes, int, float)) and _all_const(args, kwargs):
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:
@@ -147,10 +149,21 @@ class BuiltinVariable(VariableTracker):
                       "move it out of the compiled function, or accept the graph break",
                       gb_id=gb.SKIPPED_FUNCTION, context=context)
 
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "__getitem__" and self.fn in (list, tuple, dict, set, frozenset, type) and not kwargs \
+                and len(args) == 1 and args[0].is_python_constant():
+            # ``list[int]``: a types.GenericAlias of constants, folded (torch's BuiltinVariable does too)
+            return tx.wrap_sourceless(self.fn[args[0].as_python_constant()])
+        return super().call_method(tx, name, args, kwargs)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .functional import CLASS_METHODS
 
         if any(self.fn is owner and name == n for owner, n in CLASS_METHODS):  # itertools.chain.from_iterable
+            return BuiltinVariable(getattr(self.fn, name))
+        if self.fn in (str, bytes, int, float) and isinstance(getattr(self.fn, name, None), types.BuiltinMethodType):
+            # ``str.maketrans``, ``int.from_bytes``: static/class methods of a constant type, folded on constants
+            # (torch's BuiltinVariable.call_method constant-folds them the same way)
             return BuiltinVariable(getattr(self.fn, name))
         return super().var_getattr(tx, name)
 
@@ -216,6 +229,12 @@ class BuiltinVariable(VariableTracker):
         return obj.call_method(tx, "__len__", [], {})
 
     def _call_isinstance(self, tx, obj, cls):
+        value = getattr(cls, "value", None)
+        if type(value).__module__ == "typing" and isinstance(getattr(value, "__origin__", None), type) \
+                and not hasattr(value, "__args__") \
+                and not cls.is_python_constant():
+            # ``isinstance(x, typing.Sequence)``: the alias checks its origin class (collections.abc.Sequence)
+            return self._call_isinstance(tx, obj, tx.wrap_sourceless(value.__origin__))
         classes = cls.as_python_constant()
         if isinstance(obj, TensorVariable):
             ptype = obj.python_type()
@@ -346,8 +365,26 @@ class BuiltinVariable(VariableTracker):
         return value
 
     def _call_zip(self, tx, *seqs, **kwargs):
+        if any(getattr(s, "lazy", False) for s in seqs):  # a generator, itertools.count, an islice
+            return self._zip_lazily(tx, seqs)
         cols = [self._seq(tx, s) for s in seqs]
         return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*cols)])
+
+    def _zip_lazily(self, tx, seqs):
+        """``zip(range(3), gen)``: rows taken in lockstep, so a generator (even an endless one) runs only as
+        far as eager's zip pulls it, one item past the shortest input at most, as Dynamo's ``ZipVariable``
+        (torch/_dynamo/variables/iter.py) pulls each iterator with ``next_variable``."""
+        its = [s if getattr(s, "lazy", False) else ListIteratorVariable(self._seq(tx, s)) for s in seqs]
+        rows = []
+        while its:
+            row = []
+            for it in its:
+                value = it.next_variable(tx)
+                if value is None:
+                    return ListIteratorVariable(rows)
+                row.append(value)
+            rows.append(TupleVariable(row))
+        return ListIteratorVariable(rows)
 
     def _call_enumerate(self, tx, seq, start=None):
         first = start.as_python_constant() if start is not None else 0

@@ -99,11 +99,17 @@ class Subgraph:
 
 def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTracker], op: str,
                        pure: bool = False, fn_kwargs: dict | None = None, constant_ok: bool = False,
-                       ints_ok: bool = False) -> Subgraph:
+                       ints_ok: bool = False, fallback_to_eager: bool = False) -> Subgraph:
     """Trace ``fn_var(*operands)`` into a graph of its own (torch: ``speculate_subgraph``).
 
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
     or a side effect on a value from outside it (Note [A branch is traced, never run]).
+
+    Note [A checkpointed body that breaks runs eagerly]
+        torch's ``add_hop_context`` (torch/_dynamo/variables/higher_order_ops.py) lets a HOP
+        whose ``_ALLOW_FALLBACK_TO_EAGER`` is true (checkpoint, autograd.Function; not cond,
+        while_loop, map, scan) pass a graph break inside its body on as a plain graph break at
+        the HOP's call, which then runs eagerly: ``fallback_to_eager`` does so.
     """
     from .sym_node import SymNodeVariable
 
@@ -133,6 +139,8 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
         outputs, spec = _flatten(result, op, ints_ok)
         out_nodes = tuple(sub.lift(v.as_proxy()).node for v in outputs)
     except Unsupported as e:
+        if fallback_to_eager:
+            raise  # Note [A checkpointed body that breaks runs eagerly]
         raise UncapturedHigherOrderOpError(op, f"{e.reason}" + (f"\n  Hint: {e.hint}" if e.hint else "")) from None
     finally:
         tx.output = parent
@@ -278,7 +286,8 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
     context_fn = options.pop("context_fn", None)
     if context_fn is noop_context_fn:
         context_fn = None
-    body = speculate_subgraph(tx, fn, operands, "torch.utils.checkpoint.checkpoint", fn_kwargs=fn_kwargs)
+    body = speculate_subgraph(tx, fn, operands, "torch.utils.checkpoint.checkpoint", fn_kwargs=fn_kwargs,
+                              fallback_to_eager=True)
     name = tx.output.install_subgraph("wrap_body", None)
     tx.output.subgraphs[name] = body.graph_module(body.freevars, name)
     if context_fn is not None:  # selective checkpointing: AOT asks its policy per op (activation_checkpoint.py)

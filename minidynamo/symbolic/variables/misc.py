@@ -38,6 +38,53 @@ class NullVariable(VariableTracker):
         return "NULL"
 
 
+class StringFormatVariable(VariableTracker):
+    """``f"{y}"`` of a tensor: a string built after the graph, from the graph's output.
+
+    Note [An f-string of a tensor is formatted after the graph]
+        Formatting a tensor needs its data, which the trace does not have. As torch's
+        ``StringFormatVariable`` (torch/_dynamo/variables/misc.py, made by ``FORMAT_VALUE`` ->
+        ``BuiltinVariable(format)`` and ``BUILD_STRING``), the string is kept as a format
+        string and its arguments: returned or carried across a break, it is rebuilt by
+        ``"...{}...".format(y)`` once ``y`` is real. Anything else done with it in the trace
+        (its length, a method, printing it) is a graph break, as in torch.
+    """
+
+    def __init__(self, format_string: str, args: list, **kwargs):
+        super().__init__(**kwargs)
+        self.format_string = format_string
+        self.args = list(args)
+
+    def python_type(self) -> type:
+        return str
+
+    def reconstruct(self, codegen) -> str:
+        return f"{self.format_string!r}.format({', '.join(codegen.expr(a) for a in self.args)})"
+
+    def __repr__(self) -> str:
+        return f"StringFormatVariable({self.format_string!r}, {self.args!r})"
+
+
+class BuildClassVariable(VariableTracker):
+    """``builtins.__build_class__``, which ``LOAD_BUILD_CLASS`` pushes for a ``class`` statement in the frame.
+
+    As torch with ``config.enable_trace_load_build_class = False`` (its default): pushing it is
+    fine, calling it is the graph break ("Invalid call to __build_class__",
+    torch/_dynamo/variables/builtin.py), at the CALL, so the class is made eagerly and the
+    frame resumes after it.
+    """
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        unimplemented("a class statement in the compiled function (its body is not traced)",
+                      "define the class outside the compiled function", gb_id=gb.BUILD_CLASS,
+                      context=f"Non-constant args to __build_class__: {tuple(args)} {kwargs}")
+
+    def reconstruct(self, codegen) -> str:
+        import builtins
+
+        return codegen.constant_expr(builtins.__build_class__)
+
+
 class LoggerMethodVariable(GetAttrVariable):
     """``logger.warning`` read off a ``logging.Logger``: calling it is a graph break.
 
@@ -50,6 +97,39 @@ class LoggerMethodVariable(GetAttrVariable):
         unimplemented(f"logger.{self.name}() logs at run time, which the graph cannot hold",
                       "move it out of the compiled function, or accept the graph break", gb_id=gb.LOGGER_METHOD,
                       context=f"method: {self.obj.value}.{self.name}")
+
+
+class LoggerAttributeVariable(GetAttrVariable):
+    """``logger.name`` / ``root.handlers``: a data attribute of a ``logging.Logger``, read but not known.
+
+    As torch's ``GetAttrVariable(LoggingLoggerVariable(), name)`` (torch/_dynamo/variables/misc.py),
+    the read itself is fine; its first use (``len(lg.name)``, ``if root.handlers``) is the graph
+    break, at that use's instruction, so a break at a call resumes after it.
+    """
+
+    def _unknown(self):
+        unimplemented(f"the logger's attribute {self.name!r} is not traced (logging's state is read at run time)",
+                      "move the logging call out of the compiled function, or accept the graph break",
+                      gb_id=gb.PYTHON_TYPE,
+                      context=f"GetAttrVariable(LoggingLoggerVariable(), {self.name}) does not implement python_type()")
+
+    def python_type(self) -> type:
+        self._unknown()
+
+    def truth(self, tx) -> bool:
+        self._unknown()
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        self._unknown()
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        self._unknown()
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        self._unknown()
+
+    def unpack_var_sequence(self, tx) -> list:
+        self._unknown()
 
 
 def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
@@ -100,16 +180,38 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         return ConstantVariable(flag)
     if callable(cls_attr) and obj_var.source is not None:
         return UnsupportedMethodVariable(obj_var, name)  # breaks when called, as torch's GetAttrVariable
+    if cls_attr is None and not hasattr(type(value), name):
+        found = call_class_getattr(tx, obj_var, type(value), name)
+        if found is not None:
+            return found
     if cls_attr is None and obj_var.source is not None and not hasattr(value, name) and \
             inspect.getattr_static(type(value), "__getattr__", None) is None:
         # no such attribute: eager raises AttributeError, which the trace raises too (an observed
         # exception, torch's UserDefinedObjectVariable.var_getattr), under a guard that it stays absent
-        from .exceptions import raise_observed_exception
-
         expr = f"not hasattr({tx.output.guards.read_expr(obj_var.source)}, {name!r})"
         tx.output.guards.add(obj_var.source, "HASATTR", expr, f"the trace found no attribute {name!r}")
-        raise_observed_exception(AttributeError, tx, [f"{type(value).__name__!r} object has no attribute {name!r}"])
+        tx.raise_observed_exception(AttributeError, [f"{type(value).__name__!r} object has no attribute {name!r}"])
     unimplemented(f"attribute {name!r} of {type(value).__name__} object", gb_id=gb.UNSUPPORTED_METHOD)
+
+
+def call_class_getattr(tx, obj_var: VariableTracker, cls: type, name: str) -> Optional[VariableTracker]:
+    """``obj.name`` that the normal lookup did not find: the class's Python ``__getattr__``, inlined.
+
+    Note [A missing attribute calls __getattr__]
+        Python calls ``type(obj).__getattr__(obj, name)`` when ``__getattribute__`` finds
+        nothing. As Dynamo's ``UserDefinedObjectVariable.var_getattr``
+        (torch/_dynamo/variables/user_defined.py: ``getattr_fn`` is a Python function ->
+        ``UserMethodVariable(getattr_fn, self).call_function(tx, [name], {})``), the
+        override is inlined with the name as a constant, under a guard that the class's
+        ``__getattr__`` is still that function. None when the class has no Python one.
+    """
+    getattr_fn = inspect.getattr_static(cls, "__getattr__", None)
+    if not inspect.isfunction(getattr_fn):
+        return None
+    from .functions import UserMethodVariable
+
+    guard_class_attribute(tx, cls, "__getattr__", getattr_fn)
+    return UserMethodVariable(getattr_fn, obj_var).call_function(tx, [ConstantVariable(name)], {})
 
 
 class UnsupportedMethodVariable(GetAttrVariable):
@@ -224,6 +326,10 @@ class UserDefinedObjectVariable(VariableTracker):
             # ``random.choice``: a library module's bound method (of its one ``Random``), read as a
             # constant; a break at its call runs the same bound method eagerly
             return codegen.constant_expr(self.value)
+        if self.source is None:
+            for name in ("stdout", "stderr"):  # ``print(..., file=sys.stderr)``: read again at run time, as torch's source
+                if self.value is getattr(sys, name):
+                    return f"{codegen.constant_expr(sys)}.{name}"
         return super().reconstruct(codegen)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -238,10 +344,7 @@ class UserDefinedObjectVariable(VariableTracker):
                 and not callable(getattr(self.value, name, None)):
             # torch's LoggingLoggerVariable gives a data attribute (``root.handlers`` in
             # ``logging.warning``) as a GetAttrVariable without a python_type(): its first use breaks
-            unimplemented(f"the logger's attribute {name!r} is not traced (logging's state is read at run time)",
-                          "move the logging call out of the compiled function, or accept the graph break",
-                          gb_id=gb.PYTHON_TYPE,
-                          context=f"GetAttrVariable(LoggingLoggerVariable(), {name}) does not implement python_type()")
+            return LoggerAttributeVariable(self, name)
         if name == "__reduce_ex__":
             from ..polyfills import plain_reduce, reduce_ex_user_defined_object
             from .functions import UserMethodVariable
@@ -258,12 +361,29 @@ class UserDefinedObjectVariable(VariableTracker):
             return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def truth(self, tx) -> bool:
+        """``if obj:`` on an object whose class defines neither ``__bool__`` nor ``__len__``: always true,
+        as Dynamo's ``generic_jump`` (torch/_dynamo/symbolic_convert.py) decides for a user object
+        without either (``if copier:`` in ``copy.copy``, a C method descriptor)."""
+        cls = type(self.value)
+        if inspect.getattr_static(cls, "__bool__", None) is None and inspect.getattr_static(cls, "__len__", None) is None:
+            return True
+        return super().truth(tx)
+
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if inspect.isfunction(call):
             from .functions import UserMethodVariable
 
             return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+        if isinstance(self.value, (types.MethodDescriptorType, types.WrapperDescriptorType,
+                                   types.ClassMethodDescriptorType)):
+            # ``list.copy(items)`` through a descriptor read off a class: torch wraps it as a
+            # SkipFunctionVariable (trace_rules: a builtin it does not know), a skipped function
+            name = getattr(self.value, "__qualname__", repr(self.value))
+            unimplemented(f"the builtin `{name}` is not traced (it runs eagerly)",
+                          "move it out of the compiled function, or accept the graph break",
+                          gb_id=gb.SKIPPED_FUNCTION, context=f"calling {name}")
         if isinstance(self.value, types.MethodType):  # a library's bound method (random.choice): torch skips it
             name = getattr(self.value, "__qualname__", self.value.__name__)
             unimplemented(f"{name} is a method of a library minidynamo does not trace into (it runs eagerly)",

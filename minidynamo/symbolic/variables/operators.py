@@ -38,6 +38,10 @@ def compare_in(tx, item: VariableTracker, container: VariableTracker) -> Variabl
 
     if isinstance(container, (ConstDictVariable, UserDefinedObjectVariable)):
         return container.call_method(tx, "__contains__", [item], {})
+    cls = getattr(container, "cls", None)
+    contains = inspect.getattr_static(cls, "__contains__", None) if isinstance(cls, type) else None
+    if inspect.isfunction(contains):  # an object made in the trace whose class has a Python __contains__
+        return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         unimplemented("`in` with a tensor depends on the tensor's data", gb_id=gb.DATA_DEPENDENT_BRANCH)
     if container.is_python_constant() and item.is_python_constant():

@@ -184,6 +184,9 @@ class TorchInGraphFunctionVariable(VariableTracker):
             unimplemented(BREAK[fn], gb_id=gb.SKIPPED_FUNCTION, context=f"torch.{fn.__name__}")
         if fn in COMPILING:
             return tx.wrap_constant_result(COMPILING[fn])
+        if getattr(fn, "__module__", None) == "torch._dynamo.external_utils" and \
+                getattr(fn, "__qualname__", None) == "is_compiling":
+            return tx.wrap_constant_result(True)  # torch._dynamo.is_compiling(), the older name: folded as well
         if fn in RECORDED_FOR_EFFECT and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             record_for_effect(tx, fn, *[a.as_python_constant() for a in args],
                               **{k: v.as_python_constant() for k, v in kwargs.items()})

@@ -13,6 +13,7 @@ of them imports it (pyproject.toml's "dynamo-variables" contract). Mirrors
 from __future__ import annotations
 
 import abc
+import contextlib
 import inspect
 import types
 from typing import Any
@@ -165,6 +166,10 @@ class UserDefinedClassVariable(VariableTracker):
             from .functions import UserFunctionVariable
 
             return UserFunctionVariable(polyfill).call_function(tx, args, kwargs)
+        if cls is contextlib._GeneratorContextManager and len(args) == 3 and not kwargs:  # noqa: SLF001
+            from .ctx_manager import ContextlibContextManagerVariable
+
+            return ContextlibContextManagerVariable.create(tx, *args)  # Note [A @contextmanager function is its generator]
         if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
             return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
         if cls in (torch.finfo, torch.iinfo) and args and not kwargs and all(a.is_python_constant() for a in args):
@@ -201,6 +206,14 @@ class UserDefinedClassVariable(VariableTracker):
             and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor))
             and "__slots__" not in cls.__dict__
         )
+        if not plain and type(cls) is type and cls.__module__ != "builtins" and _c_new(cls) \
+                and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor)):
+            # a C class of a library module (``_json.Encoder``): torch's polyfill
+            # ``instantiate_user_defined_class_object`` calls ``cls.__new__(cls, ...)``, a method it
+            # cannot trace ("Unsupported method call", torch/_dynamo/variables/user_defined.py)
+            unimplemented(f"constructing a {cls.__name__} object calls its C `__new__`",
+                          "construct it outside the compiled function", gb_id=gb.UNSUPPORTED_METHOD,
+                          context=f"call_method UserDefinedClassVariable({cls}) __new__")
         if not plain:
             unimplemented(f"constructing a {cls.__name__} object", "construct it outside the compiled function",
                           gb_id=gb.SKIPPED_FUNCTION)
@@ -222,3 +235,9 @@ class UserDefinedClassVariable(VariableTracker):
 
 
 __all__ = ["SuperVariable", "UserDefinedClassVariable"]
+
+
+def _c_new(cls: type) -> bool:
+    """Does ``cls`` itself define a ``__new__`` written in C (not ``object.__new__``, not Python)?"""
+    new = cls.__dict__.get("__new__")
+    return new is not None and not inspect.isfunction(getattr(new, "__func__", new)) and new is not object.__new__
