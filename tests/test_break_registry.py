@@ -340,7 +340,6 @@ NEEDS_GRAD = {"p_backward"}
 
 # Where we still differ from torch, and why (each is a strict xfail below).
 KNOWN_COUNT = {  # a different number of graphs or break reasons
-    "p_numpy": "torch traces Tensor.numpy() (config.trace_numpy); we break",
 }
 KNOWN_TYPE = {  # the same counts and lines, another registry entry
 }

@@ -623,11 +623,6 @@ NEEDS_GRAD = {"h_register_hook", "h_backward_intermediate", "h_enable_grad_insid
 _TRACES = "torch traces it whole (no break); "
 KNOWN: dict[str, str] = {
     "h_data_ptr": _TRACES + "ours breaks at Tensor.data_ptr() (an address exists only at run time)",
-    "h_numpy_detach": _TRACES + "Tensor.numpy() is traced by config.trace_numpy; ours breaks",
-    "h_np_array": "torch traces NumPy (config.trace_numpy) and breaks at float() of the traced ndarray "
-                  "(data dependent); ours breaks at np.array, a C function",
-    "h_np_random": "the same line; torch traces np.random.rand (config.trace_numpy) and breaks on its value "
-                   "(data dependent); ours breaks at np.random.rand, a library method it skips",
     "h_struct_pack": _TRACES + "ours breaks at struct.pack, a C function",
     "h_re_compile": _TRACES + "ours breaks inside re's cache lookup (key not found in dict)",
     "h_tempdir": _TRACES + "ours breaks inside tempfile at a C function",

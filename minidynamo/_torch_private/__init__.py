@@ -68,6 +68,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     dispatch_tls_local_exclude_set,
     dispatch_tls_local_include_set,
     dynamo_graph_break_fn,
+    torch_numpy,
     enable_functionalization,
     enable_python_dispatcher,
     from_functional_tensor,
@@ -97,7 +98,11 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     tree_unflatten,
     unsafe_set_version_counter,
 )
-from minidynamo._torch_private.inductor import inductor_compile_fx, inductor_graphs_recorder  # noqa: F401
+from minidynamo._torch_private.inductor import (  # noqa: F401
+    inductor_compile_fx,
+    inductor_graphs_recorder,
+    inductor_phase_points,
+)
 from minidynamo._torch_private.oracles import (  # noqa: F401
     compiled_autograd_enabled,
     dynamo_cache_entries,

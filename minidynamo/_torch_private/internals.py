@@ -112,6 +112,15 @@ def graph_break_registry() -> dict:
         return {}
 
 
+def torch_numpy():
+    """``torch._numpy``: torch's NumPy written on tensors (``ndarray``, the ``np`` functions,
+    ``random``, ``linalg``, ``fft``). A traced NumPy call runs it in the graph
+    (symbolic/variables/numpy.py): it is the library the graph calls, not a stage we rebuild."""
+    import torch._numpy as tnp
+
+    return tnp
+
+
 def dynamo_graph_break_fn():
     """torch._dynamo.graph_break: user code may call it; our interpreter breaks there too."""
     import torch._dynamo

@@ -22,6 +22,7 @@ from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.lists import ListVariable, SliceVariable, TupleVariable
 from .variables.misc import StringFormatVariable
+from .variables.numpy import NumpyNdarrayVariable
 from .variables.tensor import TensorVariable
 
 BINARY_OPS = [operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul, operator.mul,
@@ -76,7 +77,9 @@ class DataOpcodes:
     ## Subscripts
     def BINARY_SUBSCR(self, inst) -> None:
         index, obj = self.pop(), self.pop()
-        if isinstance(obj, TensorVariable):
+        if isinstance(obj, NumpyNdarrayVariable):  # NumPy's indexing (variables/numpy.py)
+            self.push(obj.call_method(self, "__getitem__", [index], {}))
+        elif isinstance(obj, TensorVariable):
             from .variables.builder import wrap_fx_proxy
 
             if type(index).__name__ == "SymNodeVariable":

@@ -206,6 +206,28 @@ class FloatTensorSource(Source):
         return torch.tensor(self.base.get(L, G), dtype=torch.float64)
 
 
+@dataclass(frozen=True, repr=False)
+class NumpyTensorSource(Source):
+    """``torch.as_tensor(L['a'])``: an ndarray argument as the tensor the graph takes (torch's
+    ``NumpyTensorSource``, whose name is ``___from_numpy(L['a'])``; variables/numpy.py). The tensor
+    shares the array's memory; its guards are a tensor's, on this expression. A read-only array
+    is copied (``torch.tensor(L['a'])``), as torch clones it: a tensor cannot share read-only memory."""
+
+    base: Source
+    copy: bool = False
+
+    def name(self) -> str:
+        return f"torch.{'tensor' if self.copy else 'as_tensor'}({self.base.name()})"
+
+    def fx_name(self) -> str:
+        return self.base.fx_name()
+
+    def get(self, L: dict, G: dict) -> Any:
+        import torch
+
+        return (torch.tensor if self.copy else torch.as_tensor)(self.base.get(L, G))
+
+
 def globals_source_for(fn_globals: dict, code, fn_source: Any = None) -> Any:
     """Where an inlined function's globals are read from, when they are not the root frame's ``G``.
 

@@ -26,6 +26,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .iter import ListIteratorVariable
 from .lists import ListVariable, TupleVariable
+from .numpy import NumpyVariable, is_ndarray
 from .tensor import TensorVariable
 
 # Builtins that are pure: on constant arguments we may simply call them.
@@ -77,6 +78,12 @@ class BuiltinVariable(VariableTracker):
 
     def as_python_constant(self) -> Any:
         return self.fn
+
+    def as_proxy(self) -> Any:
+        # ``np.sum(a, dtype=float)``, ``x.to(int)``: a Python type as a dtype argument goes into the graph
+        # as torch's dtype for it (torch/_dynamo/variables/builtin.py BuiltinVariable.as_proxy)
+        fn = self.fn
+        return torch.bool if fn is bool else torch.int64 if fn is int else torch.float64 if fn is float else fn
 
     def reconstruct(self, codegen) -> str:
         return codegen.constant_expr(self.fn)
@@ -442,7 +449,14 @@ class BuiltinVariable(VariableTracker):
                 continue
             if not isinstance(a, TensorVariable):
                 a, b = b, a
-            if isinstance(b, TensorVariable):
+            if is_ndarray(a):  # NumPy's: np.maximum / np.clip (torch's _call_min_max_binary)
+                import numpy as np
+
+                if isinstance(b, TensorVariable):
+                    acc = NumpyVariable(np.maximum if pick is max else np.minimum).call_function(tx, [a, b], {})
+                else:
+                    acc = NumpyVariable(np.clip).call_function(tx, [a], {"min" if pick is max else "max": b})
+            elif isinstance(b, TensorVariable):
                 fn = torch.maximum if pick is max else torch.minimum
                 acc = TorchInGraphFunctionVariable(fn).call_function(tx, [a, b], {})
             else:
@@ -483,11 +497,16 @@ class BuiltinVariable(VariableTracker):
     def _call_bool(self, tx, x=None):
         if x is None:
             return ConstantVariable(False)
+        if is_ndarray(x):  # torch: ndarray.__bool__ in the graph, whose fake run needs the data (variables/numpy.py)
+            return x.call_method(tx, "__bool__", [], {})
         if isinstance(x, TensorVariable):  # torch: bool() calls Tensor.item()
             unimplemented("bool(tensor) needs the tensor's data", "keep it a tensor", gb_id=gb.ITEM)
         return ConstantVariable(x.truth(tx))
 
     def _scalar(self, tx, x, kind):
+        if is_ndarray(x) and kind in (int, float):
+            # torch: ndarray.__float__ goes into the graph; its fake run needs the data (variables/numpy.py)
+            return x.call_method(tx, f"__{kind.__name__}__", [], {})
         if isinstance(x, TensorVariable):
             if kind in (int, float) and x.example_value.dtype.is_floating_point is (kind is float):
                 from minidynamo import config

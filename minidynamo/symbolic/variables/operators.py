@@ -19,6 +19,7 @@ from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
+from .numpy import call_numpy_operator
 from .tensor import TensorVariable
 
 
@@ -148,6 +149,9 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
     if fn is operator.getitem:
         return args[0].call_method(tx, "__getitem__", [args[1]], {})
     if any(isinstance(a, TensorVariable) or type(a).__name__ == "SymNodeVariable" for a in args):
+        result = call_numpy_operator(tx, fn, args)  # ndarrays only: NumPy's operator (variables/numpy.py)
+        if result is not None:
+            return result
         if fn in _OUT_OF_PLACE and not isinstance(args[0], TensorVariable):
             # `s += x` with an int s: int has no __iadd__, so Python runs s + x (a graph
             # node operator.iadd(0, x) would also print as `0 += x`, which is no Python)

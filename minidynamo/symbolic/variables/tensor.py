@@ -57,6 +57,11 @@ BREAK_METHODS = {
 }
 
 
+# ``Tensor.numpy()`` under config.trace_numpy: variables/numpy.py, which sits above this module
+# (the import contracts of pyproject.toml), registers its ``from_tensor`` here when imported.
+NUMPY_OF_TENSOR: list = []
+
+
 def is_inplace_view(name: str) -> bool:
     """Is ``aten.<name>`` tagged ``inplace_view`` (``t_``, ``unsqueeze_``, ``as_strided_``, ``set_``...)?"""
     packet = getattr(torch.ops.aten, name, None) if name.endswith("_") else None
@@ -158,6 +163,9 @@ class TensorVariable(VariableTracker):
                                        {k: v.as_proxy() for k, v in kwargs.items()})
                 root.note_requires_grad_(self.proxy.node, result.proxy.node)
                 return result
+        elif name == "numpy" and config.trace_numpy and NUMPY_OF_TENSOR and self.example_value.layout == torch.strided:
+            force = kwargs.get("force", args[0] if args else None)  # Note [NumPy is traced through torch._numpy]
+            return NUMPY_OF_TENSOR[0](tx, self, force=bool(force is not None and force.as_python_constant()))
         elif name in BREAK_METHODS:
             unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region",
                           gb_id=BREAK_METHOD_TYPES.get(name, gb.UNSUPPORTED_METHOD), context=f"{self}.{name}()")

@@ -180,6 +180,13 @@ class TorchInGraphFunctionVariable(VariableTracker):
                           f"({args[0] if args else 'no arguments'})", gb_id=gb.UNSUPPORTED_FUNCTION)
         if fn in _graph_break_fns():
             unimplemented("torch._dynamo.graph_break() asks for a graph break", gb_id=gb.GRAPH_BREAK_CALL)
+        if fn is torch.from_numpy:  # an ndarray of the trace is a tensor already (variables/numpy.py)
+            from minidynamo import config
+
+            if not config.trace_numpy:
+                unimplemented("Attempted to call `torch.from_numpy` with config `minidynamo.config.trace_numpy` set "
+                              "to `False`.", "set minidynamo.config.trace_numpy = True", gb_id="GB0231")
+            return tx.wrap_fx_proxy("call_function", torch.as_tensor, tuple(a.as_proxy() for a in args), {})
         if fn in BREAK:
             unimplemented(BREAK[fn], gb_id=gb.SKIPPED_FUNCTION, context=f"torch.{fn.__name__}")
         if fn in COMPILING:
