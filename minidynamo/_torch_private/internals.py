@@ -384,6 +384,14 @@ def enable_python_dispatcher():
     return _enable()
 
 
+_PYTHON_DISPATCHER = torch._C.DispatchKey.PythonDispatcher
+
+
+def python_dispatcher_enabled() -> bool:
+    """Is the Python dispatcher on? (``enable_python_dispatcher`` puts its key in the TLS include set.)"""
+    return torch._C._dispatch_tls_is_dispatch_key_included(_PYTHON_DISPATCHER)
+
+
 def python_dispatcher_kernels(op) -> dict:
     """``op.py_kernels``: kernels only the Python dispatcher sees (key name -> function)."""
     return {getattr(k, "name", str(k)): fn for k, fn in op.py_kernels.items()}
