@@ -49,9 +49,6 @@ COUNT_DIFFERENCES: dict[str, str] = {
     "and recompiles every call",
     "break_inside_a_no_grad_decorated_callee": "a print inside a @torch.no_grad()-decorated callee: torch hands the "
     "backend 4 graphs, ours 2 (md.explain: one break, at the print); both give eager's values and grad mode",
-    "autocast_block_and_outer_autocast": "a `with torch.autocast(...)` block inside the compiled function is a graph "
-    "break in ours (its __init__ asks torch.is_autocast_available(), unguarded state) before any tensor op: the "
-    "frame runs eagerly; torch traces the block into the graph",
 }
 
 # Scenarios where torch 2.13 itself is wrong (eager is the oracle), each with what it does. Checked to still be
