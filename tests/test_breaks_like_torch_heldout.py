@@ -624,10 +624,6 @@ _TRACES = "torch traces it whole (no break); "
 KNOWN: dict[str, str] = {
     "h_tensor_in_list": "eager raises RuntimeError (`y in [x, y]` compares x == y, a tensor, as a bool); "
                         "torch's compiled function returns a tensor instead; ours raises as eager does",
-    "h_try_except_caught": _TRACES + "a KeyError caught in the frame is an observed exception; ours breaks "
-                           "inside the try block: the frame runs eagerly",
-    "h_raise_caught": _TRACES + "raise/except of a ValueError in the frame is traced; ours cannot build the "
-                      "exception in the trace: the frame runs eagerly",
 }
 
 

@@ -57,6 +57,8 @@ NEXT = "GB0160"
 ID = "GB0191"
 INSPECT = "GB0151"
 SUPER = "GB0113"
+EXCEPTION_KWARGS = "GB0273"       # ValueError(msg=...): keyword args to a builtin exception
+SUPER_ATTRIBUTE = "GB0006"         # super().name that is not a function (BaseException.__init__)
 DEEPCOPY = "GB0179"
 SETATTR = "GB0467"
 TENSOR_SETATTR = "GB0058"

@@ -6,7 +6,7 @@ object's instructions with VariableTrackers on its stack; this module holds the 
 (``step``/``run``), the stack helpers, and the handlers for names, attributes and
 imports. The other families are mixins beside it: ``opcodes_data.py`` (containers,
 operators, unpacking), ``opcodes_control.py`` (iteration, jumps), ``opcodes_calls.py``
-(calls, functions, with, return/raise), ``opcodes_312_313.py`` (opcodes new in 3.12
+(calls, functions, with, return), ``opcodes_exceptions.py`` (raise, except, finally), ``opcodes_312_313.py`` (opcodes new in 3.12
 and 3.13). Mirrors ``torch/_dynamo/symbolic_convert.py`` (``InstructionTranslatorBase``:
 ``step``, ``run``, ``push``/``pop``, the ``LOAD_*``/``STORE_*`` handlers).
 """
@@ -25,7 +25,7 @@ from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_
                                  find_exception_handler, get_instructions, offset_to_index)
 
 from . import counters
-from .exc import (EagerFallback, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
+from .exc import (EagerFallback, ObservedException, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
                   Unsupported, explain_unsupported, unimplemented)
 from . import graph_break_registry as gb
 from .fake_values import TracedUserError
@@ -33,12 +33,14 @@ from .opcodes_312_313 import Py312Py313Opcodes
 from .opcodes_calls import CallOpcodes
 from .opcodes_control import ControlFlowOpcodes
 from .opcodes_data import DataOpcodes
+from .opcodes_exceptions import ExceptionOpcodes
 from .source import GetItemSource, GlobalSource
 from .variables.base import VariableTracker
 from .variables.builder import VariableBuilder, wrap_constant_result, wrap_example, wrap_fx_proxy, wrap_sourceless
 from .variables.lazy import LazyVariableTracker
 from .variables.operators import call_operator
 from .variables.new_object import NewObjectVariable
+from .variables.exceptions import ExceptionVariable
 from .variables.functions import CellVariable
 from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
@@ -66,7 +68,7 @@ def decoded(code: types.CodeType) -> tuple[list, dict]:
     return instructions, offset_to_index(instructions)
 
 
-class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcodes, DataOpcodes):
+class InstructionTranslatorBase(ExceptionOpcodes, ControlFlowOpcodes, CallOpcodes, Py312Py313Opcodes, DataOpcodes):
     """The loop and the opcode handlers, shared by the root frame and inlined calls."""
 
     def __init__(self, code: types.CodeType, f_globals: dict, symbolic_locals: dict, output, *,
@@ -108,6 +110,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
                     unimplemented(f"opcode {inst.opname} is not supported by the symbolic interpreter "
                                   f"(Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]})", gb_id=gb.MISSING_BYTECODE)
                 handler(inst)
+            except ObservedException as e:  # the traced code raised: its handler, or its caller's
+                self.exception_handler(e)
             except Unsupported as e:
                 explain_unsupported(self, e)
                 raise
@@ -351,7 +355,7 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
     def STORE_ATTR(self, inst) -> None:
         obj = self.pop()
         value = self.pop()
-        if isinstance(obj, NewObjectVariable):
+        if isinstance(obj, (NewObjectVariable, ExceptionVariable)):
             obj.store_attr(self, inst.argval, value)
             return
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:

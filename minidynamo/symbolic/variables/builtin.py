@@ -136,9 +136,8 @@ class BuiltinVariable(VariableTracker):
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:
                 return tx.wrap_constant_result(fn(*cargs, **ckw))
-            except Exception as e:  # noqa: BLE001
-                unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
-                              gb_id=gb.OBSERVED_EXCEPTION, context=f"{fn.__name__}{tuple(cargs)!r}")
+            except Exception as e:  # noqa: BLE001 - the user's own error, raised in the trace (int("x"))
+                tx.raise_error_of(e)
         name = getattr(fn, '__name__', fn)
         context = f"builtin {name} with arguments {args!r}"
         if getattr(fn, "__module__", None) in ("math", "cmath") and any(isinstance(a, TensorVariable) for a in args):
@@ -292,6 +291,35 @@ class BuiltinVariable(VariableTracker):
             return ConstantVariable(hasattr(obj.example_value, name.as_python_constant()))
         return None
 
+    def _call_exc_info(self, tx, *args):
+        """``sys.exc_info()`` inside an ``except`` block: the exception being handled (torch's polyfill)."""
+        import sys
+
+        return tx.exc_info() if self.fn is sys.exc_info and not args else None
+
+    def _call_exception(self, tx, *args):
+        """``sys.exception()`` (3.11+): the exception being handled, or None."""
+        import sys
+
+        if self.fn is getattr(sys, "exception", None) and not args:
+            return tx.exc_info().items[1]
+        return None
+
+    def _call_str(self, tx, *args, **kwargs):
+        """``str(e)`` of an exception made in the trace (torch's ExceptionVariable): its message."""
+        from .exceptions import ExceptionVariable
+
+        if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+            return args[0].call_method(tx, "__str__", [], {})
+        return None
+
+    def _call_repr(self, tx, *args, **kwargs):
+        from .exceptions import ExceptionVariable
+
+        if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+            return args[0].call_method(tx, "__repr__", [], {})
+        return None
+
     def _call_type(self, tx, obj):
         if obj.is_python_constant():
             return None
@@ -341,7 +369,9 @@ class BuiltinVariable(VariableTracker):
         if value is None:
             if default:
                 return default[0]
-            unimplemented("StopIteration while tracing", gb_id=gb.OBSERVED_EXCEPTION)
+            from .exceptions import raise_observed_exception
+
+            raise_observed_exception(StopIteration, tx)
         return value
 
     def _call_zip(self, tx, *seqs, **kwargs):

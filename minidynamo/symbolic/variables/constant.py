@@ -79,11 +79,17 @@ class ConstantVariable(VariableTracker):
         args = [_materialize(tx, a) for a in args]
         if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
             fn = getattr(self.value, name, None)
+            if fn is None and name == "__len__":  # len(5)
+                tx.raise_observed_exception(TypeError, [f"object of type {type(self.value).__name__!r} has no len()"])
             if fn is None:
                 unimplemented(f"{type(self.value).__name__} has no method {name!r}", gb_id=gb.OBSERVED_EXCEPTION)
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            return tx.wrap_constant_result(fn(*cargs, **ckw))
+            try:
+                result = fn(*cargs, **ckw)
+            except Exception as e:  # noqa: BLE001 - the user's own error ("abc".index("z")), raised in the trace
+                tx.raise_error_of(e)
+            return tx.wrap_constant_result(result)
         if name == "format" and isinstance(self.value, str):
             unimplemented("str.format with non-constant arguments", gb_id=gb.UNSUPPORTED_METHOD)
         return super().call_method(tx, name, args, kwargs)

@@ -95,8 +95,8 @@ class ConstDictVariable(VariableTracker):
             if key not in items and self.default_factory is not None:  # Note [defaultdict is a dict with a factory]
                 tx.output.side_effects.mutation(self)
                 items[key] = self.default_factory.call_function(tx, [], {})
-            if key not in items:
-                unimplemented(f"key {key!r} not found in the dict (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
+            if key not in items:  # eager's KeyError, raised in the trace (torch's getitem_const_raise_exception_if_absent)
+                tx.raise_observed_exception(KeyError, [args[0]])
             return items[key]
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -136,7 +136,7 @@ class ConstDictVariable(VariableTracker):
                 return items.pop(key)
             if len(args) > 1:
                 return args[1]
-            unimplemented(f"key {key!r} not found in the dict (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
+            tx.raise_observed_exception(KeyError, [args[0]])
         if name == "setdefault":
             key = _key(args[0])
             if key not in items:

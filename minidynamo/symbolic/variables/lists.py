@@ -63,6 +63,8 @@ class BaseListVariable(VariableTracker):
             return type(self)(self.items[idx])
         if not isinstance(idx, int):
             unimplemented(f"{self.kind.__name__} index of type {type(idx).__name__}", gb_id=gb.UNSUPPORTED_METHOD)
+        if not -len(self.items) <= idx < len(self.items):
+            tx.raise_observed_exception(IndexError, [f"{self.kind.__name__} index out of range"])
         return self.items[idx]
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -74,7 +76,10 @@ class BaseListVariable(VariableTracker):
             return tx.call_operator(operator.contains, [self, args[0]])  # operators.compare_in
         if name in ("index", "count") and all(a.is_python_constant() for a in args):
             consts = [v.as_python_constant() if v.is_python_constant() else v for v in self.items]
-            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+            try:
+                return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+            except ValueError as e:  # [1, 2].index(7): eager's ValueError, raised in the trace
+                tx.raise_error_of(e)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:

@@ -185,6 +185,13 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         found = call_class_getattr(tx, obj_var, type(value), name)
         if found is not None:
             return found
+    if cls_attr is None and obj_var.source is not None and not hasattr(value, name) and \
+            inspect.getattr_static(type(value), "__getattr__", None) is None:
+        # no such attribute: eager raises AttributeError, which the trace raises too (an observed
+        # exception, torch's UserDefinedObjectVariable.var_getattr), under a guard that it stays absent
+        expr = f"not hasattr({tx.output.guards.read_expr(obj_var.source)}, {name!r})"
+        tx.output.guards.add(obj_var.source, "HASATTR", expr, f"the trace found no attribute {name!r}")
+        tx.raise_observed_exception(AttributeError, [f"{type(value).__name__!r} object has no attribute {name!r}"])
     unimplemented(f"attribute {name!r} of {type(value).__name__} object", gb_id=gb.UNSUPPORTED_METHOD)
 
 

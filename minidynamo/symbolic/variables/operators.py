@@ -164,9 +164,8 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         consts = [a.as_python_constant() for a in args]
         try:
             return tx.wrap_constant_result(fn(*consts))
-        except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
-            unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
-                          gb_id=gb.OBSERVED_EXCEPTION)
+        except Exception as e:  # noqa: BLE001 - the user's own error (1 / 0), raised in the trace
+            tx.raise_error_of(e)
     a = args[0]
     if isinstance(a, (ListVariable, TupleVariable)) and len(args) == 2:
         b = args[1]

@@ -136,7 +136,24 @@ class TensorVariable(VariableTracker):
                 real = None
             if name in getattr(real, "__dict__", {}):
                 return tx.variable_builder(AttrSource(self.source, name))(real.__dict__[name])
+        if not hasattr(torch.Tensor, name) and not name.startswith("_"):
+            self._raise_missing_attribute(tx, name)
         unimplemented(f"Tensor attribute {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
+
+    def _raise_missing_attribute(self, tx, name: str) -> None:
+        """``x.no_such_attr``: eager's AttributeError, raised in the trace (an observed exception,
+        torch's TensorVariable.var_getattr); an input's is guarded absent, as for an object
+        (Note [What the trace found missing is guarded], tests/test_exceptions_like_torch.py)."""
+        if self.source is not None:
+            try:
+                real = self.source.get(tx.output.L, tx.output.root_globals)
+            except Exception:  # noqa: BLE001 - a source we cannot read here: break as before
+                return
+            if hasattr(real, name):
+                return
+            expr = f"not hasattr({tx.output.guards.read_expr(self.source)}, {name!r})"
+            tx.output.guards.add(self.source, "HASATTR", expr, f"the trace found no attribute {name!r}")
+        tx.raise_observed_exception(AttributeError, [f"'Tensor' object has no attribute {name!r}"])
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         if name in ("__int__", "__float__") and not args and config.capture_scalar_outputs and (

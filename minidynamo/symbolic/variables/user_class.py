@@ -41,6 +41,15 @@ class SuperVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         obj_type = self.obj.python_type()
         mro = obj_type.__mro__
+        from .exceptions import ExceptionVariable
+
+        if isinstance(self.obj, ExceptionVariable) and name == "__init__" and not any(
+                "__init__" in vars(k) and inspect.isfunction(vars(k)["__init__"]) for k in mro[mro.index(self.cls) + 1:]):
+            # super().__init__(msg) reaching BaseException's, in a user exception's __init__: torch 2.13
+            # does not trace it (SuperVariable.call_method in torch/_dynamo/variables/misc.py), nor do we
+            unimplemented("super().__init__ of an exception class is not a function or method torch traces",
+                          "Ensure the attribute accessed via `super()` is a standard method or function.",
+                          gb_id=gb.SUPER_ATTRIBUTE, context=f"call_method SuperVariable() {name}")
         if self.cls not in mro:  # super() in a classmethod: the second argument is a class
             unimplemented(f"super().{name} whose second argument is a {obj_type.__name__}, not a "
                           f"{self.cls.__name__} (super() in a classmethod)", gb_id=gb.SUPER)
@@ -147,6 +156,10 @@ class UserDefinedClassVariable(VariableTracker):
         from .user_defined import DataclassDictVariable, is_dataclass_dict
 
         cls = self.value
+        from .exceptions import ExceptionVariable, is_exception_class
+
+        if is_exception_class(cls):  # ValueError("no"), a user's MyError(...): Note [An exception object in the trace]
+            return ExceptionVariable.create(tx, cls, args, kwargs)
         from ..polyfills import class_polyfill
 
         polyfill = class_polyfill(cls, args, kwargs)  # Note [operator.itemgetter in the trace]
