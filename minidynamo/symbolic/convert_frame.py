@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -321,6 +322,16 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
         below = stack[:-2]
         return _eager_then_resume(cg, tx, frame, config, inst, below,
                                   f"___r = {cg.expr(stack[-2])}[{cg.expr(stack[-1])}]   # graph break: run eagerly")
+    elif inst.opname == "COMPARE_OP":  # Note [A comparison and a subscript store break like a call]: [a, b]
+        below = stack[:-2]
+        test = f"{cg.expr(stack[-2])} {inst.argval} {cg.expr(stack[-1])}"
+        if sys.version_info >= (3, 13) and inst.arg & 16:  # 3.13's bool bit: the jump after it takes an exact bool
+            test = f"bool({test})"
+        return _eager_then_resume(cg, tx, frame, config, inst, below, f"___r = ({test})   # graph break: run eagerly")
+    elif inst.opname == "STORE_SUBSCR":  # [value, container, key]
+        below = stack[:-3]
+        line = f"{cg.expr(stack[-2])}[{cg.expr(stack[-1])}] = {cg.expr(stack[-3])}   # graph break: run eagerly"
+        return _eager_then_resume(cg, tx, frame, config, inst, below, line, pushes=False)
     elif inst.opname == "STORE_ATTR":  # Note [A tensor attribute store breaks the graph]: [value, obj]
         below = stack[:-2]
         line = f"{cg.expr(stack[-1])}.{inst.argval} = {cg.expr(stack[-2])}   # graph break: run eagerly"

@@ -218,6 +218,18 @@ class InstructionTranslator(InstructionTranslatorBase):
         else:
             super().STORE_ATTR(inst)
 
+    # Note [A comparison and a subscript store break like a call]
+    #     torch 2.13 decorates COMPARE_OP and STORE_SUBSCR with ``break_graph_if_unsupported``
+    #     (symbolic_convert.py), as it does its calls: a comparison it cannot trace (two data
+    #     pointers it cannot prove equal) or a store it cannot record compiles the graph so
+    #     far, runs the one instruction eagerly and resumes after it, in a new frame that is
+    #     compiled in turn. Ours does the same, through the same path as a call.
+    def COMPARE_OP(self, inst) -> None:
+        self._breakable_call(inst, super().COMPARE_OP)
+
+    def STORE_SUBSCR(self, inst) -> None:
+        self._breakable_call(inst, super().STORE_SUBSCR)
+
     def _breakable_call(self, inst, do_call) -> None:
         if inst.offset in self.break_at:
             self.result = ("call", inst, self.break_at[inst.offset])
