@@ -69,3 +69,38 @@ def test_distilbert_inference():
 
 def test_distilbert_training():
     three_ways("distilbert", "train")
+
+
+def _constant_times(x):
+    c = torch.tensor(2.0)  # a lifted constant (T5's and DeBERTa-v2's training graphs make one)
+    return x * c, c
+
+
+def test_a_lifted_constant_is_copied_as_torchs():
+    """make_fx's Note [A lifted constant is copied]: the same forward ops as torch's aot_function, and
+    Inductor compiles the graph (it refused ``lift_fresh`` of a constant: the frame ran eagerly)."""
+    from minidynamo._torch_private import torch_aot_keeping_graphs
+    from minidynamo.aot import aot_function
+
+    x = torch.randn(3, requires_grad=True)
+    graphs, theirs = torch_aot_keeping_graphs(_constant_times)
+    theirs(x)[0].sum().backward()
+    ours_graphs = []
+
+    def keep(gm, _inputs):
+        ours_graphs.append(gm)
+        return gm
+
+    aot_function(_constant_times, keep, lambda gm, _inputs: gm)(x)[0].sum().backward()
+
+    def ops(gm):
+        return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+    assert ops(ours_graphs[0]) == ops(graphs["fw"])
+    assert "aten.lift_fresh_copy.default" in ops(ours_graphs[0])
+    with warnings.catch_warnings(), md.config.patch(suppress_errors=False):
+        warnings.simplefilter("error", AOTFallbackWarning)
+        ours = md.compile(_constant_times, backend="inductor")(x)
+    expected = torch.compile(_constant_times, backend="inductor")(x)
+    for a, b in zip(ours, expected):
+        torch.testing.assert_close(a, b, **TOL)
