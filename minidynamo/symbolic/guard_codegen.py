@@ -158,8 +158,8 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         tests = "___global_state()" if "___global_state" in scope else \
             " and ".join(f"({_hoist_torch_constants(g.expr, scope)})" for g in global_state)
         lines += [f"    if not ({tests}):", "        return False"]
-    for g in guards:  # a flag read as a constant (allow_tf32), warning_once's cache, a class attribute inlined
-        if g.source is None and g.kind in ("BACKEND_FLAG", "LRU_CACHE", "CLASS_ATTRIBUTE", "TORCH_FUNCTION_STATE",
+    for g in guards:  # a flag read as a constant (allow_tf32), a class attribute inlined
+        if g.source is None and g.kind in ("BACKEND_FLAG", "CLASS_ATTRIBUTE", "TORCH_FUNCTION_STATE",
                                            "DEFAULT_DEVICE"):
             test = _class_attribute_test(g.expr, scope) if g.kind == "CLASS_ATTRIBUTE" else None
             lines += [f"    if not ({test or _hoist_torch_constants(g.expr, scope)}):", "        return False"]

@@ -222,8 +222,6 @@ class UserDefinedObjectVariable(VariableTracker):
 
         if is_mapping_method(self.value, name):
             return GetAttrVariable(self, name)  # called through call_method below
-        if name == "warning_once" and _is_warning_once(self.value):
-            return WarningOnceVariable(self)
         if isinstance(self.value, logging.Logger) and callable(getattr(type(self.value), name, None)) \
                 and not name.startswith("_"):
             return LoggerMethodVariable(self, name)
@@ -266,53 +264,6 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
-
-
-def _is_warning_once(value: Any) -> bool:
-    import functools
-    import logging
-
-    fn = inspect.getattr_static(type(value), "warning_once", None)
-    return (isinstance(value, logging.Logger) and isinstance(fn, functools._lru_cache_wrapper)  # noqa: SLF001
-            and fn.cache_parameters()["maxsize"] is None and "warning_once" not in getattr(value, "__dict__", {}))
-
-
-class WarningOnceVariable(VariableTracker):
-    """``logger.warning_once(msg)``: transformers' ``lru_cache``'d logger method.
-
-    Note [logger.warning_once runs at trace time]
-        Dynamo breaks the graph at any logger method (``LoggingLoggerVariable``). This
-        one says *once*: an unbounded ``lru_cache`` over ``(logger, msg)`` whose body
-        logs. With constant arguments we call it while tracing, so the message is
-        logged once, as eager would (if the cache already held the pair, nothing is
-        logged, as in eager). From then on eager's call would be a cache hit, a no-op,
-        and so the graph leaves it out. Guarded: the logger is the same object, and the
-        cache has not been cleared (an unbounded cache only shrinks by
-        ``cache_clear()``, so ``currsize`` not below today's means the pair is still in).
-    """
-
-    def __init__(self, logger: UserDefinedObjectVariable, **kwargs):
-        super().__init__(**kwargs)
-        self.logger = logger
-
-    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            unimplemented("logger.warning_once with arguments that are not constants", gb_id=gb.LOGGER_METHOD)
-        logger = self.logger.value
-        cached = inspect.getattr_static(type(logger), "warning_once")
-        logger.warning_once(*[a.as_python_constant() for a in args],
-                            **{k: v.as_python_constant() for k, v in kwargs.items()})
-        guards = tx.output.guards
-        if self.logger.source is not None:
-            n = self.logger.source.name()
-            guards.add(self.logger.source, "ID_MATCH", f"{n} is {guards.name_for(logger, 'logger')}",
-                       "the trace logged through this logger once", n)
-        fn = guards.name_for(cached, "warning_once")
-        size = cached.cache_info().currsize
-        guards.add(None, "LRU_CACHE", f"{fn}.cache_info().currsize >= {size}",
-                   "warning_once logged this message while tracing (Note [logger.warning_once runs at trace time])",
-                   f"{fn}.cache_info().currsize")
-        return ConstantVariable(None)
 
 
 __all__ = [
