@@ -114,7 +114,8 @@ def _dropout_off(model) -> None:
     import torch
 
     for m in model.modules():
-        if isinstance(m, torch.nn.modules.dropout._DropoutNd):
+        if isinstance(m, (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.Dropout3d,
+                          torch.nn.AlphaDropout, torch.nn.FeatureAlphaDropout)):
             m.p = 0.0
         for k, v in list(vars(m).items()):
             if "drop" in k.lower() and isinstance(v, float):
