@@ -64,6 +64,20 @@ Note [What a warm cache saves us, and what it saves torch]
     of a warm compile, ours or torch's, is importing Inductor, probing the CPU's vector
     ISA and loading the cached kernels.
 
+Note [The backward is compiled when it first runs]
+    torch's AOTAutograd lowers the backward graph lazily (``torch/_functorch/_aot_autograd/
+    graph_compile.py``: ``_aot_stage2b_bw_compile`` keeps it in an
+    ``AutogradLazyBackwardCompileInfo``; runtime_wrappers.py's Note [Backward graph lazy
+    lowering]): Inductor compiles it when the first backward runs, so a call that never
+    reaches ``.backward()`` (a train-mode model called outside ``no_grad``) pays for the
+    forward's kernels only. Ours does the same (:class:`_LazyBackward`), with torch's
+    exception: when the graphs carry symbols, Inductor may add guards while compiling
+    the backward, and they must join the frame's guards before Dynamo emits them, so
+    the backward is compiled at once (torch: ``num_symints_saved_for_bw > 0``). If
+    Inductor refuses the backward then, the frame cannot run eagerly any more: the
+    backward graph runs as it is (what ``aot_eager`` runs), with an ``AOTFallbackWarning``
+    carrying the message of Note [When Inductor refuses a graph].
+
 Note [When Inductor refuses a graph]
     An exception inside Inductor is raised again as ``InductorCompileError`` naming
     the graph (forward, backward or inference of which Dynamo graph) and, when
@@ -76,6 +90,7 @@ from __future__ import annotations
 
 import contextlib
 import types
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -225,6 +240,39 @@ def _boxed(compiled: Callable, positional: bool) -> Callable:
     return call
 
 
+class _LazyBackward:
+    """Note [The backward is compiled when it first runs]: a boxed backward that compiles on its first call."""
+
+    _boxed_call = True  # called with one list, which it empties (torch's convention)
+
+    def __init__(self, compile_now: Callable[[], Callable], gm: fx.GraphModule) -> None:
+        self._compile_now, self._gm = compile_now, gm
+        self.compiled: Callable | None = None
+
+    def __call__(self, args: list) -> Any:
+        if self.compiled is None:
+            try:
+                self.compiled = self._compile_now()
+            except InductorCompileError as exc:
+                from minidynamo.aot.aot_autograd import AOTFallbackWarning
+
+                warnings.warn(f"{exc}; the backward graph runs uncompiled", AOTFallbackWarning, stacklevel=2)
+                self.compiled = self._uncompiled
+        return self.compiled(args)
+
+    def _uncompiled(self, args: list) -> Any:
+        out = self._gm(*args)
+        args.clear()
+        return out
+
+
+def _has_symbols(values: list[Any]) -> bool:
+    def sym(v: Any) -> bool:
+        return isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+    return any(sym(v) or (isinstance(v, torch.Tensor) and any(map(sym, (*v.shape, *v.stride())))) for v in values)
+
+
 def _op_of(exc: BaseException) -> str:
     """The op Inductor's lowering names in its error, if any (``LoweringException: ... target: aten.x``)."""
     for line in str(exc).splitlines():
@@ -285,14 +333,19 @@ def compile_fx(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable:
         return call
 
     def bw_compiler(bw_gm: fx.GraphModule, our_inputs: list) -> Callable:
-        try:
-            fakes = _torch_fake_inputs(ti, bw_gm, mode, symbols, our_inputs)
-            with inductor_context(bw_gm):
-                out = ti.compile_fx_backward(bw_gm, fakes, compiler_config_extra=config_extra,
-                                             inner_compile=ti.compile_fx_inner)
-        except Exception as exc:  # Note [When Inductor refuses a graph]
-            raise refused("backward", exc) from exc
-        return _boxed(out, positional=False)
+        def compile_now() -> Callable:
+            try:
+                fakes = _torch_fake_inputs(ti, bw_gm, mode, symbols, our_inputs)
+                with inductor_context(bw_gm):
+                    out = ti.compile_fx_backward(bw_gm, fakes, compiler_config_extra=config_extra,
+                                                 inner_compile=ti.compile_fx_inner)
+            except Exception as exc:  # Note [When Inductor refuses a graph]
+                raise refused("backward", exc) from exc
+            return _boxed(out, positional=False)
+
+        if symbols.ours is not None or _has_symbols(our_inputs):  # Note [The backward is compiled when it first runs]
+            return compile_now()
+        return _LazyBackward(compile_now, bw_gm)
 
     def partition_fn(joint: fx.GraphModule, *, num_fwd_outputs: int, static_lifetime_input_indices: Any = None,
                      mutated_input_indices: Any = None) -> Any:

@@ -74,6 +74,15 @@ capture_dynamic_output_shape_ops: bool = False
 #: data-dependent break (torch/_dynamo/config.py; symbolic_convert.py ``generic_jump``).
 rewrite_assert_with_torch_assert: bool = True
 
+# -- NumPy in a traced frame (torch/_dynamo/config.py; read in symbolic/variables/numpy.py) --
+
+#: ``Tensor.numpy()``, ``np.*`` calls and ndarray arguments are traced into the graph through
+#: ``torch._numpy`` (torch's NumPy on tensors) instead of breaking the graph.
+trace_numpy: bool = True
+#: ``np.random.*`` in a trace breaks the graph (runs NumPy's own generator eagerly) instead of
+#: drawing from torch's generator in the graph (torch/_dynamo/variables/misc.py ``NumpyVariable``).
+use_numpy_random_stream: bool = False
+
 # Note [A deprecated flag does nothing]
 #     torch 2.13 keeps ``inline_inbuilt_nn_modules`` as a deprecated ``Config`` entry
 #     (``torch/_dynamo/config.py``: ``deprecated=True``, "does not do anything,

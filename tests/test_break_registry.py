@@ -340,12 +340,8 @@ NEEDS_GRAD = {"p_backward"}
 
 # Where we still differ from torch, and why (each is a strict xfail below).
 KNOWN_COUNT = {  # a different number of graphs or break reasons
-    "p_numpy": "torch traces Tensor.numpy() (config.trace_numpy); we break",
-    "p_contextmanager": "torch traces a @contextlib.contextmanager; we break at the with-statement",
 }
 KNOWN_TYPE = {  # the same counts and lines, another registry entry
-    "p_json_dumps": "torch inlines json.dumps and breaks inside json/encoder.py on a method call; we break "
-                    "constructing the C encoder",
 }
 KNOWN = {**KNOWN_COUNT, **KNOWN_TYPE}
 

@@ -104,11 +104,7 @@ def test_compiled_matches_eager(name):
 
 # Cases whose second call with equal inputs may trace again, each with the reason
 # (not asserted either way: an address can repeat when the allocator reuses memory).
-NOT_STEADY: dict[str, str] = {
-    "break_data_ptr": "the eager call at the break returns a new address on every call; it reaches the resume "
-    "function on the stack and is guarded as a constant, so each call retraces (ours has no dynamic ints; "
-    "real Dynamo specializes once, then marks the int dynamic)",
-}
+NOT_STEADY: dict[str, str] = {}
 
 
 def _instructions() -> int:

@@ -206,25 +206,50 @@ class Holder:
 
 def deletes_attr(x, obj):
     y = x * 2
-    del obj.tmp  # DELETE_ATTR: not a call; we cut at the last clean instruction and run the rest eagerly
+    del obj.tmp  # DELETE_ATTR: torch traces it, a side effect done after the graph
     return y + 1
 
 
-def test_unsupported_instruction_cuts_at_last_clean_point():
+_DOOMED = 1
+
+
+def deletes_global(x):
+    global _DOOMED
+    y = x * 2
+    z = y + 1
+    del _DOOMED  # DELETE_GLOBAL: no handler; after two calls torch cuts at the last clean instruction
+    _DOOMED = 1
+    return z - 1
+
+
+def test_del_of_an_attribute_is_traced_as_a_side_effect():
     x = torch.randn(3)
     real = dynamo_explain(deletes_attr, x, Holder())
     obj = Holder()
     ours = md.explain(deletes_attr, x, obj)
-    assert ours.graph_count == real.graph_count == 1
+    assert (ours.graph_count, len(ours.break_reasons)) == (real.graph_count, len(real.break_reasons)) == (1, 0)
     assert not hasattr(obj, "tmp")
     torch.testing.assert_close(ours.out, x * 2 + 1)
-    src = ours.entries[0].transformed_source
-    assert "___eager_rest_at_" in src and "runs eagerly" in src
+    assert "delattr(L['obj'], 'tmp')" in ours.entries[0].transformed_source
     compiled = md.compile(deletes_attr, backend="eager")
     for _ in range(2):
         obj = Holder()
         torch.testing.assert_close(compiled(x, obj), x * 2 + 1)
         assert not hasattr(obj, "tmp")
+
+
+def test_unsupported_instruction_cuts_at_last_clean_point():
+    x = torch.randn(3)
+    real = dynamo_explain(deletes_global, x)
+    ours = md.explain(deletes_global, x)
+    assert ours.graph_count == real.graph_count == 1
+    torch.testing.assert_close(ours.out, x * 2)
+    src = ours.entries[0].transformed_source
+    assert "___eager_rest_at_" in src and "runs eagerly" in src
+    compiled = md.compile(deletes_global, backend="eager")
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), x * 2)
+        assert _DOOMED == 1
 
 
 _logged: list = []

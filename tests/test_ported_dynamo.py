@@ -512,9 +512,7 @@ def test_compiled_equals_eager(name):
 
 
 # ours differs from torch on these, each for the reason given
-COUNT_DIFFERENCES = {
-    "user_raise_caught": "torch traces raise/except within the frame; ours runs a frame with a raise eagerly",
-}
+COUNT_DIFFERENCES: dict[str, str] = {}
 
 
 def _frame_hook_on() -> bool:

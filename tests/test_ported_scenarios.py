@@ -29,8 +29,6 @@ WRONG: dict[str, str] = {}
 COUNT_DIFFERENCES: dict[str, str] = {
     "store_global_new_name": "torch.compile hands the backend no graph for a frame that binds a new module global; "
     "ours compiles one graph and replays the store",
-    "delete_global_presence_flip": "ours compiles the x + 1 and breaks at DELETE_GLOBAL (not supported by our symbolic "
-    "interpreter), the rest runs eagerly; torch hands the backend no graph",
     "dataclass_argument_mutated": "ours recompiles when s.name changes (the returned f-string read it); torch hands "
     "the backend no new graph for that call",
     "keyerror_caught_then_key_added": "a frame that raises (a KeyError caught in the frame) runs eagerly in ours; "
@@ -49,9 +47,6 @@ COUNT_DIFFERENCES: dict[str, str] = {
     "and recompiles every call",
     "break_inside_a_no_grad_decorated_callee": "a print inside a @torch.no_grad()-decorated callee: torch hands the "
     "backend 4 graphs, ours 2 (md.explain: one break, at the print); both give eager's values and grad mode",
-    "autocast_block_and_outer_autocast": "a `with torch.autocast(...)` block inside the compiled function is a graph "
-    "break in ours (its __init__ asks torch.is_autocast_available(), unguarded state) before any tensor op: the "
-    "frame runs eagerly; torch traces the block into the graph",
 }
 
 # Scenarios where torch 2.13 itself is wrong (eager is the oracle), each with what it does. Checked to still be

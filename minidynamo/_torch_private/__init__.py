@@ -48,6 +48,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     after_autograd_keyset,
     autograd_would_have_decomposed,
     autograd_node_created_hook,
+    autocast_enter_exit,
     clear_python_dispatch_cache,
     cublas_reduced_precision,
     default_device_constructors,
@@ -67,11 +68,14 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     dispatch_tls_local_exclude_set,
     dispatch_tls_local_include_set,
     dynamo_graph_break_fn,
+    register_hook_op,
+    torch_numpy,
     enable_functionalization,
     enable_python_dispatcher,
     from_functional_tensor,
     graph_break_registry,
     graph_target_to_str,
+    inference_mode_enter_exit,
     is_functional_tensor,
     is_in_torch_dispatch_mode,
     len_torch_function_stack,
@@ -81,6 +85,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     mirror_conj_neg,
     no_dispatch,
     pop_current_dispatch_mode_if,
+    python_dispatcher_enabled,
     python_dispatcher_kernels,
     set_grad_enabled_c,
     set_meta_in_tls_dispatch_include,
@@ -95,7 +100,11 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     tree_unflatten,
     unsafe_set_version_counter,
 )
-from minidynamo._torch_private.inductor import inductor_compile_fx, inductor_graphs_recorder  # noqa: F401
+from minidynamo._torch_private.inductor import (  # noqa: F401
+    inductor_compile_fx,
+    inductor_graphs_recorder,
+    inductor_phase_points,
+)
 from minidynamo._torch_private.oracles import (  # noqa: F401
     compiled_autograd_enabled,
     dynamo_cache_entries,
@@ -131,6 +140,7 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     torch_aot_function,
     torch_aot_keeping_graphs,
     torch_aot_module_simplified,
+    torch_fake_cache_crosscheck_failure,
     torch_autograd_would_have_decomposed,
     torch_collect_metadata,
     torch_compute_overlapping_tensors,

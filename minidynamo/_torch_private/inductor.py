@@ -81,3 +81,20 @@ class inductor_graphs_recorder:
     def __exit__(self, *exc) -> None:
         self._cfx._compile_fx_inner = self._real
         self._patch.__exit__(*exc)
+
+
+def inductor_phase_points() -> list:
+    """Where torch's compile spends its phases (oracle/observer, for minidynamo/bench/inductor.py's phase table).
+
+    ``(owner, attribute, phase)``: the module globals torch's own path calls at run time, so a
+    wrapper put there sees both ``torch.compile`` and our backend. ``_compile_fx_inner`` (one
+    graph through Inductor: post-grad passes, lowering, scheduling, code generation and the C++
+    kernel builds), ``_recursive_joint_graph_passes`` (what ``partition_fn`` runs on the joint
+    before min-cut) and ``aot_module_simplified`` as ``torch/_dynamo/backends/common.py``'s
+    ``AotAutograd`` calls it (torch's AOTAutograd; ours is timed through ``minidynamo.aot``).
+    """
+    from torch._dynamo.backends import common
+    from torch._inductor import compile_fx as cfx
+
+    return [(cfx, "_compile_fx_inner", "inductor"), (cfx, "_recursive_joint_graph_passes", "joint passes"),
+            (common, "aot_module_simplified", "aot")]

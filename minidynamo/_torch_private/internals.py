@@ -112,11 +112,43 @@ def graph_break_registry() -> dict:
         return {}
 
 
+def torch_numpy():
+    """``torch._numpy``: torch's NumPy written on tensors (``ndarray``, the ``np`` functions,
+    ``random``, ``linalg``, ``fft``). A traced NumPy call runs it in the graph
+    (symbolic/variables/numpy.py): it is the library the graph calls, not a stage we rebuild."""
+    import torch._numpy as tnp
+
+    return tnp
+
+
 def dynamo_graph_break_fn():
     """torch._dynamo.graph_break: user code may call it; our interpreter breaks there too."""
     import torch._dynamo
 
     return torch._dynamo.graph_break
+
+
+def register_hook_op():
+    """``torch.ops.higher_order.register_hook`` (torch/_higher_order_ops/register_hook.py): the node torch's
+    Dynamo records for ``register_hook`` on an intermediate tensor (``_method_register_hook``)."""
+    import torch._higher_order_ops.register_hook as register_hook
+
+    return register_hook.register_hook_op
+
+
+def inference_mode_enter_exit() -> tuple:
+    """``torch.autograd.grad_mode._enter_inference_mode`` and ``_exit_inference_mode``: the two calls
+    Dynamo records for ``with torch.inference_mode()`` (torch/_dynamo/variables/ctx_manager.py
+    ``InferenceModeVariable``)."""
+    from torch.autograd import grad_mode
+
+    return grad_mode._enter_inference_mode, grad_mode._exit_inference_mode  # noqa: SLF001
+
+
+def autocast_enter_exit() -> tuple:
+    """``torch.amp._enter_autocast`` and ``_exit_autocast``: the two calls Dynamo records for
+    ``with torch.autocast(...)`` (torch/_dynamo/variables/ctx_manager.py ``AutocastModeVariable``)."""
+    return torch.amp._enter_autocast, torch.amp._exit_autocast  # noqa: SLF001
 
 
 def sym_sqrt():
@@ -358,6 +390,14 @@ def enable_python_dispatcher():
     from torch._dispatch.python import enable_python_dispatcher as _enable
 
     return _enable()
+
+
+_PYTHON_DISPATCHER = torch._C.DispatchKey.PythonDispatcher
+
+
+def python_dispatcher_enabled() -> bool:
+    """Is the Python dispatcher on? (``enable_python_dispatcher`` puts its key in the TLS include set.)"""
+    return torch._C._dispatch_tls_is_dispatch_key_included(_PYTHON_DISPATCHER)
 
 
 def python_dispatcher_kernels(op) -> dict:

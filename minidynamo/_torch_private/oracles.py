@@ -345,6 +345,35 @@ def torch_min_cut_ban_reasons(joint_module, *, num_fwd_outputs) -> dict[str, str
     return reasons
 
 
+def torch_fake_cache_crosscheck_failure(fn, reals, settings) -> str | None:
+    """Oracle: torch's FakeTensorMode with its cache crosscheck on (``torch._dynamo.config.
+    fake_tensor_cache_crosscheck_enabled``: every hit also runs the kernel and compares). ``fn``
+    runs on fakes of ``reals`` under each ``(python_dispatcher, grad_enabled)`` of ``settings`` in
+    turn, on a cleared cache; returns the first crosscheck failure's message, or None."""
+    import contextlib
+
+    import torch._dynamo.config
+    from torch._dispatch.python import enable_python_dispatcher
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    FakeTensorMode.cache_clear()
+    try:
+        with torch._dynamo.config.patch(fake_tensor_cache_enabled=True, fake_tensor_cache_crosscheck_enabled=True):
+            for python_dispatcher, grad in settings:
+                mode = FakeTensorMode()
+                fakes = [mode.from_tensor(r) for r in reals]
+                with (mode, enable_python_dispatcher() if python_dispatcher else contextlib.nullcontext(),
+                      torch.set_grad_enabled(grad)):
+                    fn(*fakes)
+    except RuntimeError as e:
+        if "crosscheck" not in str(e):
+            raise
+        return f"{e}: {e.__cause__}"
+    finally:
+        FakeTensorMode.cache_clear()
+    return None
+
+
 def torch_aot_module_simplified(gm, example_inputs, fw_compiler, bw_compiler=None, **kwargs):
     """Oracle: torch._functorch.aot_autograd.aot_module_simplified (tests of AOT over SymInts)."""
     from torch._functorch.aot_autograd import aot_module_simplified

@@ -83,7 +83,11 @@ def collect_metadata(fn: Callable, *args: Any, keep_input_mutations: bool = Fals
         fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) and not isinstance(a, FakeTensor) else a
         for a in args
     ]
-    with events.pass_scope(events.AOT_METADATA), fake_mode:
+    from minidynamo._torch_private import enable_python_dispatcher
+
+    # Note [AOT traces under the Python dispatcher] (graph_capture.py): torch's create_aot_state
+    # (torch/_functorch/aot_autograd.py) runs this pass under it, whatever the inputs
+    with events.pass_scope(events.AOT_METADATA), fake_mode, enable_python_dispatcher():
         return run_functionalized_fw_and_collect_metadata(fn, keep_input_mutations=keep_input_mutations)(*fake_args)
 
 

@@ -27,8 +27,6 @@ Note [Input mutations in the backward]
     it kept (torch: the same inputs get a ``copy_`` at the end of its backward
     graph).
 
-Note [Functionalize above the tracer]), into ONE graph: the joint graph.
-
 Note [Which outputs get tangents]
     Aliased outputs (of inputs or of intermediates) get no tangent: the compiled
     forward returns them only so that the runtime wrapper can regenerate the real
@@ -48,6 +46,27 @@ Note [Functionalize above the tracer]
     records only that. At the end we ask the functionalization mode for each
     returned tensor's latest value. Autograd sits above both and sees the user's
     program unchanged, so its backward formulas are those of eager.
+
+Note [AOT traces under the Python dispatcher]
+    torch traces every AOT graph with the Python dispatcher on: ``_create_graph``
+    (torch/_functorch/_aot_autograd/graph_capture.py) wraps ``make_fx`` in
+    ``enable_python_dispatcher()``, for the joint and the inference graph, with or
+    without a ShapeEnv, and ``create_aot_state`` (aot_autograd.py) does the same
+    around the metadata pass. The dispatcher then sees the ``py_impl`` kernels of
+    torch/_ops.py, which the C++ dispatcher does not: a CompositeImplicitAutograd op
+    with a Python decomposition runs it, above functionalization and the tracer, so
+    the graph records what the decomposition calls. ``aten.dropout``'s
+    (torch/_decomp/decompositions.py, ``dropout``) calls ``native_dropout``, which
+    draws its mask into the input's strides, where the C++ kernel's ``empty_like`` +
+    ``bernoulli_`` draws into a contiguous tensor: on a transposed input the same
+    numbers land in other positions, and only the first equals eager. Others: a
+    batched ``matmul`` ends in ``view`` (its output a view of the ``bmm``), not
+    ``_unsafe_view``; ``F.interpolate``'s ``upsample_*.vec`` become ``_unsafe_index``;
+    ``rnn_tanh`` and ``lstm`` unroll into an ``addmm`` per step (the C++ kernels record
+    ``mkldnn_rnn_layer``). Ours does the same, in both traces
+    and the metadata pass (collect_metadata_analysis.py); the fake dispatch cache keys
+    on it (fake/dispatch_cache.py, Note [Which kernel ran is part of the key]);
+    tests/test_aot_python_dispatcher_like_torch.py compares the graphs with torch's.
 """
 
 from __future__ import annotations
@@ -60,6 +79,7 @@ import torch
 import torch.fx as fx
 
 from minidynamo import events
+from minidynamo._torch_private import enable_python_dispatcher
 from minidynamo.aot.graph_capture_wrappers import (
     _copy_into_inputs,
     _from_fun,
@@ -363,7 +383,8 @@ def aot_dispatch_autograd_graph(
         dead_code_elimination=True,  # torch eliminates dead code right after tracing the joint
         decomposition_table=decompositions,
     )
-    gm = tracer(*primals, *tangents)
+    with enable_python_dispatcher():  # Note [AOT traces under the Python dispatcher]
+        gm = tracer(*primals, *tangents)
     for node in gm.graph.nodes:
         node.meta.setdefault("partitioner_tag", "is_backward")
     return JointGraph(
@@ -417,9 +438,10 @@ def aot_dispatch_base_graph(
         return outs
 
     names = [f"arg{i}_1" for i in range(len(flat_args))]
-    gm = make_fx(
+    tracer = make_fx(
         fw, fake_mode=fake_mode, placeholder_names=names,
         outer_modes=[func_mode] if func_mode is not None else [], pass_name=events.AOT_JOINT,
         dead_code_elimination=True, decomposition_table=decompositions,
-    )(*flat_args)
-    return gm
+    )
+    with enable_python_dispatcher():  # Note [AOT traces under the Python dispatcher]
+        return tracer(*flat_args)

@@ -360,7 +360,9 @@ def create_aot_dispatcher_function(flat_fn: Callable, flat_args: list[Any], conf
     #     ``create_aot_dispatcher_function`` (torch/_functorch/aot_autograd.py) turns the
     #     Python dispatcher on for every pass when the fakes have a ShapeEnv, so such an
     #     op runs its Python decomposition (``torch/_decomp``), which computes sizes
-    #     symbolically, above functionalization and the tracer. Ours does the same.
+    #     symbolically, above functionalization and the tracer. Ours does the same. (The
+    #     metadata pass and the graph capture run under it with or without a ShapeEnv:
+    #     graph_capture.py's Note [AOT traces under the Python dispatcher].)
     from minidynamo._torch_private import enable_python_dispatcher
 
     with enable_python_dispatcher():

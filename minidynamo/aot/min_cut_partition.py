@@ -32,15 +32,31 @@ Note [What may be recomputed]
     is its size in bytes, grown by ``1.1 ** distance-to-backward`` (prefer
     saving values used soon), doubled when every user could fuse with it (it
     would never be written to memory otherwise). Parameters (static-lifetime
-    inputs) cost nothing to save. torch's two further heuristics against long
-    fusible chains and values used far apart are left out here: on the graphs of
-    this book they do not change the cut (a transformer block's has one node they
-    ban, with no stated reason, and the cut is the same without it; tests/test_aot_min_cut.py
-    compares the partitions and the stated reasons with torch's).
+    inputs) cost nothing to save. torch's two further heuristics, which ban
+    with no stated reason ("cannot recompute"), are ours too (Note [Values used
+    far apart, and long fusible chains]); tests/test_aot_min_cut.py compares the
+    partitions and the reasons with torch's.
+
+Note [Values used far apart, and long fusible chains]
+    ``solve_min_cut`` bans two more kinds of node after the rules above
+    (``ban_recompute_used_far_apart`` and ``ban_recompute_long_fusible_chains`` in
+    ``torch/_functorch/config.py``, both on). Far apart: a forward value used by a
+    fusible op *after* a later unfusible one (a residual connection: the block's
+    input feeds a convolution, and much later the add) -- that add is not
+    recomputed, since the backward could not fuse it with the ops near the value.
+    Long chains: a chain of fusible forward ops running more than 100 nodes past
+    where it started is cut by banning the node there. On the small graphs of the
+    chapters they change nothing; on timm's resnet18 the far-apart rule bans each
+    block's residual add, so the relu mask of the last block is saved (``le``)
+    rather than recomputed from the batch norm's bias, as torch saves it, and
+    Inductor then fuses the forward's kernels as it does torch's (Note [A cold
+    compile's phases] in minidynamo/bench/inductor.py counts them).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import operator
 from dataclasses import dataclass, field
@@ -287,7 +303,61 @@ def _flow_graph(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],
         for user in node.users:
             flow.add_edge(node.name + "_out", user.name + "_in", capacity=math.inf)
 
+    _ban_far_apart_and_long_chains(graph, info, banned, ban)
     return flow, banned
+
+
+def _ban_far_apart_and_long_chains(graph: fx.Graph, info: _NodeInfo, banned: dict[str, str], ban: Any) -> None:
+    """Note [Values used far apart, and long fusible chains] (torch: the end of ``solve_min_cut``)."""
+    order = info.fw_order
+    fw_nodes = [n for n in graph.nodes if n in info.required_fw]  # torch's required_fw_nodes, in graph order
+    tie = itertools.count()
+
+    def first_unfusible(start_nodes: list[fx.Node], max_range: int) -> int:
+        # torch's heap of (order, node, fusible): an unfusible entry of a node pops before its fusible one
+        heap: list = []
+        pushed: set = set()
+        for n in start_nodes:
+            heapq.heappush(heap, (order[n], True, next(tie), n))
+            pushed.add((n, True))
+        while heap:
+            _, fusible, _, node = heapq.heappop(heap)
+            pushed.discard((node, fusible))
+            if not fusible:
+                return order[node]
+            for user in node.users:
+                if user in info.required_fw and order[user] <= max_range:
+                    key = (user, _is_fusible(node, user))
+                    if key not in pushed:
+                        heapq.heappush(heap, (order[user], key[1], next(tie), user))
+                        pushed.add(key)
+        return max_range
+
+    for used in fw_nodes:  # values used far apart
+        fw_users = [u for u in used.users if u in info.required_fw]
+        if not fw_users:
+            continue
+        first = first_unfusible(fw_users, max(order[u] for u in fw_users))
+        for user in tuple(used.users):
+            if user in info.required_fw and order[user] > first and _is_fusible(used, user):
+                if user.name in banned:
+                    continue
+                ban(user, "cannot recompute")
+
+    visited: set[fx.Node] = set()
+    for start in fw_nodes:  # long fusible chains
+        chain = [(order[start], next(tie), start)]
+        while chain:
+            _, _, cur = heapq.heappop(chain)
+            if cur in visited:
+                continue
+            visited.add(cur)
+            if order[cur] > order[start] + 100 and not chain:  # 100: torch's arbitrary bound
+                ban(cur, "cannot recompute")
+                break
+            for user in cur.users:
+                if user in info.required_fw and _is_fusible(cur, user) and user.name not in banned:
+                    heapq.heappush(chain, (order[user], next(tie), user))
 
 
 def _solve_min_cut(graph: fx.Graph, info: _NodeInfo, static_inputs: set[fx.Node],

@@ -4,7 +4,13 @@ Place in the pipeline: outside it; it times the ``inductor`` backend (minidynamo
 Per workload, in training (forward and backward) with ``torch.set_num_threads(1)``:
 
 - cold compile: ``compile()``, the first forward and backward, in a fresh process with a
-  fresh ``TORCHINDUCTOR_CACHE_DIR`` (every C++ kernel built);
+  fresh ``TORCHINDUCTOR_CACHE_DIR`` (every C++ kernel built); with ``--cold-repeats N``, N
+  such processes per system, ours and torch's alternating (ours first, then torch first, ...),
+  and the median of each figure, so that a machine loaded by others weighs on both alike;
+- where a cold compile goes (Note [A cold compile's phases]): seconds in Dynamo and the
+  first step, in AOTAutograd, in Inductor's joint-graph passes and in Inductor per graph
+  (C++ builds included), the C++ kernels generated, and the CPU seconds of the process and
+  its compilers (a figure the machine's load changes less than the wall clock);
 - warm-cache compile: the same in a second fresh process over the cache the first one filled;
 - per call: compiled / eager in paired interleaved rounds in that process (median of the
   rounds' ratios), ours and torch's each against their own eager;
@@ -20,7 +26,24 @@ minidynamo/zoo.py, Note [timm without torchvision]). Nothing here asserts a time
 runs one small workload with few rounds. No test runs these rows (each costs minutes of C++
 builds); tests/test_inductor_backend.py checks the backend itself on small programs.
 
-    python -m minidynamo.bench --backend inductor [--quick] [--only NAMES] [--json PATH]
+    python -m minidynamo.bench --backend inductor [--quick] [--only NAMES] [--cold-repeats N] [--json PATH]
+
+Note [A cold compile's phases]
+    The same four phases are read from ours and from torch's, by timing the functions both
+    call (``inductor_phase_points``, torch's module globals that its own path calls at run
+    time, and ``minidynamo.aot.aot_module_simplified``): ``inductor`` is torch's
+    ``_compile_fx_inner`` (one graph: post-grad passes, lowering, scheduling, code
+    generation, the C++ builds), ``joint passes`` is ``_recursive_joint_graph_passes``,
+    ``aot`` is the AOTAutograd call (ours or torch's) less what runs inside it of the other
+    two (ours includes the crossing into torch's fake mode, compile_fx's Note [One boundary
+    between our fakes and Inductor's]), and ``dynamo`` is the rest of the cold figure: the
+    Dynamo trace, guards, imports and running the first forward and backward. Each phase
+    counts its own time only (a phase inside another is subtracted from it). torch, and ours,
+    compile the backward graph when the first backward runs (``torch/_functorch/_aot_autograd/
+    runtime_wrappers.py``: ``CompiledFunction.backward``; compile_fx's Note [The backward is
+    compiled when it first runs]), outside ``aot_module_simplified``; its time is still
+    Inductor's. Kernels: the ``cpp_fused_*`` kernels in the wrappers Inductor wrote to the
+    cache directory (each one a C++ build).
 """
 
 from __future__ import annotations
@@ -61,6 +84,7 @@ def _workload(name: str):
 
 
 WORKLOADS = ("mlp", "encoder", "convnet", "resnet18")
+PHASES = ("dynamo", "aot", "joint passes", "inductor")  # Note [A cold compile's phases]
 
 
 def _graphs_figure(system: str, caught: list) -> str:
@@ -107,6 +131,58 @@ def _print_break_reasons(name: str, model, args) -> None:
         print(f"{name} (ours) graph break x{count}: {reason[:200]}", file=sys.stderr)
 
 
+class _PhaseClock:
+    """Note [A cold compile's phases]: seconds per phase, each phase its own time only."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._inner: list[float] = []  # per open phase: seconds of the phases inside it
+        self._undo: list = []
+
+    def wrap(self, owner, attr: str, phase: str) -> None:
+        real = getattr(owner, attr)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            self._inner.append(0.0)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                spent, inner = time.perf_counter() - start, self._inner.pop()
+                self.seconds[phase] = self.seconds.get(phase, 0.0) + spent - inner
+                if self._inner:
+                    self._inner[-1] += spent
+
+        setattr(owner, attr, timed)
+        self._undo.append((owner, attr, real))
+
+    def restore(self) -> None:
+        for owner, attr, real in reversed(self._undo):
+            setattr(owner, attr, real)
+        self._undo.clear()
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of the children it waited for (the C++ compilers)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _kernels_built(cache_dir: str) -> int:
+    """The C++ kernels (``cpp_fused_*``) in the wrappers Inductor wrote to ``cache_dir``."""
+    import re
+
+    names = set()
+    for root, _dirs, files in os.walk(cache_dir):
+        for f in files:
+            if f.endswith(".py"):
+                with open(os.path.join(root, f), errors="replace") as fh:
+                    names.update((f, k) for k in re.findall(r"^(cpp_fused_\w+) = async_compile", fh.read(), re.M))
+    return len(names)
+
+
 def worker(name: str, system: str, out_path: str, rounds: int) -> None:
     """One fresh process: compile, first step, then paired rounds; figures and results to ``out_path``."""
     import copy
@@ -118,6 +194,18 @@ def worker(name: str, system: str, out_path: str, rounds: int) -> None:
     eager_model = copy.deepcopy(model)
     import warnings
 
+    from minidynamo._torch_private import inductor_phase_points
+
+    clock = _PhaseClock()
+    if rounds == 0:  # a cold run: Note [A cold compile's phases]
+        for owner, attr, phase in inductor_phase_points():
+            if system == "torch" or phase != "aot":
+                clock.wrap(owner, attr, phase)
+        if system == "ours":
+            import minidynamo.aot
+
+            clock.wrap(minidynamo.aot, "aot_module_simplified", "aot")
+    cpu0 = _cpu_seconds()
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -129,6 +217,11 @@ def worker(name: str, system: str, out_path: str, rounds: int) -> None:
             compiled = torch.compile(model, backend="inductor")
         out = _step(compiled, args)
     compile_s = time.perf_counter() - start
+    cpu_s = _cpu_seconds() - cpu0
+    clock.restore()
+    phases = dict(clock.seconds)
+    if phases:
+        phases["dynamo"] = compile_s - sum(phases.values())
     graphs = _graphs_figure(system, caught)
     for w in caught:  # a fallback is printed as it is (its first line), beside the row
         if "eager" in str(w.message) or "Fallback" in w.category.__name__:
@@ -148,7 +241,8 @@ def worker(name: str, system: str, out_path: str, rounds: int) -> None:
     torch.save({"out": out.detach(), "grads": grads}, out_path + ".pt")
     with open(out_path, "w") as f:
         json.dump({"compile_s": compile_s, "per_call_ratio": ratios[len(ratios) // 2] if ratios else None,
-                   "graphs": graphs}, f)
+                   "graphs": graphs, "cpu_s": cpu_s, "phases": phases,
+                   "kernels": _kernels_built(os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""))}, f)
 
 
 def _run_worker(name: str, system: str, cache_dir: str, tmp: str, rounds: int) -> dict:
@@ -181,17 +275,33 @@ def _eager_results(name: str) -> dict:
     return {"out": out.detach(), "grads": [p.grad.clone() for p in model.parameters()]}
 
 
-def measure(name: str, rounds: int) -> dict:
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _cold_figures(runs: list[dict]) -> dict:
+    """The median of each cold figure over the repeats (each figure on its own)."""
+    phases = {p: _median([r["phases"].get(p, 0.0) for r in runs]) for p in PHASES}
+    return {"cold_compile_s": _median([r["compile_s"] for r in runs]),
+            "cold_cpu_s": _median([r["cpu_s"] for r in runs]), "cold_phases_s": phases, "kernels": runs[0]["kernels"], "cold_runs_s": [r["compile_s"] for r in runs]}
+
+
+def measure(name: str, rounds: int, cold_repeats: int = 1) -> dict:
     import torch
 
     row: dict = {"workload": name}
     with tempfile.TemporaryDirectory() as tmp:
+        colds: dict[str, list[dict]] = {"ours": [], "torch": []}
+        for rep in range(cold_repeats):  # ours and torch's alternate, each first in turn
+            for system in ("ours", "torch") if rep % 2 == 0 else ("torch", "ours"):
+                cache = os.path.join(tmp, f"cache-{system}-{rep}")
+                colds[system].append(_run_worker(name, system, cache, tmp, 0))
         for system in ("ours", "torch"):
-            cache = os.path.join(tmp, f"cache-{system}")
-            cold = _run_worker(name, system, cache, tmp, 0)
-            warm = _run_worker(name, system, cache, tmp, rounds)
-            row[system] = {"cold_compile_s": cold["compile_s"], "warm_cache_compile_s": warm["compile_s"],
-                           "per_call_vs_eager": warm["per_call_ratio"], "graphs": cold["graphs"]}
+            warm = _run_worker(name, system, os.path.join(tmp, f"cache-{system}-0"), tmp, rounds)
+            row[system] = {**_cold_figures(colds[system]), "warm_cache_compile_s": warm["compile_s"],
+                           "per_call_vs_eager": warm["per_call_ratio"], "graphs": colds[system][0]["graphs"]}
             row[system + "_results"] = torch.load(warm["results"])
     eager = _eager_results(name)
     ours_r, torch_r = row.pop("ours_results"), row.pop("torch_results")
@@ -199,6 +309,7 @@ def measure(name: str, rounds: int) -> dict:
     row["numerics_vs_torch_inductor"] = _tier(ours_r, torch_r)
     row["per_call_ours_over_torch"] = row["ours"]["per_call_vs_eager"] / row["torch"]["per_call_vs_eager"]
     row["cold_ours_over_torch"] = row["ours"]["cold_compile_s"] / row["torch"]["cold_compile_s"]
+    row["cold_cpu_ours_over_torch"] = row["ours"]["cold_cpu_s"] / row["torch"]["cold_cpu_s"]
     return row
 
 
@@ -215,6 +326,16 @@ def _print(rows: list[dict]) -> None:
               f"{o['warm_cache_compile_s']:7.1f} {t['warm_cache_compile_s']:8.1f} "
               f"{o.get('graphs', '-'):>9s} {t.get('graphs', '-'):>10s}  "
               f"{r['numerics_vs_eager']}, {r['numerics_vs_torch_inductor']}")
+    print()
+    print("where the cold compile goes (median seconds; Note [A cold compile's phases]):")
+    print(f"{'workload':10s} {'system':6s} {'cold s':>7s} " + " ".join(f"{p:>12s}" for p in PHASES)
+          + f" {'kernels':>8s} {'cpu s':>7s}")
+    for r in rows:
+        for system in ("ours", "torch"):
+            f = r[system]
+            print(f"{r['workload']:10s} {system:6s} {f['cold_compile_s']:7.1f} "
+                  + " ".join(f"{f['cold_phases_s'][p]:12.1f}" for p in PHASES)
+                  + f" {f['kernels']:8d} {f['cold_cpu_s']:7.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one small workload, few rounds")
     parser.add_argument("--only", metavar="NAMES", help=f"comma-separated, of {','.join(WORKLOADS)}")
+    parser.add_argument("--cold-repeats", type=int, default=1, metavar="N",
+                        help="cold processes per system, ours and torch's alternating; the median is printed")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -231,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = args.only.split(",") if args.only else (["mlp"] if args.quick else list(WORKLOADS))
     rounds = 5 if args.quick else ROUNDS
-    rows = [measure(n, rounds) for n in names]
+    if args.cold_repeats < 1:
+        parser.error("--cold-repeats must be at least 1")
+    rows = [measure(n, rounds, args.cold_repeats) for n in names]
     _print(rows)
     if args.json:
         with open(args.json, "w") as f:

@@ -40,8 +40,4 @@ AOT_CASES = [name for name, c in CASES.items() if c.aot]
 # Cases where our graph_count / graph_break_count differ from torch._dynamo.explain
 # ON PURPOSE, each with the reason. Chapter 5 prints this table; the differential
 # test checks that each listed case really differs, so the table cannot go stale.
-KNOWN_DIFFERENCES: dict[str, str] = {
-    "break_data_ptr": "ours breaks the graph at Tensor.data_ptr(): a FakeTensor has no storage address to give, "
-    "so the call runs eagerly; torch 2.13 neither breaks nor adds a node: it keeps the pointer as a DataPtrVariable "
-    "(torch/_dynamo/variables/tensor.py) and decides == / != between two of them from aliasing while tracing",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}

@@ -23,7 +23,8 @@ Note [The dispatch cache]
     storage's size in bytes and which earlier input shares its storage (a kernel's
     overlap checks look at aliasing); each other argument with its type
     (``1`` and ``1.0`` give different dtypes). An argument of any other type
-    (a SymInt, a generator, a function) bypasses the cache.
+    (a SymInt, a generator, a function) bypasses the cache. Ours adds one thing
+    torch leaves out (Note [Which kernel ran is part of the key]).
 
     The entry, per output: the input it *is* (an in-place op returns its input),
     the input whose storage it shares (a view: rebuilt with ``set_`` onto that
@@ -35,6 +36,20 @@ Note [The dispatch cache]
     dispatch keys differ (torch's check). ``FakeTensorMode.cache_crosscheck``
     runs the kernel on every hit too and compares (torch's
     ``cache_crosscheck_enabled``); the tests turn it on.
+
+Note [Which kernel ran is part of the key]
+    The Python dispatcher (``enable_python_dispatcher``, on in every AOT trace:
+    aot/graph_capture.py's Note [AOT traces under the Python dispatcher]) swaps some
+    Meta kernels for Python ones (``py_impl(Meta)``: ``aten.constant_pad_nd`` runs
+    ``torch/_refs``' ``constant_pad_nd``), and their outputs' metadata can differ:
+    that one makes its output with ``torch.empty(..., requires_grad=input.requires_grad)``,
+    so on an input that requires grad its fake output requires grad with the
+    dispatcher on and not without it (the C++ Meta kernel's never does). torch's key
+    (``FakeTensorMode._cache_key``) leaves the dispatcher out, so the first call's
+    answer serves the other kind, and torch's own ``cache_crosscheck_enabled`` fails on
+    ``F.pad`` (tests/test_aot_python_dispatcher_like_torch.py shows it). Ours keys on
+    it, so a hit is always what the kernel gives. Above autograd the two agree when
+    grad is on (the autograd kernel gives the output its ``grad_fn`` either way).
 
 Note [Views are not cached]
     Torch caches view ops too, rebuilding the output with ``set_`` onto the input's
@@ -50,7 +65,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from minidynamo._torch_private import OpOverload, dispatch_keys
+from minidynamo._torch_private import OpOverload, dispatch_keys, python_dispatcher_enabled
 
 __all__ = ["CacheStats", "cached_dispatch", "clear_cache", "stats", "storage_id"]
 
@@ -155,6 +170,7 @@ def cache_key(func, args: tuple, kwargs: dict) -> tuple:
     storages: list = []
     return (
         func, torch.get_default_dtype(), torch.is_inference_mode_enabled(),
+        python_dispatcher_enabled(),  # Note [Which kernel ran is part of the key]
         tuple(_arg_key(a, storages) for a in args),
         tuple((k, _arg_key(v, storages)) for k, v in kwargs.items()),
     )

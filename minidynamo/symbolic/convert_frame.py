@@ -33,7 +33,7 @@ from .output_graph import OutputGraph
 from .resume_execution import NULL, ResumeFunction, live_locals
 from .source import LocalSource
 from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
-from .variables.ctx_manager import GradModeExit, GradModeVariable, WithExitVariable
+from .variables.ctx_manager import GradModeExit, GradModeVariable, WithExitVariable, leave_open_contexts, open_contexts
 from .variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
 from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
@@ -71,9 +71,11 @@ def compile_frame(frame, L: dict, config, frame_state: dict | None = None) -> Ca
     ``frame_state``: the input sizes earlier traces of this frame saw (Note [Automatic dynamic]).
     """
     grad_mode = torch.is_grad_enabled()
+    contexts = open_contexts()
     try:
         return _compile_frame(frame, L, config, grad_mode, {} if frame_state is None else frame_state)
     finally:
+        leave_open_contexts(contexts)  # a trace that stopped inside `with torch.autocast(...)` (Note [autocast in the graph])
         torch.set_grad_enabled(grad_mode)  # a traced `with torch.no_grad()` switched it while tracing
 
 
@@ -281,6 +283,11 @@ def finish(tx, frame, config) -> CacheEntry:
         graphs.append(gm)
         if config.on_graph is not None:
             config.on_graph(gm)
+    if tx.output.random_calls:  # Note [A random number is a graph input] (variables/misc.py)
+        from .variables.misc import gen_rand_values_fn
+
+        cg.scope["___gen_rand_values"] = gen_rand_values_fn(tx.output.random_calls)
+        graph_call = "; ".join(["___random_values = ___gen_rand_values()"] + ([graph_call] if graph_call else []))
     if explanation is not None:
         _explain_break(config, explanation, compiled is not None)
     fn_name = "___transformed_" + re.sub(r"\W", "_", frame.__name__.lstrip("_"))
@@ -290,7 +297,8 @@ def finish(tx, frame, config) -> CacheEntry:
     tx.output.side_effects.aliasing_guards(tx.output.guards)
     install_shape_guards(tx.output)
     entry = CacheEntry(CheckFunction(tx.output.guards), cg.scope[fn_name], source, graphs, explanation)
-    entry.rerunnable = kind == "return" and not side_effects and not tx.output.guards.mutated_sources
+    entry.rerunnable = kind == "return" and not side_effects and not tx.output.guards.mutated_sources \
+        and not tx.output.random_calls  # a rerun would draw again
     entry.id_matched_objs = dict(tx.output.guards.id_matched_objs)
     if config.on_entry is not None:
         config.on_entry(entry)

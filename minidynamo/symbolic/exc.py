@@ -117,6 +117,30 @@ def unimplemented(reason: str, hint: str = "", warn: str = "", *, gb_id: str = "
     raise Unsupported(reason, hint, warn, gb_id, context)
 
 
+class ObservedException(Unsupported):
+    """An exception the traced code raised (``raise``, ``d[k]`` without the key, ``next()`` at the end).
+
+    torch/_dynamo/exc.py ``ObservedException``: not an error of the tracer but the user's
+    program raising, seen while tracing. ``value`` is the exception object's tracker
+    (``variables/exceptions.py``). The translator that runs the raising instruction looks up a
+    handler in its code's exception table and jumps there (``opcodes_exceptions.py``); with
+    none, the exception leaves that frame for its caller's handler, and leaving the compiled
+    frame is the "Observed exception" graph break, after which eager raises it for real.
+
+    Note [An observed exception is an Unsupported]
+        Ours subclasses ``Unsupported`` (torch's does not): every place that gives up on an
+        ``Unsupported`` (a value that is not a constant, a tracker asked a question it cannot
+        answer) gives up on an exception it did not expect in the same way, and the tracer
+        needs no second path for it. The translator catches it first, by its own class.
+    """
+
+    def __init__(self, value, reason: str):
+        from . import graph_break_registry as gb
+
+        super().__init__(reason, gb_id=gb.OBSERVED_EXCEPTION)
+        self.value = value
+
+
 class FullGraphError(RuntimeError):
     """``fullgraph=True`` and the trace needed a graph break (real Dynamo raises Unsupported)."""
 

@@ -26,7 +26,9 @@ from minidynamo._torch_private import graph_break_registry
 
 # Our names for the registry ids our breaks use (the words are torch's, read at run time).
 BUILTIN_OPERATOR = "GB0059"      # a builtin (print, open, str...) on values it cannot trace
-SKIPPED_FUNCTION = "GB0007"      # a C function or a function torch's trace rules skip
+SKIPPED_FUNCTION = "GB0007"
+BUILD_CLASS = "GB8977"       # a class statement inside the compiled function (LOAD_BUILD_CLASS, then its call)
+COMPILER_DISABLED = "GB0098"  # a call of a function wrapped with torch.compiler.disable      # a C function or a function torch's trace rules skip
 GRAPH_BREAK_CALL = "GB0025"      # torch._dynamo.graph_break()
 DATA_DEPENDENT_BRANCH = "GB0170"
 ITEM = "GB0124"                  # Tensor.item() (and int()/float() of a tensor)
@@ -41,6 +43,7 @@ LOGGER_METHOD = "GB0291"
 UNSUPPORTED_METHOD = "GB0156"
 UNSUPPORTED_FUNCTION = "GB0147"
 CONTEXT_MANAGER = "GB0142"
+NON_GENERATOR_CONTEXTMANAGER = "GB0221"  # @contextlib.contextmanager on a function without yield
 MISSING_BYTECODE = "GB0082"
 NOT_A_CONSTANT = "GB0086"
 RECONSTRUCTION = "GB0092"
@@ -54,6 +57,8 @@ NEXT = "GB0160"
 ID = "GB0191"
 INSPECT = "GB0151"
 SUPER = "GB0113"
+EXCEPTION_KWARGS = "GB0273"       # ValueError(msg=...): keyword args to a builtin exception
+SUPER_ATTRIBUTE = "GB0006"         # super().name that is not a function (BaseException.__init__)
 DEEPCOPY = "GB0179"
 SETATTR = "GB0467"
 TENSOR_SETATTR = "GB0058"

@@ -16,7 +16,7 @@ import torch
 from minidynamo.bytecode import find_exception_handler
 
 from . import graph_break_registry as gb
-from .exc import EagerFallback, RestartAnalysis, Unsupported, explain_unsupported, unimplemented
+from .exc import EagerFallback, ObservedException, RestartAnalysis, Unsupported, explain_unsupported, unimplemented
 from .resume_execution import vm_can_run
 from .inlining import InliningInstructionTranslator
 from .translator_base import JUMP_OPCODES, InstructionTranslatorBase, _exception_table
@@ -56,7 +56,9 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.result = ("stop", inst, self.stop_at[1])
             self.done = True
             return
-        if not self.stack and not self.in_try_block(inst) and self.output.count_calls() > 0:
+        # a checkpoint only once the graph holds two calls (torch's is_non_empty_graph: count_calls() > 1,
+        # symbolic_convert.py step): an unsupported instruction before that runs the whole frame eagerly
+        if not self.stack and not self.in_try_block(inst) and self.output.count_calls() > 1:
             self.checkpoint = (inst.offset, visit)
         try:
             super().step()
@@ -70,6 +72,38 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def in_try_block(self, inst) -> bool:
         return find_exception_handler(self.exn_table, inst.offset) is not None
+
+    # Note [A graph break inside a try block]
+    #     A try block's graph cannot be cut at the break: the resumed code would run outside
+    #     the block, and its handler would not catch what the rest raises. torch 2.13
+    #     (symbolic_convert.py ``InstructionTranslatorBase.step``: "Encountered graph break that
+    #     we cannot resume from") compiles up to its last checkpoint before the block (an
+    #     instruction with an empty stack, outside any try block) and runs the rest of the frame
+    #     eagerly; its break reason is ``step_unsupported``, at the checkpoint's line, with no
+    #     registry entry. Ours does the same for a try/except/finally (a with-block of ours
+    #     still runs the frame eagerly, or resumes inside a grad-mode block). With no
+    #     checkpoint the whole frame runs eagerly, as torch's.
+    def in_user_try(self, inst) -> bool:
+        """The innermost handler of ``inst`` is a try statement's, not a with-statement's cleanup."""
+        entry = find_exception_handler(self.exn_table, inst.offset)
+        if entry is None:
+            return False
+        i = self.indexof[entry.target]
+        insts = self.instructions
+        return not (insts[i].opname == "PUSH_EXC_INFO" and insts[i + 1].opname == "WITH_EXCEPT_START")
+
+    def step_unsupported(self, explanation):
+        """The break torch reports when it compiles up to a checkpoint (Note [A graph break inside a try block])."""
+        import dataclasses
+        import linecache
+
+        inst = next(i for i in self.instructions if i.offset == self.checkpoint[0])
+        lineno = inst.lineno or explanation.lineno
+        return dataclasses.replace(
+            explanation, reason=f"step_unsupported: a graph break inside a try block ({explanation.reason}); "
+                                "compiled up to the last line before the block, the rest of the frame runs eagerly",
+            lineno=lineno, source=linecache.getline(self.code.co_filename, lineno or 0), gb_id="",
+            context=f"{explanation.gb_type or ''} {explanation.context}".strip())
 
     def maybe_has_backedge(self) -> bool:
         """Dynamo's heuristic: a jump after here goes back before here -> we are in a loop."""
@@ -102,6 +136,9 @@ class InstructionTranslator(InstructionTranslatorBase):
                 raise EagerFallback(explanation)
             return  # inside `with torch.no_grad()` (or enable_grad, set_grad_enabled): resumed inside the block
         if self.in_try_block(self.current_inst):
+            if self.in_user_try(self.current_inst) and self.checkpoint is not None \
+                    and vm_can_run(self.code, self.checkpoint[0]):
+                raise RestartAnalysis(-1, self.step_unsupported(explanation), stop_at=self.checkpoint)
             explanation.reason += " (inside a try/with block: the whole frame runs eagerly)"
             raise EagerFallback(explanation)
         if self.maybe_has_backedge():
@@ -188,6 +225,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             return
         try:
             do_call(inst)
+        except ObservedException:  # the call raised: the frame's handler (opcodes_exceptions.py), not a break
+            raise
         except Unsupported as e:
             explanation = explain_unsupported(self, e)
             if self.output.fullgraph:

@@ -58,6 +58,8 @@ class Py312Py313Opcodes:
             self.push(call_operator(self, operator.pos, [self.pop()]))
         elif inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
             self.push(TupleVariable(self.pop().items))
+        elif inst.argrepr == "INTRINSIC_STOPITERATION_ERROR":  # PEP 479: a generator's handler (opcodes_exceptions.py)
+            self.push(self.stop_iteration_error(self.pop()))
         else:
             unimplemented(f"CALL_INTRINSIC_1 {inst.argrepr}", gb_id=gb.CALL_INTRINSIC_1)
 

@@ -1,4 +1,4 @@
-"""Calls and functions: CALL, CALL_FUNCTION_EX, MAKE_FUNCTION, inlining, with, return, raise.
+"""Calls and functions: CALL, CALL_FUNCTION_EX, MAKE_FUNCTION, inlining, with, return.
 
 Place in the pipeline: a mixin of ``InstructionTranslatorBase`` (``translator_base.py``).
 A call hands its operands to the callee's VariableTracker (``call_function``); a call of
@@ -18,11 +18,12 @@ from . import graph_break_registry as gb
 from .source import globals_source_for
 from .variables.base import VariableTracker
 from .variables.builder import wrap_sourceless
-from .variables.ctx_manager import GradModeVariable, WithExitVariable
+from .variables.ctx_manager import (AutocastModeVariable, ContextlibContextManagerVariable, ContextExitVariable, GradModeVariable,
+                                     InferenceModeVariable, WithExitVariable)
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import LazyGeneratorVariable
-from .variables.misc import NullVariable
+from .variables.misc import BuildClassVariable, NullVariable
 
 MAX_INLINE_DEPTH = 40
 
@@ -117,6 +118,12 @@ class CallOpcodes:
         ctx = self.pop()
         if self.user_context_manager(ctx):
             return
+        if isinstance(ctx, (ContextlibContextManagerVariable, InferenceModeVariable, AutocastModeVariable)):
+            # Note [A @contextmanager function is its generator], Note [inference_mode in the graph]
+            entered = ctx.enter(self)
+            self.push(ContextExitVariable(ctx))
+            self.push(entered)
+            return
         if not isinstance(ctx, GradModeVariable):
             unimplemented("a with-statement on a context manager minidynamo does not trace (it traces the grad-mode "
                           "ones)", gb_id=gb.CONTEXT_MANAGER,
@@ -129,8 +136,9 @@ class CallOpcodes:
     #     functions: as torch's ``UserDefinedObjectVariable`` (symbolic_convert.py
     #     ``BEFORE_WITH`` -> ``enter_ctx``), ``__enter__`` is inlined here and the bound
     #     ``__exit__`` is left on the stack, where the with-statement's normal exit calls it
-    #     (inlined too) with three Nones. An exception in the block, or a graph break inside
-    #     it, runs the frame eagerly (the block is a try block: ``check_can_break``).
+    #     (inlined too) with three Nones; an exception in the block calls it with the exception
+    #     (``WITH_EXCEPT_START``, opcodes_exceptions.py), and a true result swallows it. A graph
+    #     break inside the block runs the frame eagerly (the block is a try block: ``check_can_break``).
     def user_context_manager(self, ctx) -> bool:
         import inspect
 
@@ -151,7 +159,7 @@ class CallOpcodes:
         self.push(entered)
         return True
 
-    ## Returning and raising
+    ## Returning
     def RETURN_VALUE(self, inst) -> None:
         self.return_value = self.pop()
         self.done = True
@@ -160,9 +168,7 @@ class CallOpcodes:
         self.push(wrap_sourceless(self, inst.argval))
         self.RETURN_VALUE(inst)
 
-    def RAISE_VARARGS(self, inst) -> None:
-        unimplemented("raise statement (the frame runs eagerly, so the exception is raised as usual)",
-                      gb_id=gb.OBSERVED_EXCEPTION)
+    # raise, assert and except: opcodes_exceptions.py
 
-    def LOAD_ASSERTION_ERROR(self, inst) -> None:
-        unimplemented("assert failed while tracing (eager raises AssertionError)", gb_id=gb.OBSERVED_EXCEPTION)
+    def LOAD_BUILD_CLASS(self, inst) -> None:
+        self.push(BuildClassVariable())  # its call is the break (a class statement in the frame)

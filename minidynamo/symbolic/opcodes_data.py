@@ -21,6 +21,8 @@ from .variables.builtin import call_operator
 from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.lists import ListVariable, SliceVariable, TupleVariable
+from .variables.misc import StringFormatVariable
+from .variables.numpy import NumpyNdarrayVariable
 from .variables.tensor import TensorVariable
 
 BINARY_OPS = [operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul, operator.mul,
@@ -75,7 +77,9 @@ class DataOpcodes:
     ## Subscripts
     def BINARY_SUBSCR(self, inst) -> None:
         index, obj = self.pop(), self.pop()
-        if isinstance(obj, TensorVariable):
+        if isinstance(obj, NumpyNdarrayVariable):  # NumPy's indexing (variables/numpy.py)
+            self.push(obj.call_method(self, "__getitem__", [index], {}))
+        elif isinstance(obj, TensorVariable):
             from .variables.builder import wrap_fx_proxy
 
             if type(index).__name__ == "SymNodeVariable":
@@ -150,12 +154,24 @@ class DataOpcodes:
 
     def BUILD_STRING(self, inst) -> None:
         parts = self.popn(inst.arg)
+        if any(isinstance(p, StringFormatVariable) for p in parts):  # Note [An f-string of a tensor is formatted ...]
+            fmt, args = "", []
+            for p in parts:
+                if isinstance(p, StringFormatVariable):
+                    fmt, args = fmt + p.format_string, args + p.args
+                else:
+                    fmt += p.as_python_constant().replace("{", "{{").replace("}", "}}")
+            self.push(StringFormatVariable(fmt, args))
+            return
         self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
 
     def FORMAT_VALUE(self, inst) -> None:
         flags = inst.arg
         spec = self.pop().as_python_constant() if flags & 0x04 else ""
         value = self.pop()
+        if isinstance(value, TensorVariable) and not flags & 0x03:  # f"{y}": formatted after the graph
+            self.push(StringFormatVariable("{:" + spec + "}" if spec else "{}", [value]))
+            return
         if isinstance(value, TensorVariable):
             unimplemented("formatting a tensor into a string needs its data", gb_id=gb.BUILTIN_OPERATOR)
         v = value.as_python_constant()
@@ -173,10 +189,16 @@ class DataOpcodes:
         self.push(ConstantVariable({1: str, 2: repr, 3: ascii}[inst.arg](self._constant_to_format())))
 
     def FORMAT_SIMPLE(self, inst) -> None:
+        if isinstance(self.peek(), TensorVariable):  # Note [An f-string of a tensor is formatted after the graph]
+            self.push(StringFormatVariable("{}", [self.pop()]))
+            return
         self.push(ConstantVariable(format(self._constant_to_format(), "")))
 
     def FORMAT_WITH_SPEC(self, inst) -> None:
         spec = self.pop().as_python_constant()
+        if isinstance(self.peek(), TensorVariable):
+            self.push(StringFormatVariable("{:" + spec + "}", [self.pop()]))
+            return
         self.push(ConstantVariable(format(self._constant_to_format(), spec)))
 
     def LIST_APPEND(self, inst) -> None:

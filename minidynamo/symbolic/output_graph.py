@@ -34,7 +34,7 @@ from .fake_values import make_fake_mode, wrap_to_fake
 from .guards import GuardSet
 from .side_effects import SideEffects
 from .source import SizeSource, Source, TensorPropertySource
-from .variables.tensor import TensorVariable
+from .variables.tensor import TensorVariable, UnspecializedPythonVariable
 
 
 class OutputGraph:
@@ -58,6 +58,7 @@ class OutputGraph:
         self.shape_env = None
         self.symbol_proxies: dict = {}
         self.subgraphs: dict[str, torch.fx.GraphModule] = {}  # higher-order ops' bodies (higher_order_ops.py)
+        self.random_calls: list[tuple] = []  # (fn, args, kwargs): Note [A random number is a graph input] (misc.py)
 
     def subgraph_tracer(self) -> "SubgraphTracer":
         """The graph of a higher-order op's body, beside this one (torch: ``OutputGraph.subtracer``).
@@ -112,6 +113,27 @@ class OutputGraph:
         var = TensorVariable(proxy, fake, source=source)
         self.graphargs.append((source, node, value))
         self._tensor_ids[id(value)] = var
+        return var
+
+    def add_random_value_input(self, value: Any) -> TensorVariable:
+        """The graph input for the value of the last ``random`` call recorded in ``random_calls``.
+
+        As torch's ``call_random_fn`` (torch/_dynamo/variables/user_defined.py): a placeholder
+        ``random_value_<i>`` fed ``torch.as_tensor(___random_values[i])``, a 0-d tensor
+        (Note [A random number is a graph input], variables/misc.py).
+        """
+        from .source import AsTensorSource, RandomValueSource
+
+        raw = RandomValueSource(len(self.random_calls) - 1)
+        source = AsTensorSource(raw)
+        wrapped = torch.as_tensor(value)
+        fake = wrap_to_fake(self.fake_mode, wrapped)
+        node = self._new_placeholder(source.fx_name())
+        node.meta["example_value"] = fake
+        node.meta["source"] = source.name()
+        self.graphargs.append((source, node, wrapped))
+        var = UnspecializedPythonVariable(torch.fx.Proxy(node, self.tracer), fake, source=source)
+        var.raw_source = raw
         return var
 
     def _new_placeholder(self, name: str) -> torch.fx.Node:

@@ -18,6 +18,7 @@ Note [copy.deepcopy of a user object]
 from __future__ import annotations
 
 import copyreg
+import sys
 
 
 def reduce_ex_user_defined_object(obj, protocol):
@@ -59,6 +60,43 @@ def _python_polyfills() -> dict:
 
 # a Python function of a library -> the function the trace inlines instead (same behaviour)
 POLYFILLS = _python_polyfills()
+
+
+# Note [C functions folded on constants]
+#     Some C functions only compute a value from their arguments: ``struct.pack("i", 1)``,
+#     ``os.fspath("/tmp")``, ``sys.intern("a")``. Torch gives each a Python stand-in with
+#     ``substitute_in_graph(fn, can_constant_fold_through=True)`` (torch/_dynamo/polyfills/
+#     struct.py, os.py, sys.py): called on constants, the real function runs
+#     while tracing and its result is a constant of the trace, with no graph break
+#     (``PolyfilledFunctionVariable.call_function``, torch/_dynamo/variables/functions.py).
+#     On anything else ours still breaks, where torch would trace the stand-in.
+def _constant_fold_through() -> frozenset:
+    import os
+    import struct
+
+    # (torch's operator.concat/countOf stand-ins are not needed: ours runs operator.* on constants
+    # in call_operator, variables/operators.py)
+    return frozenset({struct.pack, struct.unpack, os.fspath, sys.intern, sys.getrecursionlimit})
+
+
+CONSTANT_FOLD_THROUGH = _constant_fold_through()
+
+
+# Note [re's functions fold on constants]
+#     torch 2.13 skips the ``re`` module (``BUILTIN_SKIPLIST``, torch/_dynamo/trace_rules.py),
+#     so a call of ``re.compile`` is a ``SkipFunctionVariable``; its ``call_function``
+#     (torch/_dynamo/variables/functions.py, ``RE_CONSTANT_FOLD_FNS``) runs these
+#     functions while tracing when every argument is a constant, and the result (a
+#     pattern, a match, a string) is a value of the trace, with no graph break. Ours
+#     folds the same functions, instead of tracing into re's cache.
+def _re_constant_fold() -> frozenset:
+    import re
+
+    return frozenset({re.search, re.match, re.fullmatch, re.compile, re.sub, re.subn, re.split, re.findall,
+                      re.escape})
+
+
+RE_CONSTANT_FOLD_FNS = _re_constant_fold()
 
 
 # Note [operator.itemgetter in the trace]

@@ -24,7 +24,7 @@ import itertools
 import types
 from typing import Any
 
-from minidynamo.bytecode import get_instructions, offset_to_index
+from minidynamo.bytecode import exception_table, find_exception_handler, get_instructions, offset_to_index
 
 _ids = itertools.count(1)
 _READS = {"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
@@ -35,9 +35,11 @@ _STOPS = {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACK
 
 @functools.lru_cache(maxsize=1024)
 def reachable(code: types.CodeType, offset: int) -> list:
-    """The instructions that may run after ``offset`` (following jumps, ignoring exceptions)."""
+    """The instructions that may run after ``offset``: jumps followed, and the handler of an
+    instruction that may raise (an ``except`` block reads locals the ``try`` block set)."""
     insts = get_instructions(code)
     index = offset_to_index(insts)
+    table = exception_table(code)
     seen, todo = set(), [index[offset]]
     while todo:
         i = todo.pop()
@@ -49,6 +51,9 @@ def reachable(code: types.CodeType, offset: int) -> list:
             todo.append(index[inst.argval])
         if inst.opname not in _STOPS:
             todo.append(i + 1)
+        entry = find_exception_handler(table, inst.offset)
+        if entry is not None:
+            todo.append(index[entry.target])
     return [insts[i] for i in sorted(seen)]
 
 

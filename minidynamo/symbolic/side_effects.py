@@ -33,28 +33,69 @@ def _key(obj: VariableTracker):
     return obj.source.name() if obj.source is not None else id(obj)
 
 
+class DeletedVariable(VariableTracker):
+    """The value of an attribute deleted in the frame (torch's ``DeletedVariable``, variables/base.py)."""
+
+
+DELETED = DeletedVariable()
+
+
 class SideEffects:
     def __init__(self) -> None:
         self.mutated_containers: dict = {}  # key -> List/Dict tracker with a source
         self.attr_stores: dict = {}  # (key, name) -> (obj tracker, name, value tracker)
         self.global_stores: dict = {}  # name -> value tracker
         self.objects: dict = {}  # id(obj) -> (tracker, obj): Note [One object, one tracker] (builder.py)
+        self.removed_hooks: list = []  # handles of tensor_hooks the frame removed
+        self.locked_by: Optional[str] = None  # the higher-order op whose body is being traced (check_allowed)
+        self.tensor_hooks: list = []  # (tensor, hook, handle, method): Note [A hook on a tensor of the trace is a node]
+
+    def check_allowed(self, what: str) -> None:
+        """Inside a hook's body (``locked_by``), a change to the world outside it breaks the graph there.
+
+        torch: ``SideEffects.check_allowed_side_effect`` while ``speculate_subgraph`` traces a
+        higher-order op's body (Note [A hook on a tensor of the trace is a node]).
+        """
+        if self.locked_by is not None:
+            unimplemented(f"the {self.locked_by} body mutates {what}, a variable from outside its scope",
+                          gb_id="GB0067", context=f"Attempted to mutate {what}")
 
     def mutation(self, var: VariableTracker) -> None:
         """A list or dict tracker was changed in place."""
         if var.source is not None:
+            self.check_allowed(var.source.name())
             self.mutated_containers[_key(var)] = var
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-        if obj.source is None:
+        self.check_allowed(f"{obj}.{name}")
+        from .variables.tensor import TensorVariable
+
+        if obj.source is None and not isinstance(obj, TensorVariable):  # Note [A tensor's own attribute ...]
             unimplemented(f"setting attribute {name!r} on an object created while tracing", gb_id=gb.SETATTR)
         self.attr_stores[(_key(obj), name)] = (obj, name, value)
 
+    def delete_attr(self, obj: VariableTracker, name: str) -> None:
+        """``del obj.name`` of an object from outside the frame: done after the graph (torch: ``DeletedVariable``)."""
+        self.store_attr(obj, name, DELETED)
+
     def load_attr(self, obj: VariableTracker, name: str) -> Optional[VariableTracker]:
         entry = self.attr_stores.get((_key(obj), name))
+        if entry and entry[2] is DELETED:
+            unimplemented(f"attribute {name!r} was deleted earlier in the frame (eager raises AttributeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION, context=f"getattr after del {name}")
         return entry[2] if entry else None
 
+    def register_hook(self, tensor: VariableTracker, hook: VariableTracker, handle: VariableTracker,
+                      method: str) -> None:
+        """``tensor.<method>(hook)`` on an input, run after the graph (torch: ``SideEffects.register_hook``)."""
+        self.tensor_hooks.append((tensor, hook, handle, method))
+
+    def remove_hook(self, handle: VariableTracker) -> None:
+        """``handle.remove()`` of a hook registered after the graph: removed there, right after."""
+        self.removed_hooks.append(handle)
+
     def store_global(self, name: str, value: VariableTracker) -> None:
+        self.check_allowed(f"global {name}")
         self.global_stores[name] = value
 
     def load_global(self, tx, name: str) -> Optional[VariableTracker]:
@@ -81,7 +122,7 @@ class SideEffects:
                            "the trace wrote to this object, taking it to be distinct from these", n)
 
     def is_empty(self) -> bool:
-        return not (self.mutated_containers or self.attr_stores or self.global_stores)
+        return not (self.mutated_containers or self.attr_stores or self.global_stores or self.tensor_hooks)
 
     def codegen(self, cg) -> list[str]:
         """The write-back statements (Note [Replay once, after the graph])."""
@@ -101,11 +142,21 @@ class SideEffects:
                 lines.append(f"{target}.__init__([{', '.join(cg.expr(v) for v in var.items)}], {var.maxlen!r})")
             else:
                 lines.append(f"{target}[:] = [{', '.join(cg.expr(v) for v in var.items)}]")
+        from .variables.tensor import TensorVariable
+
         for obj, name, value in self.attr_stores.values():
-            if name.isidentifier():
+            if isinstance(obj, TensorVariable) and obj.source is None and obj.proxy.node not in cg.graph_outputs:
+                continue  # a tensor of the trace nothing after the graph reaches: pruned, as torch's
+            if value is DELETED:
+                lines.append(f"delattr({cg.expr(obj)}, {name!r})")
+            elif name.isidentifier():
                 lines.append(f"{cg.expr(obj)}.{name} = {cg.expr(value)}")
             else:
                 lines.append(f"setattr({cg.expr(obj)}, {name!r}, {cg.expr(value)})")
         for name, value in self.global_stores.items():
             lines.append(f"G[{name!r}] = {cg.expr(value)}")
+        for tensor, hook, handle, method in self.tensor_hooks:  # in the order the frame registered them
+            lines.append(f"{handle.name} = {cg.expr(tensor)}.{method}({cg.expr(hook)})")
+        for handle in self.removed_hooks:
+            lines.append(f"{handle.name}.remove()")
         return lines

@@ -206,6 +206,57 @@ class FloatTensorSource(Source):
         return torch.tensor(self.base.get(L, G), dtype=torch.float64)
 
 
+@dataclass(frozen=True, repr=False)
+class RandomValueSource(Source):
+    """``___random_values[0]``: the value of the trace's first ``random`` call, drawn again on each run of
+    the transformed function before the graph (torch's ``RandomValueSource``, Note [A random number is a
+    graph input] in variables/misc.py)."""
+
+    random_call_index: int
+
+    def name(self) -> str:
+        return f"___random_values[{self.random_call_index}]"
+
+    def fx_name(self) -> str:
+        return f"random_value_{self.random_call_index}"
+
+
+@dataclass(frozen=True, repr=False)
+class AsTensorSource(Source):
+    """``torch.as_tensor(base)``: a Python number passed to the graph as a 0-d tensor (torch's
+    ``GraphArg.pass_arg_as_tensor``, torch/_dynamo/variables/builder.py)."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"torch.as_tensor({self.base.name()})"
+
+    def fx_name(self) -> str:
+        return self.base.fx_name()
+
+
+@dataclass(frozen=True, repr=False)
+class NumpyTensorSource(Source):
+    """``torch.as_tensor(L['a'])``: an ndarray argument as the tensor the graph takes (torch's
+    ``NumpyTensorSource``, whose name is ``___from_numpy(L['a'])``; variables/numpy.py). The tensor
+    shares the array's memory; its guards are a tensor's, on this expression. A read-only array
+    is copied (``torch.tensor(L['a'])``), as torch clones it: a tensor cannot share read-only memory."""
+
+    base: Source
+    copy: bool = False
+
+    def name(self) -> str:
+        return f"torch.{'tensor' if self.copy else 'as_tensor'}({self.base.name()})"
+
+    def fx_name(self) -> str:
+        return self.base.fx_name()
+
+    def get(self, L: dict, G: dict) -> Any:
+        import torch
+
+        return (torch.tensor if self.copy else torch.as_tensor)(self.base.get(L, G))
+
+
 def globals_source_for(fn_globals: dict, code, fn_source: Any = None) -> Any:
     """Where an inlined function's globals are read from, when they are not the root frame's ``G``.
 

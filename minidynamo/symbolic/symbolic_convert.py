@@ -16,8 +16,9 @@ import path (``from minidynamo.symbolic.symbolic_convert import InstructionTrans
   instruction budget per frame] (``MAX_INSTRUCTIONS``).
 - opcode families mixed into it: ``opcodes_data.py`` (containers, operators),
   ``opcodes_control.py`` (iteration, jumps, ``generic_jump``), ``opcodes_calls.py``
-  (calls, ``MAKE_FUNCTION``, ``inline_user_function_return``, with, return/raise),
-  ``opcodes_312_313.py`` (opcodes new in 3.12 and 3.13).
+  (calls, ``MAKE_FUNCTION``, ``inline_user_function_return``, with, return),
+  ``opcodes_exceptions.py`` (raise, except, finally: Note [Exceptions are traced through
+  the exception table]), ``opcodes_312_313.py`` (opcodes new in 3.12 and 3.13).
 - ``inlining.py``: ``InliningInstructionTranslator`` (Note [Generators are inlined lazily]).
 - ``instruction_translator.py``: ``InstructionTranslator``, the root frame, which breaks
   the graph at calls and jumps.
@@ -48,7 +49,8 @@ Note [Where a graph can break]
     (``x[x > 0]``, Note [A data-dependent subscript breaks the graph]) and at a
     conditional jump on a value we cannot decide (a tensor): there the stack is a clean
     list of values we can rebuild, the instruction can be run eagerly, and the rest of
-    the function resumes in a new frame. A failure anywhere else (an unsupported opcode, a data-dependent
+    the function resumes in a new frame (inside a try block, at the last line before the
+    block instead: Note [A graph break inside a try block], instruction_translator.py). A failure anywhere else (an unsupported opcode, a data-dependent
     ``not x``) makes the whole frame run eagerly. Real Dynamo can also break at other
     instructions, by restarting and cutting at the last instruction with an empty stack.
 """

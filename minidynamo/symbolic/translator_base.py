@@ -6,7 +6,7 @@ object's instructions with VariableTrackers on its stack; this module holds the 
 (``step``/``run``), the stack helpers, and the handlers for names, attributes and
 imports. The other families are mixins beside it: ``opcodes_data.py`` (containers,
 operators, unpacking), ``opcodes_control.py`` (iteration, jumps), ``opcodes_calls.py``
-(calls, functions, with, return/raise), ``opcodes_312_313.py`` (opcodes new in 3.12
+(calls, functions, with, return), ``opcodes_exceptions.py`` (raise, except, finally), ``opcodes_312_313.py`` (opcodes new in 3.12
 and 3.13). Mirrors ``torch/_dynamo/symbolic_convert.py`` (``InstructionTranslatorBase``:
 ``step``, ``run``, ``push``/``pop``, the ``LOAD_*``/``STORE_*`` handlers).
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import inspect
 import sys
 import types
 from typing import Optional
@@ -24,7 +25,7 @@ from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_
                                  find_exception_handler, get_instructions, offset_to_index)
 
 from . import counters
-from .exc import (EagerFallback, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
+from .exc import (EagerFallback, ObservedException, RestartAnalysis, TorchRuntimeError, UncapturedHigherOrderOpError,
                   Unsupported, explain_unsupported, unimplemented)
 from . import graph_break_registry as gb
 from .fake_values import TracedUserError
@@ -32,12 +33,14 @@ from .opcodes_312_313 import Py312Py313Opcodes
 from .opcodes_calls import CallOpcodes
 from .opcodes_control import ControlFlowOpcodes
 from .opcodes_data import DataOpcodes
+from .opcodes_exceptions import ExceptionOpcodes
 from .source import GetItemSource, GlobalSource
 from .variables.base import VariableTracker
 from .variables.builder import VariableBuilder, wrap_constant_result, wrap_example, wrap_fx_proxy, wrap_sourceless
 from .variables.lazy import LazyVariableTracker
 from .variables.operators import call_operator
 from .variables.new_object import NewObjectVariable
+from .variables.exceptions import ExceptionVariable
 from .variables.functions import CellVariable
 from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
@@ -65,7 +68,7 @@ def decoded(code: types.CodeType) -> tuple[list, dict]:
     return instructions, offset_to_index(instructions)
 
 
-class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcodes, DataOpcodes):
+class InstructionTranslatorBase(ExceptionOpcodes, ControlFlowOpcodes, CallOpcodes, Py312Py313Opcodes, DataOpcodes):
     """The loop and the opcode handlers, shared by the root frame and inlined calls."""
 
     def __init__(self, code: types.CodeType, f_globals: dict, symbolic_locals: dict, output, *,
@@ -107,6 +110,8 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
                     unimplemented(f"opcode {inst.opname} is not supported by the symbolic interpreter "
                                   f"(Python {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]})", gb_id=gb.MISSING_BYTECODE)
                 handler(inst)
+            except ObservedException as e:  # the traced code raised: its handler, or its caller's
+                self.exception_handler(e)
             except Unsupported as e:
                 explain_unsupported(self, e)
                 raise
@@ -188,6 +193,12 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
     def call_operator(self, fn, args: list) -> VariableTracker:
         """``a + b``, ``x in seq``: the operator dispatch (variables/operators.py) the opcodes use too."""
         return call_operator(self, fn, args)
+
+    def register_tensor_hook(self, tensor, hook, method: str) -> VariableTracker:
+        """``tensor.register_hook(hook)`` (Note [A hook on a tensor of the trace is a node], higher_order_ops.py)."""
+        from .variables.higher_order_ops import call_register_hook
+
+        return call_register_hook(self, tensor, hook, method)
 
     def jump(self, inst) -> None:
         self.ip = self.indexof[inst.argval]
@@ -344,20 +355,45 @@ class InstructionTranslatorBase(ControlFlowOpcodes, CallOpcodes, Py312Py313Opcod
     def STORE_ATTR(self, inst) -> None:
         obj = self.pop()
         value = self.pop()
-        if isinstance(obj, NewObjectVariable):
+        if isinstance(obj, (NewObjectVariable, ExceptionVariable)):
             obj.store_attr(self, inst.argval, value)
             return
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
             self.output.side_effects.store_attr(obj, inst.argval, value)
             return
-        from .variables.tensor import TensorVariable
+        from .variables.tensor import TensorVariable, store_tensor_attr
 
         if isinstance(obj, TensorVariable) and inst.argval == "data" and obj.source is None:
             unimplemented("only .data of a tensor made outside the compiled function can be set (this one is "
                           "made inside)", "don't set .data on this tensor, or move it out of the compiled function",
                           gb_id=gb.SET_DATA, context=f"setattr({obj}, data, {value})")
+        if isinstance(obj, TensorVariable) and store_tensor_attr(self, obj, inst.argval, value):
+            return
         unimplemented(f"setting attribute {inst.argval!r} on this object", gb_id=gb.SETATTR,
                       context=f"setting attribute {inst.argval!r} on {obj}")
+
+    # Note [del of an attribute is a side effect]
+    #     torch's ``DELETE_ATTR`` (torch/_dynamo/symbolic_convert.py) calls ``delattr`` on the
+    #     tracker: on an object made in the trace it is gone from the tracker; on an object
+    #     from outside the frame it is a side effect (``DeletedVariable`` in the side-effect
+    #     table), done after the graph as ``delattr(obj, name)``. No graph break either way.
+    def DELETE_ATTR(self, inst) -> None:
+        obj = self.pop()
+        if isinstance(obj, NewObjectVariable):
+            obj.del_attr(self, inst.argval)
+            return
+        if isinstance(obj, UserDefinedObjectVariable) and obj.source \
+                and inspect.getattr_static(type(obj.value), "__delattr__", None) is object.__delattr__:
+            pending = (id(obj) if obj.source is None else obj.source.name(), inst.argval) in \
+                self.output.side_effects.attr_stores
+            if not pending and inst.argval not in getattr(obj.value, "__dict__", {}):
+                unimplemented(f"del of attribute {inst.argval!r}, which the object does not have (eager raises "
+                              "AttributeError)", gb_id=gb.OBSERVED_EXCEPTION)
+            self.output.side_effects.load_attr(obj, inst.argval)  # deleted twice: eager's AttributeError
+            self.output.side_effects.delete_attr(obj, inst.argval)
+            return
+        unimplemented(f"deleting attribute {inst.argval!r} of this object", gb_id=gb.SETATTR,
+                      context=f"delattr({obj}, {inst.argval!r})")
 
     def IMPORT_NAME(self, inst) -> None:
         fromlist, level = self.pop(), self.pop()

@@ -31,7 +31,7 @@ from ..resume_execution import ResumeIterator
 from ..source import AttrSource, GetItemSource, Source
 from .base import VariableTracker
 from .builtin import BuiltinVariable, is_builtin
-from .constant import ConstantVariable, is_constant_value
+from .constant import ConstantLikeVariable, ConstantVariable, is_constant_like, is_constant_value
 from .containers import DequeVariable
 from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
@@ -41,6 +41,7 @@ from .iter import ListIteratorVariable
 from .lists import ListVariable, TupleVariable
 from .misc import UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .numpy import NumpyNdarrayVariable, NumpyVariable, is_numpy_callable  # registers Tensor.numpy() (tensor.py)
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
 from .user_class import UserDefinedClassVariable
@@ -89,6 +90,10 @@ class VariableBuilder:
     def _wrap(self, value: Any) -> VariableTracker:
         tx, source = self.tx, self.source
         guards = tx.output.guards
+        if _from_numpy(value):
+            numpy_var = _wrap_numpy(tx, source, value)  # Note [NumPy is traced through torch._numpy]
+            if numpy_var is not None:
+                return numpy_var
         if isinstance(value, torch.Tensor):
             if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided \
                     or value.is_quantized or value.is_nested:
@@ -226,11 +231,59 @@ class VariableBuilder:
         if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             guards.ID_MATCH(source, value, "the trace called this builtin")
             return BuiltinVariable(value, source=source)
+        if is_constant_like(value):  # Note [A regex is a constant of the trace] (constant.py): torch's ID_MATCH
+            guards.ID_MATCH(source, value, "the trace folded calls of this compiled regex or match")
+            return ConstantLikeVariable(value, source=source)
         guards.TYPE_MATCH(source, value, "the trace read attributes of this object")
         return UserDefinedObjectVariable(value, source=source)
 
 
 _CONTAINER_TYPES = (list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict)
+
+
+def _from_numpy(value: Any) -> bool:
+    """Made by NumPy (an ndarray, a NumPy scalar, an ``np`` function or scalar type): worth a look."""
+    if type(value).__module__ == "numpy":
+        return True
+    if isinstance(value, (torch.Tensor, int, float, str, tuple, list, dict)) or value is None:
+        return False
+    try:
+        module = getattr(value, "__module__", None)
+    except Exception:  # noqa: BLE001 - an object whose attribute lookup raises: not NumPy's
+        return False
+    return isinstance(module, str) and (module == "numpy" or module.startswith("numpy."))
+
+
+def _wrap_numpy(tx, source, value: Any):
+    """An ndarray, a NumPy scalar or an ``np`` function read from the frame (torch: ``wrap_numpy_ndarray``).
+
+    An ndarray (a NumPy scalar as a 0-d one) is a graph input: the tensor
+    ``torch.as_tensor(L['a'])`` shares its memory and is guarded as any tensor input.
+    None: not ours (the caller wraps it as any other object).
+    """
+    import numpy as np
+
+    from minidynamo import config
+
+    from ..dynamic_shapes import dynamic_dims_for
+    from ..source import NumpyTensorSource
+
+    guards = tx.output.guards
+    if is_numpy_callable(value):
+        guards.ID_MATCH(source, value, "the trace called this NumPy function")
+        return NumpyVariable(value, source=source)
+    # an ndarray under trace_numpy; a NumPy scalar (a 0-d one) always, as torch's builder does
+    if not (isinstance(value, np.generic) or config.trace_numpy and isinstance(value, np.ndarray)) \
+            or value.dtype.kind not in "biufc":
+        return None
+    guards.TYPE_MATCH(source, value, "an ndarray the trace read as a tensor")
+    readonly = isinstance(value, np.ndarray) and not value.flags.writeable  # torch clones it (wrap_numpy_ndarray)
+    tsource = NumpyTensorSource(source, copy=readonly)
+    tensor = torch.tensor(value) if readonly else torch.as_tensor(value)  # as tsource reads it on each call
+    dims = dynamic_dims_for(tx.output, tsource, tensor)  # a size that changed between calls: a symbol, as a tensor's
+    guards.TENSOR_MATCH(tsource, tensor, "an ndarray input: the graph was traced for its metadata", dynamic_dims=dims)
+    var = tx.output.add_graph_input(tsource, tensor, dynamic_dims=dims)
+    return NumpyNdarrayVariable(var.proxy, var.example_value, source=tsource)
 
 
 def _tracked_by_identity(value: Any) -> bool:
@@ -277,6 +330,9 @@ def wrap_sourceless(tx, value: Any) -> VariableTracker:
         unimplemented("a module reached without a source", gb_id=gb.SOURCELESS)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
+    if _from_numpy(value):
+        if is_numpy_callable(value):  # np.sum read from the np module (Note [NumPy is traced through torch._numpy])
+            return NumpyVariable(value)
     if is_builtin(value) or is_functional(value):
         return BuiltinVariable(value)
     if type(value) is functools.partial:
@@ -299,6 +355,8 @@ def wrap_sourceless(tx, value: Any) -> VariableTracker:
         return ConstDictVariable({k: wrap_sourceless(tx, v) for k, v in value.items()})
     if is_constant_value(value) or isinstance(value, (torch.finfo, torch.iinfo)):
         return ConstantVariable(value)
+    if is_constant_like(value):  # Note [A regex is a constant of the trace] (constant.py)
+        return ConstantLikeVariable(value)
     if callable(value) and isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         return BuiltinVariable(value)
     return UserDefinedObjectVariable(value)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import functools
 import operator
+import types
 from typing import Any
 
 import torch
@@ -25,6 +26,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .iter import ListIteratorVariable
 from .lists import ListVariable, TupleVariable
+from .numpy import NumpyVariable, is_ndarray
 from .tensor import TensorVariable
 
 # Builtins that are pure: on constant arguments we may simply call them.
@@ -77,6 +79,12 @@ class BuiltinVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         return self.fn
 
+    def as_proxy(self) -> Any:
+        # ``np.sum(a, dtype=float)``, ``x.to(int)``: a Python type as a dtype argument goes into the graph
+        # as torch's dtype for it (torch/_dynamo/variables/builtin.py BuiltinVariable.as_proxy)
+        fn = self.fn
+        return torch.bool if fn is bool else torch.int64 if fn is int else torch.float64 if fn is float else fn
+
     def reconstruct(self, codegen) -> str:
         return codegen.constant_expr(self.fn)
 
@@ -119,14 +127,17 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if (fn in PURE_BUILTINS or getattr(fn, "__module__", None) in ("math", "cmath")) and _all_const(args, kwargs):
+        from ..polyfills import CONSTANT_FOLD_THROUGH
+
+        if (fn in PURE_BUILTINS or fn in CONSTANT_FOLD_THROUGH  # Note [C functions folded on constants]
+                or getattr(fn, "__module__", None) in ("math", "cmath")
+                or getattr(fn, "__self__", None) in (str, bytes, int, float)) and _all_const(args, kwargs):
             cargs = [a.as_python_constant() for a in args]
             ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
             try:
                 return tx.wrap_constant_result(fn(*cargs, **ckw))
-            except Exception as e:  # noqa: BLE001
-                unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
-                              gb_id=gb.OBSERVED_EXCEPTION, context=f"{fn.__name__}{tuple(cargs)!r}")
+            except Exception as e:  # noqa: BLE001 - the user's own error, raised in the trace (int("x"))
+                tx.raise_error_of(e)
         name = getattr(fn, '__name__', fn)
         context = f"builtin {name} with arguments {args!r}"
         if getattr(fn, "__module__", None) in ("math", "cmath") and any(isinstance(a, TensorVariable) for a in args):
@@ -148,10 +159,21 @@ class BuiltinVariable(VariableTracker):
                       "move it out of the compiled function, or accept the graph break",
                       gb_id=gb.SKIPPED_FUNCTION, context=context)
 
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "__getitem__" and self.fn in (list, tuple, dict, set, frozenset, type) and not kwargs \
+                and len(args) == 1 and args[0].is_python_constant():
+            # ``list[int]``: a types.GenericAlias of constants, folded (torch's BuiltinVariable does too)
+            return tx.wrap_sourceless(self.fn[args[0].as_python_constant()])
+        return super().call_method(tx, name, args, kwargs)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .functional import CLASS_METHODS
 
         if any(self.fn is owner and name == n for owner, n in CLASS_METHODS):  # itertools.chain.from_iterable
+            return BuiltinVariable(getattr(self.fn, name))
+        if self.fn in (str, bytes, int, float) and isinstance(getattr(self.fn, name, None), types.BuiltinMethodType):
+            # ``str.maketrans``, ``int.from_bytes``: static/class methods of a constant type, folded on constants
+            # (torch's BuiltinVariable.call_method constant-folds them the same way)
             return BuiltinVariable(getattr(self.fn, name))
         return super().var_getattr(tx, name)
 
@@ -217,6 +239,12 @@ class BuiltinVariable(VariableTracker):
         return obj.call_method(tx, "__len__", [], {})
 
     def _call_isinstance(self, tx, obj, cls):
+        value = getattr(cls, "value", None)
+        if type(value).__module__ == "typing" and isinstance(getattr(value, "__origin__", None), type) \
+                and not hasattr(value, "__args__") \
+                and not cls.is_python_constant():
+            # ``isinstance(x, typing.Sequence)``: the alias checks its origin class (collections.abc.Sequence)
+            return self._call_isinstance(tx, obj, tx.wrap_sourceless(value.__origin__))
         classes = cls.as_python_constant()
         if isinstance(obj, TensorVariable):
             ptype = obj.python_type()
@@ -261,6 +289,35 @@ class BuiltinVariable(VariableTracker):
             return ConstantVariable(hasattr(obj.value, name.as_python_constant()))
         if isinstance(obj, TensorVariable):
             return ConstantVariable(hasattr(obj.example_value, name.as_python_constant()))
+        return None
+
+    def _call_exc_info(self, tx, *args):
+        """``sys.exc_info()`` inside an ``except`` block: the exception being handled (torch's polyfill)."""
+        import sys
+
+        return tx.exc_info() if self.fn is sys.exc_info and not args else None
+
+    def _call_exception(self, tx, *args):
+        """``sys.exception()`` (3.11+): the exception being handled, or None."""
+        import sys
+
+        if self.fn is getattr(sys, "exception", None) and not args:
+            return tx.exc_info().items[1]
+        return None
+
+    def _call_str(self, tx, *args, **kwargs):
+        """``str(e)`` of an exception made in the trace (torch's ExceptionVariable): its message."""
+        from .exceptions import ExceptionVariable
+
+        if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+            return args[0].call_method(tx, "__str__", [], {})
+        return None
+
+    def _call_repr(self, tx, *args, **kwargs):
+        from .exceptions import ExceptionVariable
+
+        if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+            return args[0].call_method(tx, "__repr__", [], {})
         return None
 
     def _call_type(self, tx, obj):
@@ -312,12 +369,32 @@ class BuiltinVariable(VariableTracker):
         if value is None:
             if default:
                 return default[0]
-            unimplemented("StopIteration while tracing", gb_id=gb.OBSERVED_EXCEPTION)
+            from .exceptions import raise_observed_exception
+
+            raise_observed_exception(StopIteration, tx)
         return value
 
     def _call_zip(self, tx, *seqs, **kwargs):
+        if any(getattr(s, "lazy", False) for s in seqs):  # a generator, itertools.count, an islice
+            return self._zip_lazily(tx, seqs)
         cols = [self._seq(tx, s) for s in seqs]
         return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*cols)])
+
+    def _zip_lazily(self, tx, seqs):
+        """``zip(range(3), gen)``: rows taken in lockstep, so a generator (even an endless one) runs only as
+        far as eager's zip pulls it, one item past the shortest input at most, as Dynamo's ``ZipVariable``
+        (torch/_dynamo/variables/iter.py) pulls each iterator with ``next_variable``."""
+        its = [s if getattr(s, "lazy", False) else ListIteratorVariable(self._seq(tx, s)) for s in seqs]
+        rows = []
+        while its:
+            row = []
+            for it in its:
+                value = it.next_variable(tx)
+                if value is None:
+                    return ListIteratorVariable(rows)
+                row.append(value)
+            rows.append(TupleVariable(row))
+        return ListIteratorVariable(rows)
 
     def _call_enumerate(self, tx, seq, start=None):
         first = start.as_python_constant() if start is not None else 0
@@ -375,7 +452,14 @@ class BuiltinVariable(VariableTracker):
                 continue
             if not isinstance(a, TensorVariable):
                 a, b = b, a
-            if isinstance(b, TensorVariable):
+            if is_ndarray(a):  # NumPy's: np.maximum / np.clip (torch's _call_min_max_binary)
+                import numpy as np
+
+                if isinstance(b, TensorVariable):
+                    acc = NumpyVariable(np.maximum if pick is max else np.minimum).call_function(tx, [a, b], {})
+                else:
+                    acc = NumpyVariable(np.clip).call_function(tx, [a], {"min" if pick is max else "max": b})
+            elif isinstance(b, TensorVariable):
                 fn = torch.maximum if pick is max else torch.minimum
                 acc = TorchInGraphFunctionVariable(fn).call_function(tx, [a, b], {})
             else:
@@ -416,11 +500,16 @@ class BuiltinVariable(VariableTracker):
     def _call_bool(self, tx, x=None):
         if x is None:
             return ConstantVariable(False)
+        if is_ndarray(x):  # torch: ndarray.__bool__ in the graph, whose fake run needs the data (variables/numpy.py)
+            return x.call_method(tx, "__bool__", [], {})
         if isinstance(x, TensorVariable):  # torch: bool() calls Tensor.item()
             unimplemented("bool(tensor) needs the tensor's data", "keep it a tensor", gb_id=gb.ITEM)
         return ConstantVariable(x.truth(tx))
 
     def _scalar(self, tx, x, kind):
+        if is_ndarray(x) and kind in (int, float):
+            # torch: ndarray.__float__ goes into the graph; its fake run needs the data (variables/numpy.py)
+            return x.call_method(tx, f"__{kind.__name__}__", [], {})
         if isinstance(x, TensorVariable):
             if kind in (int, float) and x.example_value.dtype.is_floating_point is (kind is float):
                 from minidynamo import config

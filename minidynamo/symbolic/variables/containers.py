@@ -161,9 +161,21 @@ def _ordered_dict(tx, *args, **kwargs):
     return d
 
 
+def _counter(tx, *args, **kwargs):
+    """``collections.Counter(...)`` of constants (Note [A Counter of constants], dicts.py)."""
+    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+        unimplemented("collections.Counter of values that are not constants", gb_id=gb.UNSUPPORTED_FUNCTION)
+    real = collections.Counter(*[a.as_python_constant() for a in args],
+                               **{k: v.as_python_constant() for k, v in kwargs.items()})
+    d = tx.wrap_sourceless(dict)._call_dict(tx)  # a ConstDictVariable (dicts.py sits beside this module)
+    d.items = {k: ConstantVariable(v) for k, v in real.items()}
+    d.user_cls = collections.Counter
+    return d
+
+
 # classes whose call inside the trace makes one of these trackers (UserDefinedClassVariable.call_function)
 CONSTRUCTORS = {collections.deque: _deque, collections.defaultdict: _defaultdict,
-                collections.OrderedDict: _ordered_dict}
+                collections.OrderedDict: _ordered_dict, collections.Counter: _counter}
 
 
 def construct(tx, cls: type, args: list, kwargs: dict):

@@ -143,6 +143,13 @@ class GradModeClassVariable(VariableTracker):
             return GradModeVariable(False, torch.no_grad)
         if self.value is torch.enable_grad:
             return GradModeVariable(True, torch.enable_grad)
+        if any(self.value is c for c in AUTOCAST_CLASSES):
+            return AutocastModeVariable.create(tx, self.value, args, kwargs)
+        if self.value is torch.inference_mode:
+            mode = args[0] if args else kwargs.get("mode", ConstantVariable(True))
+            if len(args) + len(kwargs) > 1 or not mode.is_python_constant():
+                return super().call_function(tx, args, kwargs)
+            return InferenceModeVariable(bool(mode.as_python_constant()))
         # torch.set_grad_enabled(b) switches at once, even when not used in a with-statement
         var = GradModeVariable(bool(args[0].as_python_constant()))
         var.enter(tx)
@@ -150,4 +157,191 @@ class GradModeClassVariable(VariableTracker):
         return var
 
 
-GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+AUTOCAST_CLASSES = (torch.amp.autocast_mode.autocast, torch.cpu.amp.autocast, torch.cuda.amp.autocast)
+# the context-manager classes whose call makes one of this module's variables
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode, *AUTOCAST_CLASSES)
+
+
+class ContextlibContextManagerVariable(VariableTracker):
+    """``with cm(k):`` where ``cm`` is a ``@contextlib.contextmanager`` generator function.
+
+    Note [A @contextmanager function is its generator]
+        Calling the decorated function runs contextlib's ``helper``, which makes a
+        ``contextlib._GeneratorContextManager(func, args, kwds)``. As Dynamo does
+        (torch/_dynamo/variables/user_defined.py ``UserDefinedClassVariable.call_function``
+        wraps ``func`` in ``FunctionDecoratedByContextlibContextManagerVariable``,
+        functions.py), that object is the user's generator, inlined lazily: entering
+        runs it to its ``yield`` (the ``as`` value), leaving runs it to its end. Where
+        Dynamo traces contextlib's own ``__enter__``/``__exit__`` around the generator
+        (their ``try/except StopIteration``), ours does what they do directly: a
+        generator that does not yield, or yields twice, makes eager raise RuntimeError,
+        a graph break here. An exception in the block, or a graph break inside it, runs
+        the frame eagerly (the block is a try block), as for a user's class.
+    """
+
+    def __init__(self, gen: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.gen = gen
+
+    @staticmethod
+    def create(tx, func: VariableTracker, args: VariableTracker, kwds: VariableTracker) -> VariableTracker:
+        from .. import graph_break_registry as gb
+        from ..exc import unimplemented
+        from .lists import LazyGeneratorVariable
+
+        gen = func.call_function(tx, args.unpack_var_sequence(tx), dict(getattr(kwds, "items", {})))
+        if not isinstance(gen, LazyGeneratorVariable):
+            unimplemented("a function decorated with @contextlib.contextmanager that is not a generator",
+                          "use `yield` in the function body", gb_id=gb.NON_GENERATOR_CONTEXTMANAGER,
+                          context=str(func))
+        return ContextlibContextManagerVariable(gen)
+
+    def enter(self, tx) -> VariableTracker:
+        from .. import graph_break_registry as gb
+        from ..exc import unimplemented
+
+        value = self.gen.next_variable(tx)
+        if value is None:
+            unimplemented("the @contextmanager generator did not yield (eager raises RuntimeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
+        return value
+
+    def exit(self, tx) -> VariableTracker:
+        from .. import graph_break_registry as gb
+        from ..exc import unimplemented
+
+        if self.gen.next_variable(tx) is not None:
+            unimplemented("the @contextmanager generator did not stop (eager raises RuntimeError)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
+        return ConstantVariable(False)
+
+    def __repr__(self) -> str:
+        return f"ContextlibContextManagerVariable({self.gen!r})"
+
+
+class ContextExitVariable(VariableTracker):
+    """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack for a context other than grad mode's.
+
+    A graph break inside such a block runs the frame eagerly (it is not one of
+    ``grad_blocks()``, which a resume function can re-enter)."""
+
+    def __init__(self, ctx: ContextlibContextManagerVariable, **kwargs):
+        super().__init__(**kwargs)
+        self.ctx = ctx
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.ctx.exit(tx)
+
+
+class InferenceModeVariable(VariableTracker):
+    """``with torch.inference_mode():`` while tracing: two calls in the graph, grad off while tracing.
+
+    Note [inference_mode in the graph]
+        As Dynamo's ``InferenceModeVariable`` (torch/_dynamo/variables/ctx_manager.py), entering
+        records ``torch.autograd.grad_mode._enter_inference_mode(mode)`` and leaving records
+        ``_exit_inference_mode`` of what it returned, so the compiled code enters the mode as
+        eager does. While tracing, the mode itself stays off (torch's
+        ``config.fake_tensor_disable_inference_mode``): grad is switched off instead, which is
+        the part of inference mode a fake value shows (no ``requires_grad``).
+    """
+
+    def __init__(self, mode: bool, **kwargs):
+        super().__init__(**kwargs)
+        self.mode = mode
+        self.proxy = None
+        self.initial_grad = None
+
+    def enter(self, tx) -> VariableTracker:
+        from minidynamo._torch_private import inference_mode_enter_exit
+
+        self.initial_grad = torch.is_grad_enabled()
+        self.proxy = tx.output.create_proxy("call_function", inference_mode_enter_exit()[0], (self.mode,), {})
+        self.proxy.node.meta["example_value"] = None
+        if self.mode:
+            torch.set_grad_enabled(False)
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> VariableTracker:
+        from minidynamo._torch_private import inference_mode_enter_exit
+
+        tx.output.create_proxy("call_function", inference_mode_enter_exit()[1], (self.proxy,), {}).node.meta[
+            "example_value"] = None
+        torch.set_grad_enabled(self.initial_grad)
+        return ConstantVariable(None)
+
+    def python_type(self) -> type:
+        return torch.inference_mode
+
+
+_OPEN_AUTOCASTS: list = []  # autocast contexts entered while tracing and not yet left (Note [autocast in the graph])
+
+
+def leave_open_contexts(mark: int) -> None:
+    """Leave the autocast contexts a trace entered past ``mark`` (a graph break or error inside the block)."""
+    from minidynamo._torch_private import autocast_enter_exit
+
+    while len(_OPEN_AUTOCASTS) > mark:
+        autocast_enter_exit()[1](_OPEN_AUTOCASTS.pop())
+
+
+def open_contexts() -> int:
+    return len(_OPEN_AUTOCASTS)
+
+
+class AutocastModeVariable(VariableTracker):
+    """``with torch.autocast("cpu", dtype=torch.bfloat16):`` while tracing.
+
+    Note [autocast in the graph]
+        As Dynamo's ``AutocastModeVariable`` (torch/_dynamo/variables/ctx_manager.py), the
+        constructor's arguments are bound to ``autocast.__init__``'s signature as constants
+        (``device_type, dtype, enabled, cache_enabled``); entering really enters autocast
+        (``torch.amp._enter_autocast``), so the fake values of the ops inside get autocast's
+        dtypes, and records that call; leaving records ``torch.amp._exit_autocast`` of its
+        result and leaves. A trace that stops inside the block leaves it too
+        (``leave_open_contexts``, called by ``compile_frame`` as torch's cleanup hooks are).
+    """
+
+    def __init__(self, target_values: list, **kwargs):
+        super().__init__(**kwargs)
+        self.target_values = target_values
+        self.proxy = None
+        self.ctx = None
+
+    @staticmethod
+    def create(tx, cls, args: list, kwargs: dict) -> VariableTracker:
+        import inspect
+
+        from .. import graph_break_registry as gb
+        from ..exc import unimplemented
+
+        if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+            unimplemented("torch.autocast with an argument that is not a constant", gb_id=gb.NOT_A_CONSTANT)
+        bound = inspect.signature(cls).bind(*[a.as_python_constant() for a in args],
+                                           **{k: v.as_python_constant() for k, v in kwargs.items()})
+        bound.apply_defaults()
+        values = [bound.arguments.get(k) for k in ("device_type", "dtype", "enabled", "cache_enabled")]
+        if cls is not torch.amp.autocast_mode.autocast:
+            values[0] = "cuda" if cls is torch.cuda.amp.autocast else "cpu"
+        return AutocastModeVariable(values)
+
+    def enter(self, tx) -> VariableTracker:
+        from minidynamo._torch_private import autocast_enter_exit
+
+        self.ctx = autocast_enter_exit()[0](*self.target_values)
+        _OPEN_AUTOCASTS.append(self.ctx)
+        self.proxy = tx.output.create_proxy("call_function", autocast_enter_exit()[0], tuple(self.target_values), {})
+        self.proxy.node.meta["example_value"] = None
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> VariableTracker:
+        from minidynamo._torch_private import autocast_enter_exit
+
+        tx.output.create_proxy("call_function", autocast_enter_exit()[1], (self.proxy,), {}).node.meta[
+            "example_value"] = None
+        if _OPEN_AUTOCASTS and _OPEN_AUTOCASTS[-1] is self.ctx:
+            _OPEN_AUTOCASTS.pop()
+            autocast_enter_exit()[1](self.ctx)
+        return ConstantVariable(None)
+
+    def python_type(self) -> type:
+        return torch.amp.autocast_mode.autocast

@@ -20,6 +20,34 @@ def _key(v: VariableTracker) -> Any:
     return v.as_dict_key()
 
 
+def _counter_method(tx, d: "ConstDictVariable", name: str, args: list, kwargs: dict):
+    """A ``collections.Counter``'s own behaviour over a dict of constant counts, or None for a dict method.
+
+    Note [A Counter of constants]
+        ``Counter("abca")`` made in the trace is a dict of constant counts with
+        ``user_cls=Counter`` (containers.py ``_counter``); torch traces Counter's Python code
+        as a user dict subclass. A missing key reads 0 (``__missing__``, nothing stored);
+        ``update``/``subtract`` add and subtract counts and ``most_common``/``total``/
+        ``elements`` are computed on the real Counter of the same counts.
+    """
+    key_missing = name == "__getitem__" and args and args[0].is_python_constant() \
+        and args[0].as_python_constant() not in d.items
+    if key_missing:
+        return ConstantVariable(0)
+    if name not in ("update", "subtract", "most_common", "total", "elements"):
+        return None
+    if not all(v.is_python_constant() for v in [*d.items.values(), *args, *kwargs.values()]):
+        return None
+    real = d.as_python_constant()
+    out = getattr(real, name)(*[a.as_python_constant() for a in args],
+                              **{k: v.as_python_constant() for k, v in kwargs.items()})
+    if name in ("update", "subtract"):
+        tx.output.side_effects.mutation(d)
+        d.items = {k: ConstantVariable(v) for k, v in real.items()}
+        return ConstantVariable(None)
+    return tx.wrap_sourceless(list(out) if name == "elements" else out)
+
+
 class ConstDictVariable(VariableTracker):
     """A dict made in the trace or read from outside; ``user_cls`` dict, OrderedDict or defaultdict.
 
@@ -58,13 +86,17 @@ class ConstDictVariable(VariableTracker):
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         items = self.items
+        if self.user_cls is collections.Counter:
+            result = _counter_method(tx, self, name, args, kwargs)
+            if result is not None:
+                return result
         if name == "__getitem__":
             key = _key(args[0])
             if key not in items and self.default_factory is not None:  # Note [defaultdict is a dict with a factory]
                 tx.output.side_effects.mutation(self)
                 items[key] = self.default_factory.call_function(tx, [], {})
-            if key not in items:
-                unimplemented(f"key {key!r} not found in the dict (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
+            if key not in items:  # eager's KeyError, raised in the trace (torch's getitem_const_raise_exception_if_absent)
+                tx.raise_observed_exception(KeyError, [args[0]])
             return items[key]
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -104,7 +136,7 @@ class ConstDictVariable(VariableTracker):
                 return items.pop(key)
             if len(args) > 1:
                 return args[1]
-            unimplemented(f"key {key!r} not found in the dict (eager raises KeyError)", gb_id=gb.KEY_NOT_FOUND)
+            tx.raise_observed_exception(KeyError, [args[0]])
         if name == "setdefault":
             key = _key(args[0])
             if key not in items:

@@ -143,6 +143,8 @@ class IsliceIteratorVariable(ListIteratorVariable):
         over the underlying iterator's own rebuild (which shares it with its other names).
     """
 
+    lazy = True  # zip pulls it row by row
+
     def __init__(self, inner: ListIteratorVariable, start: int, stop, step: int, **kwargs):
         super().__init__([], **kwargs)
         self.inner = inner
@@ -207,6 +209,41 @@ def _islice(tx, seq, *bounds):
     return ListIteratorVariable(list(itertools.islice(_seq(tx, seq), *b)))
 
 
+class CountIteratorVariable(ListIteratorVariable):
+    """``itertools.count(start, step)``: an endless counter, one constant per ``next``.
+
+    As Dynamo's ``CountIteratorVariable`` (torch/_dynamo/variables/iter.py): it only moves
+    when pulled (``zip(itertools.count(), items)`` pulls it in lockstep, builtin.py), and
+    is rebuilt after a graph break as ``itertools.count(next, step)``.
+    """
+
+    lazy = True  # zip pulls it row by row
+
+    def __init__(self, start, step, **kwargs):
+        super().__init__([], **kwargs)
+        self.next_value = start
+        self.step = step
+
+    def next_variable(self, tx):
+        value, self.next_value = self.next_value, self.next_value + self.step
+        return ConstantVariable(value)
+
+    def unpack_var_sequence(self, tx) -> list:
+        unimplemented("materializing an endless itertools.count (eager never ends)", gb_id=gb.OBSERVED_EXCEPTION)
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.constant_expr(itertools.count)}({self.next_value!r}, {self.step!r})"
+
+    def __repr__(self) -> str:
+        return f"CountIteratorVariable(next={self.next_value}, step={self.step})"
+
+
+def _count(tx, start=None, step=None):
+    first = 0 if start is None else _const(start, "itertools.count's start")
+    by = 1 if step is None else _const(step, "itertools.count's step")
+    return CountIteratorVariable(first, by)
+
+
 class InspectSignatureVariable(VariableTracker):
     """``inspect.signature(fn)`` of a function the trace knows: folded to the real signature.
 
@@ -258,6 +295,7 @@ HANDLERS = {
     itertools.chain: _chain,
     itertools.combinations: _combinations,
     itertools.islice: _islice,
+    itertools.count: _count,
 }
 
 def _dict_fromkeys(tx, keys, value=None, *, cls=dict):

@@ -131,10 +131,23 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return codegen.constant_expr(self.fn)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from ..polyfills import POLYFILLS
+        from ..polyfills import POLYFILLS, RE_CONSTANT_FOLD_FNS
 
+        if self.fn in RE_CONSTANT_FOLD_FNS and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            # Note [re's functions fold on constants] (polyfills.py)
+            result = self.fn(*[a.as_python_constant() for a in args],
+                             **{k: v.as_python_constant() for k, v in kwargs.items()})
+            return tx.wrap_sourceless(result)
         if self.fn in POLYFILLS:  # a library function traced through its Python stand-in
             return UserFunctionVariable(POLYFILLS[self.fn]).call_function(tx, args, kwargs)
+        if inspect.getattr_static(self.fn, "_torchdynamo_disable", False):
+            # ``torch._dynamo.disable(f)`` / ``torch.compiler.disable``: the wrapper is never inlined;
+            # the call is a graph break and runs eagerly, as torch's SkipFunctionVariable.call_function
+            # (torch/_dynamo/variables/functions.py) says for a function wrapped with it
+            msg = inspect.getattr_static(self.fn, "_torchdynamo_disable_msg", None)
+            unimplemented(f"skip calling function `{self.fn.__name__}` since it was wrapped with "
+                          f"`torch.compiler.disable` (reason: {msg})", "remove the `torch.compiler.disable` call",
+                          gb_id=gb.COMPILER_DISABLED, context=str(self.fn))
         return super().call_function(tx, args, kwargs)
 
     def __repr__(self) -> str:

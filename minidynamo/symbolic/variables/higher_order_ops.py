@@ -99,11 +99,17 @@ class Subgraph:
 
 def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTracker], op: str,
                        pure: bool = False, fn_kwargs: dict | None = None, constant_ok: bool = False,
-                       ints_ok: bool = False) -> Subgraph:
+                       ints_ok: bool = False, fallback_to_eager: bool = False) -> Subgraph:
     """Trace ``fn_var(*operands)`` into a graph of its own (torch: ``speculate_subgraph``).
 
     Raises ``UncapturedHigherOrderOpError`` where torch does: a graph break inside the body,
     or a side effect on a value from outside it (Note [A branch is traced, never run]).
+
+    Note [A checkpointed body that breaks runs eagerly]
+        torch's ``add_hop_context`` (torch/_dynamo/variables/higher_order_ops.py) lets a HOP
+        whose ``_ALLOW_FALLBACK_TO_EAGER`` is true (checkpoint, autograd.Function; not cond,
+        while_loop, map, scan) pass a graph break inside its body on as a plain graph break at
+        the HOP's call, which then runs eagerly: ``fallback_to_eager`` does so.
     """
     from .sym_node import SymNodeVariable
 
@@ -133,6 +139,8 @@ def speculate_subgraph(tx, fn_var: VariableTracker, operands: list[VariableTrack
         outputs, spec = _flatten(result, op, ints_ok)
         out_nodes = tuple(sub.lift(v.as_proxy()).node for v in outputs)
     except Unsupported as e:
+        if fallback_to_eager:
+            raise  # Note [A checkpointed body that breaks runs eagerly]
         raise UncapturedHigherOrderOpError(op, f"{e.reason}" + (f"\n  Hint: {e.hint}" if e.hint else "")) from None
     finally:
         tx.output = parent
@@ -278,7 +286,8 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
     context_fn = options.pop("context_fn", None)
     if context_fn is noop_context_fn:
         context_fn = None
-    body = speculate_subgraph(tx, fn, operands, "torch.utils.checkpoint.checkpoint", fn_kwargs=fn_kwargs)
+    body = speculate_subgraph(tx, fn, operands, "torch.utils.checkpoint.checkpoint", fn_kwargs=fn_kwargs,
+                              fallback_to_eager=True)
     name = tx.output.install_subgraph("wrap_body", None)
     tx.output.subgraphs[name] = body.graph_module(body.freevars, name)
     if context_fn is not None:  # selective checkpointing: AOT asks its policy per op (activation_checkpoint.py)
@@ -290,6 +299,94 @@ def call_checkpoint(tx, args: list, kwargs: dict) -> VariableTracker:
                                    (gm, *operand_proxies), options)
     examples = tuple(_fresh(tx, v.example_value) for v in body.outputs)
     return _rebuild(tx, proxy, examples, body.spec)
+
+
+class RemovableHandleVariable(VariableTracker):
+    """The handle ``register_hook`` returns (torch's ``RemovableHandleVariable``, variables/misc.py).
+
+    ``name`` is the local the transformed code stores the real handle in, when the hook is
+    registered after the graph (an input's hook); a hook registered by the graph's own
+    ``register_hook`` node has no handle outside it.
+    """
+
+    def __init__(self, name: str | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.name = name
+
+    def python_type(self) -> type:
+        return torch.utils.hooks.RemovableHandle
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "remove" and not args and not kwargs and self.name is not None:
+            # an input's hook, not registered yet: it is registered after the graph and removed
+            # right after (torch: ``SideEffects.remove_hook``), so the handle stays a real one
+            tx.output.side_effects.remove_hook(self)
+            return tx.wrap_constant_result(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        if self.name is None:
+            unimplemented("the handle of a hook registered inside the graph cannot leave it",
+                          "do not return or keep the handle of a hook on a tensor made in the compiled function",
+                          gb_id=gb.RECONSTRUCTION, context=f"{self}")
+        return self.name
+
+
+# Note [A hook on a tensor of the trace is a node]
+#     ``y.register_hook(fn)`` changes no value the forward computes; it says what the
+#     backward does with ``y``'s gradient. Torch 2.13 (``_method_register_hook``,
+#     torch/_dynamo/variables/tensor.py) keeps the forward in one graph either way:
+#     - on a tensor with a source (an input), the call is a side effect: after the
+#       graph the transformed code registers the hook on the real tensor
+#       (``SideEffects.register_hook``), and the handle is that call's result;
+#     - on a tensor made in the trace, the hook's body is traced into a subgraph
+#       (``speculate_subgraph``, taking the gradient and what it closes over), and the
+#       graph holds ``torch.ops.higher_order.register_hook(y, hook_body_0)``, whose
+#       output is ``y`` from then on: run, it registers ``hook_body_0`` on the real
+#       ``y``; traced by AOTAutograd, it registers on the traced ``y``, and the hook's
+#       ops land in the joint graph's backward.
+#     A tensor that does not require grad cannot take a hook (eager raises): ours breaks
+#     there, so eager's RuntimeError reaches the user.
+def call_register_hook(tx, tensor: TensorVariable, hook: VariableTracker, name: str) -> VariableTracker:
+    """``tensor.register_hook(hook)`` (Note [A hook on a tensor of the trace is a node])."""
+    if not tensor.example_value.requires_grad:
+        unimplemented("cannot register a hook on a tensor that doesn't require gradient (eager raises)",
+                      gb_id=gb.UNSUPPORTED_METHOD, context=f"{tensor}.{name}()")
+    if tensor.source is not None:
+        handle = RemovableHandleVariable(f"___hook_handle_{len(tx.output.side_effects.tensor_hooks)}")
+        tx.output.side_effects.register_hook(tensor, hook, handle, name)
+        return handle
+    if name != "register_hook":
+        unimplemented(f"Tensor.{name} on a tensor made in the compiled function is not traced",
+                      gb_id=gb.UNSUPPORTED_METHOD, context=f"{tensor}.{name}()")
+    from minidynamo._torch_private import register_hook_op
+
+    # a break inside the hook (a print, a change to a list outside it) breaks the caller's graph, as torch's
+    side_effects = tx.output.side_effects
+    side_effects.locked_by = "register_hook"
+    try:
+        body = speculate_subgraph(tx, hook, [tensor], "register_hook", constant_ok=True, fallback_to_eager=True)
+    except UncapturedHigherOrderOpError as e:  # a hook returning other than a tensor: eager's business
+        unimplemented(f"the hook's body cannot be a subgraph: {e}", gb_id=gb.UNSUPPORTED_METHOD,
+                      context=f"{tensor}.{name}({hook})")
+    finally:
+        side_effects.locked_by = None
+    if body.spec == ("constant", None):  # a hook that returns None leaves the gradient as it is
+        body.sub.graph.output(None)
+    elif body.spec is not None:
+        unimplemented("a tensor hook must return a tensor or None", gb_id=gb.UNSUPPORTED_METHOD,
+                      context=f"{tensor}.{name}({hook}) returns {body.spec}")
+    else:  # the hook returns the gradient itself, not a tuple of one
+        output = next(n for n in body.sub.graph.nodes if n.op == "output")
+        output.args = (output.args[0][0],)
+    gm_name = tx.output.install_subgraph("hook_body", None)
+    tx.output.subgraphs[gm_name] = body.graph_module(body.freevars, gm_name)
+    gm = tx.output.create_proxy("get_attr", gm_name, (), {})
+    freevars = tuple(torch.fx.Proxy(n, tx.output.tracer) for n in body.freevars)
+    proxy = tx.output.create_proxy("call_function", register_hook_op(), (tensor.as_proxy(), gm, *freevars), {})
+    proxy.node.meta["example_value"] = tensor.example_value
+    tensor.proxy = proxy  # from here on, the tensor is the node's output
+    return RemovableHandleVariable()
 
 
 def _constant_partial(var: VariableTracker):

@@ -63,6 +63,8 @@ class BaseListVariable(VariableTracker):
             return type(self)(self.items[idx])
         if not isinstance(idx, int):
             unimplemented(f"{self.kind.__name__} index of type {type(idx).__name__}", gb_id=gb.UNSUPPORTED_METHOD)
+        if not -len(self.items) <= idx < len(self.items):
+            tx.raise_observed_exception(IndexError, [f"{self.kind.__name__} index out of range"])
         return self.items[idx]
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -74,7 +76,10 @@ class BaseListVariable(VariableTracker):
             return tx.call_operator(operator.contains, [self, args[0]])  # operators.compare_in
         if name in ("index", "count") and all(a.is_python_constant() for a in args):
             consts = [v.as_python_constant() if v.is_python_constant() else v for v in self.items]
-            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+            try:
+                return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+            except ValueError as e:  # [1, 2].index(7): eager's ValueError, raised in the trace
+                tx.raise_error_of(e)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
@@ -219,6 +224,8 @@ class LazyGeneratorVariable(ListIteratorVariable):
     only those side effects. ``items`` holds what it yielded so far.
     """
 
+    lazy = True  # zip pulls it row by row
+
     def __init__(self, tracer, **kwargs):
         super().__init__([], **kwargs)
         self.tracer = tracer
@@ -241,6 +248,41 @@ class LazyGeneratorVariable(ListIteratorVariable):
             rest.append(v)
         return rest
 
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        """``gen.send(v)`` / ``gen.__next__()``: the generator's body runs on to its next yield.
+
+        Note [generator.send]
+            A suspended generator's translator has the value its ``yield`` evaluates to
+            on top of its stack (``YIELD_VALUE`` pushed None, what ``next()`` sends);
+            ``send(v)`` puts ``v`` there and runs on, as Dynamo's
+            ``LocalGeneratorObjectVariable.call_method`` (torch/_dynamo/variables/functions.py)
+            does for ``send``. A send of a value into a generator not yet started, or one
+            that returns (StopIteration), is an exception eager raises: a graph break here.
+        """
+        if name in ("send", "__next__") and not kwargs and len(args) == (name == "send") \
+                and self.index == len(self.items) and not self.exhausted:
+            sent = args[0] if args else None
+            if sent is not None and not (sent.is_python_constant() and sent.as_python_constant() is None):
+                if not self.items:
+                    unimplemented("send() of a value into a generator that has not started (eager raises "
+                                  "TypeError)", gb_id="GB0253", context=f"send() of {sent} into {self}")
+                self.tracer.stack[-1] = sent
+            value = self.next_variable(tx)
+            if value is not None:
+                return value
+            unimplemented(f"{name}() on a generator that returned (eager raises StopIteration)",
+                          gb_id=gb.OBSERVED_EXCEPTION)
+        if name == "close" and not args and not kwargs:
+            # ``gen.close()`` throws GeneratorExit in at the suspended yield; a body with no handler to run
+            # (no try/with in its code) just ends there, as it would eagerly
+            if self.items and not self.exhausted and not _has_handlers(self.tracer.code):
+                self.exhausted = True
+                return ConstantVariable(None)
+            if not self.items and not self.exhausted:  # never started: closing it only marks it done
+                self.exhausted = True
+                return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
     def reconstruct(self, codegen) -> str:
         if not self.exhausted:
             unimplemented("a generator suspended at a graph break cannot be rebuilt", gb_id=gb.RECONSTRUCTION)
@@ -253,3 +295,14 @@ class LazyGeneratorVariable(ListIteratorVariable):
 
     def __repr__(self) -> str:
         return f"LazyGeneratorVariable({self.tracer.code.co_name}, {len(self.items)} yielded)"
+
+
+def _has_handlers(code) -> bool:
+    """Does ``code`` have a try or with block of its own (a handler that GeneratorExit would run)?
+
+    3.12+ gives every generator an implicit handler (StopIteration -> RuntimeError) with no
+    ``PUSH_EXC_INFO``; a user's try/except/finally or with-block has one.
+    """
+    import dis
+
+    return any(i.opname in ("PUSH_EXC_INFO", "BEFORE_WITH", "SETUP_WITH") for i in dis.get_instructions(code))

@@ -14,6 +14,7 @@ import inspect
 import logging
 import sys
 import types
+import weakref
 from typing import Any, Optional
 
 import torch
@@ -38,6 +39,53 @@ class NullVariable(VariableTracker):
         return "NULL"
 
 
+class StringFormatVariable(VariableTracker):
+    """``f"{y}"`` of a tensor: a string built after the graph, from the graph's output.
+
+    Note [An f-string of a tensor is formatted after the graph]
+        Formatting a tensor needs its data, which the trace does not have. As torch's
+        ``StringFormatVariable`` (torch/_dynamo/variables/misc.py, made by ``FORMAT_VALUE`` ->
+        ``BuiltinVariable(format)`` and ``BUILD_STRING``), the string is kept as a format
+        string and its arguments: returned or carried across a break, it is rebuilt by
+        ``"...{}...".format(y)`` once ``y`` is real. Anything else done with it in the trace
+        (its length, a method, printing it) is a graph break, as in torch.
+    """
+
+    def __init__(self, format_string: str, args: list, **kwargs):
+        super().__init__(**kwargs)
+        self.format_string = format_string
+        self.args = list(args)
+
+    def python_type(self) -> type:
+        return str
+
+    def reconstruct(self, codegen) -> str:
+        return f"{self.format_string!r}.format({', '.join(codegen.expr(a) for a in self.args)})"
+
+    def __repr__(self) -> str:
+        return f"StringFormatVariable({self.format_string!r}, {self.args!r})"
+
+
+class BuildClassVariable(VariableTracker):
+    """``builtins.__build_class__``, which ``LOAD_BUILD_CLASS`` pushes for a ``class`` statement in the frame.
+
+    As torch with ``config.enable_trace_load_build_class = False`` (its default): pushing it is
+    fine, calling it is the graph break ("Invalid call to __build_class__",
+    torch/_dynamo/variables/builtin.py), at the CALL, so the class is made eagerly and the
+    frame resumes after it.
+    """
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        unimplemented("a class statement in the compiled function (its body is not traced)",
+                      "define the class outside the compiled function", gb_id=gb.BUILD_CLASS,
+                      context=f"Non-constant args to __build_class__: {tuple(args)} {kwargs}")
+
+    def reconstruct(self, codegen) -> str:
+        import builtins
+
+        return codegen.constant_expr(builtins.__build_class__)
+
+
 class LoggerMethodVariable(GetAttrVariable):
     """``logger.warning`` read off a ``logging.Logger``: calling it is a graph break.
 
@@ -50,6 +98,39 @@ class LoggerMethodVariable(GetAttrVariable):
         unimplemented(f"logger.{self.name}() logs at run time, which the graph cannot hold",
                       "move it out of the compiled function, or accept the graph break", gb_id=gb.LOGGER_METHOD,
                       context=f"method: {self.obj.value}.{self.name}")
+
+
+class LoggerAttributeVariable(GetAttrVariable):
+    """``logger.name`` / ``root.handlers``: a data attribute of a ``logging.Logger``, read but not known.
+
+    As torch's ``GetAttrVariable(LoggingLoggerVariable(), name)`` (torch/_dynamo/variables/misc.py),
+    the read itself is fine; its first use (``len(lg.name)``, ``if root.handlers``) is the graph
+    break, at that use's instruction, so a break at a call resumes after it.
+    """
+
+    def _unknown(self):
+        unimplemented(f"the logger's attribute {self.name!r} is not traced (logging's state is read at run time)",
+                      "move the logging call out of the compiled function, or accept the graph break",
+                      gb_id=gb.PYTHON_TYPE,
+                      context=f"GetAttrVariable(LoggingLoggerVariable(), {self.name}) does not implement python_type()")
+
+    def python_type(self) -> type:
+        self._unknown()
+
+    def truth(self, tx) -> bool:
+        self._unknown()
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        self._unknown()
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        self._unknown()
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        self._unknown()
+
+    def unpack_var_sequence(self, tx) -> list:
+        self._unknown()
 
 
 def lookup_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> VariableTracker:
@@ -98,9 +179,40 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         expr = f"torch.backends.cuda.matmul.{name}"
         tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} is {flag}", "the trace read this backend flag", expr)
         return ConstantVariable(flag)
-    if callable(cls_attr) and obj_var.source is not None:
+    if callable(cls_attr) and (obj_var.source is not None or getattr(obj_var, "module_attr", None)):
         return UnsupportedMethodVariable(obj_var, name)  # breaks when called, as torch's GetAttrVariable
+    if cls_attr is None and not hasattr(type(value), name):
+        found = call_class_getattr(tx, obj_var, type(value), name)
+        if found is not None:
+            return found
+    if cls_attr is None and obj_var.source is not None and not hasattr(value, name) and \
+            inspect.getattr_static(type(value), "__getattr__", None) is None:
+        # no such attribute: eager raises AttributeError, which the trace raises too (an observed
+        # exception, torch's UserDefinedObjectVariable.var_getattr), under a guard that it stays absent
+        expr = f"not hasattr({tx.output.guards.read_expr(obj_var.source)}, {name!r})"
+        tx.output.guards.add(obj_var.source, "HASATTR", expr, f"the trace found no attribute {name!r}")
+        tx.raise_observed_exception(AttributeError, [f"{type(value).__name__!r} object has no attribute {name!r}"])
     unimplemented(f"attribute {name!r} of {type(value).__name__} object", gb_id=gb.UNSUPPORTED_METHOD)
+
+
+def call_class_getattr(tx, obj_var: VariableTracker, cls: type, name: str) -> Optional[VariableTracker]:
+    """``obj.name`` that the normal lookup did not find: the class's Python ``__getattr__``, inlined.
+
+    Note [A missing attribute calls __getattr__]
+        Python calls ``type(obj).__getattr__(obj, name)`` when ``__getattribute__`` finds
+        nothing. As Dynamo's ``UserDefinedObjectVariable.var_getattr``
+        (torch/_dynamo/variables/user_defined.py: ``getattr_fn`` is a Python function ->
+        ``UserMethodVariable(getattr_fn, self).call_function(tx, [name], {})``), the
+        override is inlined with the name as a constant, under a guard that the class's
+        ``__getattr__`` is still that function. None when the class has no Python one.
+    """
+    getattr_fn = inspect.getattr_static(cls, "__getattr__", None)
+    if not inspect.isfunction(getattr_fn):
+        return None
+    from .functions import UserMethodVariable
+
+    guard_class_attribute(tx, cls, "__getattr__", getattr_fn)
+    return UserMethodVariable(getattr_fn, obj_var).call_function(tx, [ConstantVariable(name)], {})
 
 
 class UnsupportedMethodVariable(GetAttrVariable):
@@ -215,6 +327,19 @@ class UserDefinedObjectVariable(VariableTracker):
             # ``random.choice``: a library module's bound method (of its one ``Random``), read as a
             # constant; a break at its call runs the same bound method eagerly
             return codegen.constant_expr(self.value)
+        if self.source is None and getattr(self, "module_attr", None):
+            # Note [A library module's object is read again at run time]
+            #     ``sys.stdout`` is read from a library module without a guard (Note [Library code
+            #     is the stdlib, torch, ...], trace_rules.py), so it is no constant of the trace:
+            #     ``redirect_stdout`` swaps it between calls. Where the code after a break needs it
+            #     (``sys.stdout.write`` called eagerly, torch's break at the CALL), it is read again
+            #     from its module, as eager reads it: ``sys.modules['sys'].stdout``.
+            module, name = self.module_attr
+            return f"sys.modules[{module!r}].{name}"
+        if self.source is None:
+            for name in ("stdout", "stderr"):  # ``print(..., file=sys.stderr)``: read again at run time, as torch's source
+                if self.value is getattr(sys, name):
+                    return f"{codegen.constant_expr(sys)}.{name}"
         return super().reconstruct(codegen)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -229,10 +354,7 @@ class UserDefinedObjectVariable(VariableTracker):
                 and not callable(getattr(self.value, name, None)):
             # torch's LoggingLoggerVariable gives a data attribute (``root.handlers`` in
             # ``logging.warning``) as a GetAttrVariable without a python_type(): its first use breaks
-            unimplemented(f"the logger's attribute {name!r} is not traced (logging's state is read at run time)",
-                          "move the logging call out of the compiled function, or accept the graph break",
-                          gb_id=gb.PYTHON_TYPE,
-                          context=f"GetAttrVariable(LoggingLoggerVariable(), {name}) does not implement python_type()")
+            return LoggerAttributeVariable(self, name)
         if name == "__reduce_ex__":
             from ..polyfills import plain_reduce, reduce_ex_user_defined_object
             from .functions import UserMethodVariable
@@ -249,12 +371,31 @@ class UserDefinedObjectVariable(VariableTracker):
             return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def truth(self, tx) -> bool:
+        """``if obj:`` on an object whose class defines neither ``__bool__`` nor ``__len__``: always true,
+        as Dynamo's ``generic_jump`` (torch/_dynamo/symbolic_convert.py) decides for a user object
+        without either (``if copier:`` in ``copy.copy``, a C method descriptor)."""
+        cls = type(self.value)
+        if inspect.getattr_static(cls, "__bool__", None) is None and inspect.getattr_static(cls, "__len__", None) is None:
+            return True
+        return super().truth(tx)
+
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if inspect.isfunction(call):
             from .functions import UserMethodVariable
 
             return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+        if is_supported_random(self.value) and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            return call_random_fn(tx, self.value, args, kwargs)  # Note [A random number is a graph input]
+        if isinstance(self.value, (types.MethodDescriptorType, types.WrapperDescriptorType,
+                                   types.ClassMethodDescriptorType)):
+            # ``list.copy(items)`` through a descriptor read off a class: torch wraps it as a
+            # SkipFunctionVariable (trace_rules: a builtin it does not know), a skipped function
+            name = getattr(self.value, "__qualname__", repr(self.value))
+            unimplemented(f"the builtin `{name}` is not traced (it runs eagerly)",
+                          "move it out of the compiled function, or accept the graph break",
+                          gb_id=gb.SKIPPED_FUNCTION, context=f"calling {name}")
         if isinstance(self.value, types.MethodType):  # a library's bound method (random.choice): torch skips it
             name = getattr(self.value, "__qualname__", self.value.__name__)
             unimplemented(f"{name} is a method of a library minidynamo does not trace into (it runs eagerly)",
@@ -266,7 +407,95 @@ class UserDefinedObjectVariable(VariableTracker):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
 
 
+# Note [A random number is a graph input]
+#     ``k = random.randint(1, 3)`` cannot be a constant of the trace (each call draws
+#     anew), and a graph break would cut the graph in two. Torch records the call
+#     (``call_random_fn``, torch/_dynamo/variables/user_defined.py, for ``random.random``,
+#     ``randint``, ``randrange`` and ``uniform`` with constant arguments): the value becomes
+#     a graph input ``random_value_0``, a 0-d tensor, and the transformed code draws it
+#     before calling the graph (``___random_values = ___gen_rand_values()``, torch's
+#     ``_get_gen_rand_values_fn`` in output_graph.py), so each call draws as eager would,
+#     in the same order. The draw made while tracing (its value is only an example) does
+#     not count: torch restores Python's random state after the trace
+#     (``preserve_global_state``, convert_frame.py); ours restores it after each draw.
+def _supported_random_functions() -> tuple:
+    import random
+
+    return (random.random, random.randint, random.randrange, random.uniform)
+
+
+def is_supported_random(value: Any) -> bool:
+    try:
+        return any(value == fn for fn in _supported_random_functions())
+    except Exception:  # noqa: BLE001 - an object whose __eq__ raises
+        return False
+
+
+def call_random_fn(tx, fn, args: list, kwargs: dict) -> VariableTracker:
+    """The value of ``fn(*args, **kwargs)`` as a graph input (Note [A random number is a graph input])."""
+    import random
+
+    cargs = [a.as_python_constant() for a in args]
+    ckwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+    state = random.getstate()
+    try:
+        example = fn(*cargs, **ckwargs)
+    except Exception as e:  # noqa: BLE001 - eager raises it when the frame runs
+        unimplemented(f"{fn.__name__}{tuple(cargs)!r} raised {type(e).__name__}: {e} (eager will raise it)",
+                      gb_id=gb.OBSERVED_EXCEPTION, context=f"{fn.__name__}{tuple(cargs)!r}")
+    finally:
+        random.setstate(state)
+    tx.output.random_calls.append((fn, cargs, ckwargs))
+    return tx.output.add_random_value_input(example)
+
+
+def gen_rand_values_fn(random_calls: list):
+    """What the transformed code calls before the graph: each recorded draw, in order."""
+    calls = list(random_calls)
+
+    def ___gen_rand_values() -> list:
+        return [fn(*args, **kwargs) for fn, args, kwargs in calls]
+
+    return ___gen_rand_values
+
+
+class WeakRefVariable(VariableTracker):
+    """``weakref.ref(obj, callback)`` of a value the trace tracks (torch/_dynamo/variables/misc.py ``WeakRefVariable``).
+
+    Note [A weak reference is its referent while tracing]
+        Torch builds ``weakref.ref(y)`` as a ``WeakRefVariable`` holding the referent's
+        tracker and the callback's (``UserDefinedClassVariable.call_function``,
+        torch/_dynamo/variables/user_defined.py); calling it, ``r()``, gives the referent
+        back: inside the frame the referent is alive (the frame holds it), so the trace
+        never needs to ask whether it died. Only if the reference outlives the graph is a
+        real one made, by ``reconstruct``: ``weakref.ref(<referent>, <callback>)``.
+    """
+
+    def __init__(self, referent_vt: VariableTracker, callback_vt: VariableTracker, **kwargs):
+        super().__init__(**kwargs)
+        self.referent_vt = referent_vt
+        self.callback_vt = callback_vt
+
+    def python_type(self) -> type:
+        return weakref.ref
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if args or kwargs:
+            unimplemented("a weak reference is called with no arguments", gb_id=gb.UNSUPPORTED_FUNCTION)
+        return self.referent_vt
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        ref = codegen.constant_expr(weakref.ref)
+        return f"{ref}({codegen.expr(self.referent_vt)}, {codegen.expr(self.callback_vt)})"
+
+    def __repr__(self) -> str:
+        return f"WeakRefVariable({self.referent_vt!r})"
+
+
 __all__ = [
+    "WeakRefVariable",
     "NullVariable", "UserDefinedObjectVariable", "lookup_python_attr",
     "generic_python_attr", "class_attribute",
 ]

@@ -21,7 +21,8 @@ from ..exc import Unsupported, unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .misc import _MISSING, UserDefinedObjectVariable, class_attribute, generic_python_attr, guard_class_attribute
+from .misc import (_MISSING, UserDefinedObjectVariable, call_class_getattr, class_attribute, generic_python_attr,
+                   guard_class_attribute)
 
 
 class ObjectGetattributeVariable(VariableTracker):
@@ -114,6 +115,9 @@ class NewObjectVariable(VariableTracker):
             return found
         if cls_attr is not None:
             return tx.wrap_sourceless(cls_attr)
+        found = call_class_getattr(tx, self, self.cls, name)  # Note [A missing attribute calls __getattr__]
+        if found is not None:
+            return found
         raise ObservedAttributeError(f"{self.cls.__name__} object has no attribute {name!r} (eager raises AttributeError)")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -181,7 +185,14 @@ class NewObjectVariable(VariableTracker):
         return _abc_sequence_iter(self.cls)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        """``for x in obj`` over a ``collections.abc.Sequence`` subclass (Note [Iterating a Sequence])."""
+        """``for x in obj`` over a ``collections.abc.Sequence`` subclass (Note [Iterating a Sequence]),
+        or over a class whose ``__iter__`` is a Python function (inlined: ``a, b = Pair()``)."""
+        own_iter = inspect.getattr_static(self.cls, "__iter__", None)
+        if inspect.isfunction(own_iter) and not _abc_sequence_iter(self.cls):
+            from .functions import UserMethodVariable
+
+            guard_class_attribute(tx, self.cls, "__iter__", own_iter)
+            return UserMethodVariable(own_iter, self).call_function(tx, [], {}).unpack_var_sequence(tx)
         if not _abc_sequence_iter(self.cls):
             unimplemented(f"iterating over {self}", gb_id=gb.BUILTIN_OPERATOR)
         n = self.call_method(tx, "__len__", [], {})

@@ -19,7 +19,8 @@ from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
-from .tensor import TensorVariable
+from .numpy import call_numpy_operator
+from .tensor import DataPtrVariable, TensorVariable
 
 
 def identity_of(v: VariableTracker) -> Any:
@@ -37,6 +38,10 @@ def compare_in(tx, item: VariableTracker, container: VariableTracker) -> Variabl
     from .misc import UserDefinedObjectVariable
 
     if isinstance(container, (ConstDictVariable, UserDefinedObjectVariable)):
+        return container.call_method(tx, "__contains__", [item], {})
+    cls = getattr(container, "cls", None)
+    contains = inspect.getattr_static(cls, "__contains__", None) if isinstance(cls, type) else None
+    if inspect.isfunction(contains):  # an object made in the trace whose class has a Python __contains__
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         unimplemented("`in` with a tensor depends on the tensor's data", gb_id=gb.DATA_DEPENDENT_BRANCH)
@@ -137,6 +142,9 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         else:
             same = identity_of(a) is identity_of(b)
         return ConstantVariable(same if fn is operator.is_ else not same)
+    if fn in (operator.eq, operator.ne) and any(isinstance(a, DataPtrVariable) for a in args):
+        a, b = args if isinstance(args[0], DataPtrVariable) else args[::-1]
+        return a.compare(b, "__eq__" if fn is operator.eq else "__ne__")  # Note [A data pointer is read after ...]
     if fn is operator.contains:
         return compare_in(tx, args[1], args[0])
     if fn is operator.not_:
@@ -144,6 +152,9 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
     if fn is operator.getitem:
         return args[0].call_method(tx, "__getitem__", [args[1]], {})
     if any(isinstance(a, TensorVariable) or type(a).__name__ == "SymNodeVariable" for a in args):
+        result = call_numpy_operator(tx, fn, args)  # ndarrays only: NumPy's operator (variables/numpy.py)
+        if result is not None:
+            return result
         if fn in _OUT_OF_PLACE and not isinstance(args[0], TensorVariable):
             # `s += x` with an int s: int has no __iadd__, so Python runs s + x (a graph
             # node operator.iadd(0, x) would also print as `0 += x`, which is no Python)
@@ -153,9 +164,8 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         consts = [a.as_python_constant() for a in args]
         try:
             return tx.wrap_constant_result(fn(*consts))
-        except Exception as e:  # noqa: BLE001 - the user's own error: let eager raise it
-            unimplemented(f"{fn.__name__} raised {type(e).__name__}: {e} (eager will raise it)",
-                          gb_id=gb.OBSERVED_EXCEPTION)
+        except Exception as e:  # noqa: BLE001 - the user's own error (1 / 0), raised in the trace
+            tx.raise_error_of(e)
     a = args[0]
     if isinstance(a, (ListVariable, TupleVariable)) and len(args) == 2:
         b = args[1]

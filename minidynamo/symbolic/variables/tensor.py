@@ -42,11 +42,9 @@ BREAK_METHODS = {
     "tolist": "Tensor.tolist() needs the tensor's data",
     "numpy": "Tensor.numpy() leaves torch",
     "backward": "Tensor.backward() runs autograd eagerly",
-    "data_ptr": "Tensor.data_ptr() is a real address",
     "__bool__": "bool(tensor) depends on the tensor's data",
     "__int__": "int(tensor) depends on the tensor's data",
     "__float__": "float(tensor) depends on the tensor's data",
-    "register_hook": "hooks are not traced",
     "retain_grad": "retain_grad changes autograd state",
     "requires_grad_": "requires_grad_ changes autograd metadata of an input",
     # torch/_dynamo/variables/tensor.py: method_resize_, method_resize_as_, method_sparse_resize_*
@@ -55,6 +53,11 @@ BREAK_METHODS = {
     "sparse_resize_": "Dynamo currently does not support tracing `Tensor.sparse_resize_()`.",
     "sparse_resize_and_clear_": "Dynamo currently does not support tracing `Tensor.sparse_resize_and_clear_()`.",
 }
+
+
+# ``Tensor.numpy()`` under config.trace_numpy: variables/numpy.py, which sits above this module
+# (the import contracts of pyproject.toml), registers its ``from_tensor`` here when imported.
+NUMPY_OF_TENSOR: list = []
 
 
 def is_inplace_view(name: str) -> bool:
@@ -92,6 +95,9 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         fake = self.example_value
+        stored = tx.output.side_effects.load_attr(self, name)  # Note [A tensor's own attribute is a side effect]
+        if stored is not None:
+            return stored
         if name == "__class__":
             return tx.wrap_sourceless(self.python_type())
         if name in CONSTANT_ATTRS:
@@ -119,7 +125,35 @@ class TensorVariable(VariableTracker):
             from .base import GetAttrVariable
 
             return GetAttrVariable(self, name)
+        if self.source is not None and not hasattr(torch.Tensor, name):
+            # an attribute of the input tensor's own (``x.note``, set earlier in Python): read
+            # through its source and guarded, as any attribute of an input
+            from ..source import AttrSource
+
+            try:
+                real = self.source.get(tx.output.L, tx.output.root_globals)
+            except Exception:  # noqa: BLE001 - a source only the transformed code can read (a random value)
+                real = None
+            if name in getattr(real, "__dict__", {}):
+                return tx.variable_builder(AttrSource(self.source, name))(real.__dict__[name])
+        if not hasattr(torch.Tensor, name) and not name.startswith("_"):
+            self._raise_missing_attribute(tx, name)
         unimplemented(f"Tensor attribute {name!r}", gb_id=gb.UNSUPPORTED_METHOD)
+
+    def _raise_missing_attribute(self, tx, name: str) -> None:
+        """``x.no_such_attr``: eager's AttributeError, raised in the trace (an observed exception,
+        torch's TensorVariable.var_getattr); an input's is guarded absent, as for an object
+        (Note [What the trace found missing is guarded], tests/test_exceptions_like_torch.py)."""
+        if self.source is not None:
+            try:
+                real = self.source.get(tx.output.L, tx.output.root_globals)
+            except Exception:  # noqa: BLE001 - a source we cannot read here: break as before
+                return
+            if hasattr(real, name):
+                return
+            expr = f"not hasattr({tx.output.guards.read_expr(self.source)}, {name!r})"
+            tx.output.guards.add(self.source, "HASATTR", expr, f"the trace found no attribute {name!r}")
+        tx.raise_observed_exception(AttributeError, [f"'Tensor' object has no attribute {name!r}"])
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         if name in ("__int__", "__float__") and not args and config.capture_scalar_outputs and (
@@ -128,6 +162,12 @@ class TensorVariable(VariableTracker):
         if name == "__deepcopy__":  # copy.deepcopy(t) reaches it (torch/_dynamo/variables/tensor.py call_method)
             unimplemented("copy.deepcopy of a tensor is not traced", "avoid calling copy.deepcopy() on a tensor",
                           gb_id=gb.DEEPCOPY_TENSOR, context=f"{self}.__deepcopy__()")
+        if name in ("data_ptr", "const_data_ptr") and not args and not kwargs:  # Note [A data pointer is read after the graph]
+            return DataPtrVariable(self, name)
+        if name in ("register_hook", "register_post_accumulate_grad_hook") and len(args) == 1 and not kwargs:
+            return tx.register_tensor_hook(self, args[0], name)  # Note [A hook on a tensor of the trace is a node]
+        if name == "untyped_storage" and not args and not kwargs:  # Note [A storage is its tensor's, after the graph]
+            return UntypedStorageVariable(self, self.example_value.untyped_storage())
         if name in ("item", "tolist") and not args and not kwargs:  # unbacked symbols, or a break (unbacked.py)
             from .unbacked import call_item, call_tolist
 
@@ -141,6 +181,9 @@ class TensorVariable(VariableTracker):
                                        {k: v.as_proxy() for k, v in kwargs.items()})
                 root.note_requires_grad_(self.proxy.node, result.proxy.node)
                 return result
+        elif name == "numpy" and config.trace_numpy and NUMPY_OF_TENSOR and self.example_value.layout == torch.strided:
+            force = kwargs.get("force", args[0] if args else None)  # Note [NumPy is traced through torch._numpy]
+            return NUMPY_OF_TENSOR[0](tx, self, force=bool(force is not None and force.as_python_constant()))
         elif name in BREAK_METHODS:
             unimplemented(BREAK_METHODS[name], "keep tensors as tensors inside the compiled region",
                           gb_id=BREAK_METHOD_TYPES.get(name, gb.UNSUPPORTED_METHOD), context=f"{self}.{name}()")
@@ -212,6 +255,132 @@ class TensorVariable(VariableTracker):
     def __repr__(self) -> str:
         v = self.example_value
         return f"TensorVariable({self.proxy.node.name}, {v.dtype}, {tuple(v.shape)})"
+
+
+class UnspecializedPythonVariable(TensorVariable):
+    """A Python number the graph takes as a 0-d tensor input (torch's ``UnspecializedPythonVariable``).
+
+    Inside the trace it is a tensor (``y * k`` is ``mul(y, random_value_0)``); after the
+    graph it is the number itself, read from ``raw_source`` (Note [A random number is a
+    graph input], misc.py).
+    """
+
+    raw_source = None
+
+    def reconstruct(self, codegen) -> str:
+        if self.raw_source is not None:
+            return codegen.source_expr(self.raw_source)
+        return super().reconstruct(codegen)
+
+
+class UntypedStorageVariable(VariableTracker):
+    """``t.untyped_storage()`` of a tensor of the trace (torch/_dynamo/variables/tensor.py ``UntypedStorageVariable``).
+
+    Note [A storage is its tensor's, after the graph]
+        Torch's ``method_untyped_storage`` traces the call with no node: the tracker holds
+        the tensor and the fake tensor's (meta) storage. ``s.size()`` is its byte count,
+        a constant of the trace when no size is symbolic; any other method (``nbytes``,
+        ``data_ptr``...) is an unsupported method call, a graph break at that line, not
+        at ``untyped_storage()``. After the graph the storage is rebuilt from the real
+        tensor: ``<tensor>.untyped_storage()``. Ours does the same; a symbolic ``size()``
+        (torch: an ``untyped_storage_size`` node) breaks in ours.
+    """
+
+    def __init__(self, from_tensor: "TensorVariable", example_value, **kwargs):
+        super().__init__(**kwargs)
+        self.from_tensor = from_tensor
+        self.example_value = example_value  # the fake tensor's storage (device meta)
+
+    def python_type(self) -> type:
+        return torch.UntypedStorage
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "size" and not args and not kwargs:
+            result = self.example_value.size()
+            if not _symbolic(result):
+                return ConstantVariable(int(result))
+        unimplemented(f"Dynamo does not know how to trace method `{name}` of class `UntypedStorage`",
+                      f"Avoid calling `UntypedStorage.{name}` in your code.", gb_id=gb.UNSUPPORTED_METHOD,
+                      context=f"call_method UntypedStorageVariable() {name} {args} {kwargs}")
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.from_tensor)}.untyped_storage()"
+
+    def __repr__(self) -> str:
+        return f"UntypedStorageVariable({self.from_tensor!r})"
+
+
+class DataPtrVariable(VariableTracker):
+    """``t.data_ptr()`` of a tensor of the trace (torch: ``DataPtrVariable``, torch/_dynamo/variables/tensor.py).
+
+    Note [A data pointer is read after the graph]
+        An address exists only once the graph has run and allocated the tensor: the
+        trace cannot know it, but it need not. Torch's ``method_data_ptr`` returns a
+        ``DataPtrVariable`` that holds the tensor, and its ``reconstruct`` emits
+        ``<tensor>.data_ptr()``: the number is computed by the transformed function,
+        after the graph, from the real tensor, with no graph break. Ours does the same.
+        Anything the trace would do with the number itself (arithmetic, a comparison
+        torch cannot prove) still breaks, as torch's does.
+    """
+
+    def __init__(self, from_tensor: "TensorVariable", method_name: str = "data_ptr", **kwargs):
+        super().__init__(**kwargs)
+        self.from_tensor = from_tensor
+        self.method_name = method_name
+        self.tensor_version = from_tensor.example_value._version
+
+    def python_type(self) -> type:
+        return int
+
+    def _root(self) -> torch.fx.Node:
+        """The tensor's node, through ``detach()`` (which keeps the data pointer)."""
+        node = self.from_tensor.as_proxy().node
+        while (node.op, node.target) in (("call_method", "detach"), ("call_function", torch.detach)) \
+                and len(node.args) == 1 and isinstance(node.args[0], torch.fx.Node):
+            node = node.args[0]
+        return node
+
+    def compare(self, other: VariableTracker, op: str) -> VariableTracker:
+        """``p == q`` / ``p != q``: decided only where both are one tensor's pointer (torch's ``richcompare_impl``)."""
+        if isinstance(other, DataPtrVariable) and other.tensor_version == self.tensor_version \
+                and other._root() is self._root():
+            return ConstantVariable(op == "__eq__")
+        unimplemented("Dynamo can only trace data pointer comparisons when it can prove both operands have the "
+                      "same data pointer.", gb_id="GB5976", context=f"richcompare_impl {self} {op} {other}")
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen.expr(self.from_tensor)}.{self.method_name}()"
+
+    def __repr__(self) -> str:
+        return f"DataPtrVariable({self.from_tensor!r}.{self.method_name}())"
+
+
+# Note [A tensor's own attribute is a side effect]
+#     ``y.tag = "mine"`` on a tensor (an input or one made in the trace) changes nothing
+#     the graph computes. Torch's ``BuiltinVariable._call_setattr`` (torch/_dynamo/
+#     variables/builtin.py) records it in ``side_effects.store_attr``: reads of ``y.tag``
+#     later in the trace see the stored value, and after the graph the transformed code
+#     sets the attribute on the real tensor, if the tensor is still reachable (a dead
+#     one is pruned, ``SideEffects.prune_dead_object_new``). Tensor attributes that are
+#     C descriptors (``requires_grad``, ``grad``, ``real``, ``data``...) are not plain
+#     attributes: ``data`` has its own path, the others stay graph breaks, as torch's.
+def store_tensor_attr(tx, obj: "TensorVariable", name: str, value: VariableTracker) -> bool:
+    """Record ``obj.name = value`` as a side effect (Note [A tensor's own attribute ...]); False if not ours."""
+    import inspect
+    import types
+
+    if name == "requires_grad":
+        unimplemented("setting requires_grad in the middle of the graph is not traced",
+                      "set it outside the compiled function", gb_id="GB0206",
+                      context=f"setattr({obj}, {name}, {value})")
+    if name in ("grad", "_grad"):
+        return False
+    if type(inspect.getattr_static(torch.Tensor, name, None)) is types.GetSetDescriptorType:
+        unimplemented(f"tensor attribute {name!r} has a C setter the trace does not follow",
+                      f"don't set {name!r} on tensors in the compiled function", gb_id=gb.TENSOR_SETATTR,
+                      context=f"setattr({obj}, {name}, {value})")
+    tx.output.side_effects.store_attr(obj, name, value)
+    return True
 
 
 def _symbolic(value: Any) -> bool:

@@ -86,6 +86,16 @@ CONSTANT_FOLD |= FOLD_UNDER_GLOBAL_STATE | PROCESS_CONSTANTS
 RECORDED_FOR_EFFECT = _fns("_C._log_api_usage_once")
 
 
+# Note [torch.seed() is a node with a constant result]
+#     ``torch.seed()`` reseeds the default generator and returns the new seed. Torch lists
+#     ``torch.random.seed`` among its in-graph functions (torch/_dynamo/trace_rules.py
+#     ``torch_non_c_binding_in_graph_functions``): the call is a node of the graph, so every
+#     run of the graph reseeds, and ``wrap_fx_proxy_cls`` (torch/_dynamo/variables/builder.py)
+#     returns its int result as a ``ConstantVariable`` (``torch.seed`` is on its list of
+#     int-returning targets): the value seen while tracing is baked in. Ours does the same.
+RECORDED_WITH_CONSTANT_RESULT = _fns("seed", "random.seed")
+
+
 def record_for_effect(tx, fn, *args, **kwargs) -> None:
     """One graph node calling ``fn`` with constant arguments, its result unused (Note [A call kept ...])."""
     tx.output.create_proxy("call_function", fn, args, kwargs)
@@ -180,14 +190,28 @@ class TorchInGraphFunctionVariable(VariableTracker):
                           f"({args[0] if args else 'no arguments'})", gb_id=gb.UNSUPPORTED_FUNCTION)
         if fn in _graph_break_fns():
             unimplemented("torch._dynamo.graph_break() asks for a graph break", gb_id=gb.GRAPH_BREAK_CALL)
+        if fn is torch.from_numpy:  # an ndarray of the trace is a tensor already (variables/numpy.py)
+            from minidynamo import config
+
+            if not config.trace_numpy:
+                unimplemented("Attempted to call `torch.from_numpy` with config `minidynamo.config.trace_numpy` set "
+                              "to `False`.", "set minidynamo.config.trace_numpy = True", gb_id="GB0231")
+            return tx.wrap_fx_proxy("call_function", torch.as_tensor, tuple(a.as_proxy() for a in args), {})
         if fn in BREAK:
             unimplemented(BREAK[fn], gb_id=gb.SKIPPED_FUNCTION, context=f"torch.{fn.__name__}")
         if fn in COMPILING:
             return tx.wrap_constant_result(COMPILING[fn])
+        if getattr(fn, "__module__", None) == "torch._dynamo.external_utils" and \
+                getattr(fn, "__qualname__", None) == "is_compiling":
+            return tx.wrap_constant_result(True)  # torch._dynamo.is_compiling(), the older name: folded as well
         if fn in RECORDED_FOR_EFFECT and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             record_for_effect(tx, fn, *[a.as_python_constant() for a in args],
                               **{k: v.as_python_constant() for k, v in kwargs.items()})
             return ConstantVariable(None)
+        if fn in RECORDED_WITH_CONSTANT_RESULT and not args and not kwargs:  # Note [torch.seed() is a node ...]
+            proxy = tx.output.create_proxy("call_function", fn, (), {})
+            proxy.node.meta["example_value"] = value = fn()
+            return ConstantVariable(value)
         name = getattr(fn, "__name__", "") or ""
         if name.startswith(_STATE_SETTER_PREFIXES) and not _reads_tensor(args, kwargs):
             unimplemented(f"torch.{name} changes global state", "call it outside the compiled function",
@@ -332,7 +356,12 @@ class PythonModuleVariable(VariableTracker):
             tx.output.guards.add(None, "BACKEND_FLAG", f"{expr} {'is' if attr in (True, False, None) else '=='} {attr!r}",
                                  "the trace read this backend flag", expr)
             return ConstantVariable(attr)
-        return tx.wrap_sourceless(attr)
+        var = tx.wrap_sourceless(attr)
+        if type(var).__name__ == "UserDefinedObjectVariable" and not isinstance(attr, types.MethodType) \
+                and getattr(sys.modules.get(self.value.__name__), name, None) is attr:
+            # Note [A library module's object is read again at run time]: ``sys.stdout``
+            var.module_attr = (self.value.__name__, name)
+        return var
 
     def reconstruct(self, codegen) -> str:
         return codegen.constant_expr(self.value)

@@ -13,8 +13,10 @@ of them imports it (pyproject.toml's "dynamo-variables" contract). Mirrors
 from __future__ import annotations
 
 import abc
+import contextlib
 import inspect
 import types
+import weakref
 from typing import Any
 
 import torch
@@ -39,6 +41,15 @@ class SuperVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         obj_type = self.obj.python_type()
         mro = obj_type.__mro__
+        from .exceptions import ExceptionVariable
+
+        if isinstance(self.obj, ExceptionVariable) and name == "__init__" and not any(
+                "__init__" in vars(k) and inspect.isfunction(vars(k)["__init__"]) for k in mro[mro.index(self.cls) + 1:]):
+            # super().__init__(msg) reaching BaseException's, in a user exception's __init__: torch 2.13
+            # does not trace it (SuperVariable.call_method in torch/_dynamo/variables/misc.py), nor do we
+            unimplemented("super().__init__ of an exception class is not a function or method torch traces",
+                          "Ensure the attribute accessed via `super()` is a standard method or function.",
+                          gb_id=gb.SUPER_ATTRIBUTE, context=f"call_method SuperVariable() {name}")
         if self.cls not in mro:  # super() in a classmethod: the second argument is a class
             unimplemented(f"super().{name} whose second argument is a {obj_type.__name__}, not a "
                           f"{self.cls.__name__} (super() in a classmethod)", gb_id=gb.SUPER)
@@ -145,6 +156,10 @@ class UserDefinedClassVariable(VariableTracker):
         from .user_defined import DataclassDictVariable, is_dataclass_dict
 
         cls = self.value
+        from .exceptions import ExceptionVariable, is_exception_class
+
+        if is_exception_class(cls):  # ValueError("no"), a user's MyError(...): Note [An exception object in the trace]
+            return ExceptionVariable.create(tx, cls, args, kwargs)
         from ..polyfills import class_polyfill
 
         polyfill = class_polyfill(cls, args, kwargs)  # Note [operator.itemgetter in the trace]
@@ -152,6 +167,14 @@ class UserDefinedClassVariable(VariableTracker):
             from .functions import UserFunctionVariable
 
             return UserFunctionVariable(polyfill).call_function(tx, args, kwargs)
+        if cls is weakref.ref and 1 <= len(args) <= 2 and not kwargs:  # Note [A weak reference is its referent ...]
+            from .misc import WeakRefVariable
+
+            return WeakRefVariable(args[0], args[1] if len(args) == 2 else ConstantVariable(None))
+        if cls is contextlib._GeneratorContextManager and len(args) == 3 and not kwargs:  # noqa: SLF001
+            from .ctx_manager import ContextlibContextManagerVariable
+
+            return ContextlibContextManagerVariable.create(tx, *args)  # Note [A @contextmanager function is its generator]
         if cls is torch.Size and not kwargs and all(a.is_python_constant() for a in args):
             return ConstantVariable(torch.Size(*[a.as_python_constant() for a in args]))  # a shape of ints
         if cls in (torch.finfo, torch.iinfo) and args and not kwargs and all(a.is_python_constant() for a in args):
@@ -188,6 +211,14 @@ class UserDefinedClassVariable(VariableTracker):
             and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor))
             and "__slots__" not in cls.__dict__
         )
+        if not plain and type(cls) is type and cls.__module__ != "builtins" and _c_new(cls) \
+                and not issubclass(cls, (BaseException, torch.nn.Module, torch.Tensor)):
+            # a C class of a library module (``_json.Encoder``): torch's polyfill
+            # ``instantiate_user_defined_class_object`` calls ``cls.__new__(cls, ...)``, a method it
+            # cannot trace ("Unsupported method call", torch/_dynamo/variables/user_defined.py)
+            unimplemented(f"constructing a {cls.__name__} object calls its C `__new__`",
+                          "construct it outside the compiled function", gb_id=gb.UNSUPPORTED_METHOD,
+                          context=f"call_method UserDefinedClassVariable({cls}) __new__")
         if not plain:
             unimplemented(f"constructing a {cls.__name__} object", "construct it outside the compiled function",
                           gb_id=gb.SKIPPED_FUNCTION)
@@ -209,3 +240,9 @@ class UserDefinedClassVariable(VariableTracker):
 
 
 __all__ = ["SuperVariable", "UserDefinedClassVariable"]
+
+
+def _c_new(cls: type) -> bool:
+    """Does ``cls`` itself define a ``__new__`` written in C (not ``object.__new__``, not Python)?"""
+    new = cls.__dict__.get("__new__")
+    return new is not None and not inspect.isfunction(getattr(new, "__func__", new)) and new is not object.__new__
