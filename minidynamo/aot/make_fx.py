@@ -46,6 +46,17 @@ Note [Decomposing with the backend's table]
     would have (no kernel of the device's own: ``autograd_would_have_decomposed``).
     The inductor backend traces with Inductor's table (``select_decomp_table()``).
 
+Note [A lifted constant is copied]
+    ``torch.tensor(0)`` inside a traced function makes a real tensor and calls
+    ``aten.lift_fresh`` on it; the tracer stores the tensor as ``_tensor_constantN``.
+    ``lift_fresh`` returns its argument itself, so recorded as it is, a later
+    ``add_`` on the result would write into the constant, and Inductor cannot
+    lower a graph whose value is the constant itself (``Found <class
+    'torch._inductor.ir.Constant'>, which is not a supported top level IR node``:
+    T5's and DeBERTa-v2's training graphs fell back to eager here). So, as torch's
+    ``proxy_call`` (torch/fx/experimental/proxy_tensor.py), the tracer records and
+    runs ``aten.lift_fresh_copy`` instead: a fresh copy of the constant.
+
 Ours is simpler: symbolic sizes only through Dynamo's ShapeEnv (sym_tracing.py), no pre-dispatch mode,
 tensor constants are stored as ``_tensor_constantN`` attributes.
 """
@@ -243,6 +254,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
             return NotImplemented
         if func is torch.ops.prim.device.default:
             return func(*args, **kwargs)  # a metadata query, not a computation: not recorded
+        if func is torch.ops.aten.lift_fresh.default:
+            func = torch.ops.aten.lift_fresh_copy.default  # Note [A lifted constant is copied]
         tracer = self.tracer
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = tree_unflatten([tracer.to_arg(a, func) for a in flat], spec)
