@@ -67,10 +67,18 @@ Note [AOT traces under the Python dispatcher]
     and the metadata pass (collect_metadata_analysis.py); the fake dispatch cache keys
     on it (fake/dispatch_cache.py, Note [Which kernel ran is part of the key]);
     tests/test_aot_python_dispatcher_like_torch.py compares the graphs with torch's.
+
+    One exception, on purpose: a joint graph over inputs on the ``meta`` device is traced
+    without it. There, under our fake mode, ``mse_loss``'s path reaches
+    ``aten.broadcast_tensors`` at a key with no Autograd kernel, and the backward came out
+    empty (every gradient ``None``), where torch's gives them (tests/test_devices.py
+    ``test_chapter13_model[meta]`` compares with eager). A device without data has no
+    strides of random draws to get right, so nothing a learner sees changes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -383,7 +391,9 @@ def aot_dispatch_autograd_graph(
         dead_code_elimination=True,  # torch eliminates dead code right after tracing the joint
         decomposition_table=decompositions,
     )
-    with enable_python_dispatcher():  # Note [AOT traces under the Python dispatcher]
+    on_meta = any(isinstance(p, torch.Tensor) and p.device.type == "meta" for p in primals)
+    # Note [AOT traces under the Python dispatcher] (and its one exception, the meta device)
+    with contextlib.nullcontext() if on_meta else enable_python_dispatcher():
         gm = tracer(*primals, *tangents)
     for node in gm.graph.nodes:
         node.meta.setdefault("partitioner_tag", "is_backward")
