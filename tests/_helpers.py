@@ -6,6 +6,7 @@
   raises nothing.
 * ``MulSavedInBackward``: a custom ``autograd.Function`` whose backward mutates the input
   it saved (AOTAutograd must copy that mutation back, as eager leaves it).
+* ``Counter``: a backend that counts the graphs it is handed (torch's ``CompileCounter``).
 * ``DEVICES``: ``pytest.mark.parametrize("device", DEVICES)`` runs a test on ``cpu``,
   ``meta`` and ``cuda`` (the last under the ``cuda`` marker, skipped without a GPU).
 """
@@ -33,6 +34,17 @@ DEVICES = [
                                   f"{torch.version.cuda or 'no'})"),
     ]),
 ]
+
+
+class Counter:
+    """A backend that counts the graphs it is handed and runs them as they are (torch's CompileCounter)."""
+
+    def __init__(self) -> None:
+        self.frame_count = 0
+
+    def __call__(self, gm, example_inputs):
+        self.frame_count += 1
+        return gm.forward
 
 
 @contextlib.contextmanager

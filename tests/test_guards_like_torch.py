@@ -22,20 +22,10 @@ import torch
 import minidynamo as md
 from minidynamo.interpreter import run as vm_run
 
+from _helpers import Counter
 from _helpers import setting as _setting  # tests/ is on sys.path (no package)
 
 pytestmark = [pytest.mark.ch04]
-
-
-class Counter:
-    """A backend that counts the graphs it is handed and runs them as they are (torch's CompileCounter)."""
-
-    def __init__(self) -> None:
-        self.frame_count = 0
-
-    def __call__(self, gm, example_inputs):
-        self.frame_count += 1
-        return gm.forward
 
 
 def _compiled(fn, system: str, **kwargs):

@@ -28,6 +28,7 @@ import torch
 
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain_with_gb_types
+from _helpers import Counter  # tests/ is on sys.path (no package)
 
 pytestmark = [pytest.mark.ch05, pytest.mark.usefixtures("real_dynamo")]
 
@@ -397,17 +398,6 @@ KNOWN: dict[str, str] = {
 
 
 # --- the comparison --------------------------------------------------------------------
-
-class Counter:
-    """A backend that counts the graphs it is handed and runs them as they are (torch's CompileCounter)."""
-
-    def __init__(self) -> None:
-        self.frame_count = 0
-
-    def __call__(self, gm, example_inputs):
-        self.frame_count += 1
-        return gm.forward
-
 
 def _quietly(fn, *args):
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
