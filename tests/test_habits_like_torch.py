@@ -152,8 +152,9 @@ def _by_function(reasons: dict) -> dict:
 
 
 def _strip(reason: str) -> str:
-    """``0/1: tensor 'x' size mismatch ...`` -> ``1: tensor 'x' size mismatch ...`` (frame numbers differ)."""
-    return reason.split("/", 1)[-1].split("  ")[0].split("\n")[0].rstrip()
+    """``0/1: tensor 'x' size mismatch ...`` -> ``1: tensor 'x' size mismatch ...`` (frame numbers differ);
+    an object's id (``___check_type_id(n, 140602390183136)``) -> ``<id>``."""
+    return re.sub(r"\b\d{9,}\b", "<id>", reason.split("/", 1)[-1].split("  ")[0].split("\n")[0].rstrip())
 
 
 def run(program, system: str, patch: dict | None = None) -> dict:
@@ -952,8 +953,25 @@ _register("fullgraph_item_captured", _fullgraph(item_use, (T,), (T * 2,)), {"cap
 _register("fullgraph_tolist", _fullgraph(tolist_use, (T,)))
 
 
+def my_backend(gm, example_inputs):
+    return gm.forward
+
+
 def p_mode_reduce_overhead_custom_backend(api):
-    yield lambda: api.compile(affine, mode="reduce-overhead")(T)
+    """The callable gets ``mode=`` and does not take it: torch's BackendCompilerFailed."""
+    yield lambda: api.compile(affine, backend=my_backend, mode="reduce-overhead")(T)
+
+
+def p_mode_custom_backend_suppressed(api):
+    """With suppress_errors the failed backend's frame runs eagerly."""
+    yield lambda: api.compile(affine, backend=my_backend, mode="reduce-overhead")(T)
+    yield lambda: api.compile(affine, backend=my_backend, mode="reduce-overhead")(T)
+
+
+def p_custom_backend_raises(api):
+    def bad_backend(gm, example_inputs):
+        raise NotImplementedError("this backend cannot compile yet")
+    yield lambda: api.compile(affine, backend=bad_backend)(T)
 
 
 def p_mode_reduce_overhead_eager(api):
@@ -973,7 +991,14 @@ def p_options_with_eager_backend(api):
 
 
 def p_unknown_backend(api):
-    yield lambda: api.compile(affine, backend="no_such_backend")(T)
+    """The error's class and its first clause (torch's then points to ``torch._dynamo.list_backends()``,
+    ours lists the names)."""
+    def call():
+        try:
+            api.compile(affine, backend="no_such_backend")(T)
+        except Exception as e:  # noqa: BLE001 - compared with torch's
+            return type(e).__name__, str(e).split(",")[0]
+    yield call
 
 
 def p_disable_true(api):
@@ -987,10 +1012,15 @@ def p_compile_none_model(api):
 for _p in (p_decorator, p_decorator_with_arguments, p_compiled_in_a_loop_same_fn, p_lambda_compiled_in_a_loop,
            p_two_wrappers_different_dynamic, p_reset_between_calls, p_compiled_calls_compiled,
            p_inner_compiled_called_first, p_fullgraph_no_break, p_mode_reduce_overhead_custom_backend,
-           p_mode_reduce_overhead_eager,
+           p_mode_reduce_overhead_eager, p_custom_backend_raises,
            p_mode_and_options, p_mode_default, p_options_with_eager_backend, p_unknown_backend, p_disable_true,
            p_compile_none_model):
     _register(_p.__name__[2:], _p)
+
+_register("mode_reduce_overhead_custom_backend", p_mode_reduce_overhead_custom_backend, {"suppress_errors": False})
+_register("custom_backend_raises", p_custom_backend_raises, {"suppress_errors": False})
+_register("custom_backend_raises_suppressed", p_custom_backend_raises, {"suppress_errors": True})
+_register("mode_custom_backend_suppressed", p_mode_custom_backend_suppressed, {"suppress_errors": True})
 
 
 # --- marks: mark_dynamic, maybe_mark_dynamic, mark_static (test_dynamic_shapes.py, test_misc.py) ------------
@@ -1116,6 +1146,9 @@ _register("item_as_size_off", _over(item_as_size, (torch.ones(3),), (torch.ones(
 _register("item_as_size_on", _over(item_as_size, (torch.ones(3),), (torch.ones(4),)), {"capture_scalar_outputs": True})
 _register("tolist_off", _over(tolist_use, (T,), (T * 2,)))
 _register("tolist_on", _over(tolist_use, (T,), (T * 2,)), {"capture_scalar_outputs": True})
+_register("tolist_int_off", _over(tolist_use, (torch.arange(4),), (torch.arange(4) * 2,)))
+_register("tolist_int_on", _over(tolist_use, (torch.arange(4),), (torch.arange(4) * 2,)),
+          {"capture_scalar_outputs": True})
 _register("tolist_loop", _over(tolist_loop, (T,), (T + 1,)))
 _register("float_of_tensor", _over(float_of_tensor, (T,), (T * 3,)))
 _register("bool_of_tensor", _over(bool_of_tensor, (T,), (T * 0,)))

@@ -127,18 +127,22 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     from minidynamo.fake.converter import can_be_dynamic
 
     all_dynamic, automatic = effective_dynamic(output)
-    if getattr(output, "dynamic", None) is False or output.frame_state.get(_STATIC_NOW) or value.dim() == 0 \
-            or _static_by_rule(source, value):
+    marked = getattr(value, _DYNAMIC, set()) | getattr(value, _MAYBE_DYNAMIC, set())
+    # dynamic=False turns automatic dynamic off, but a dim marked dynamic is still dynamic (torch.compile's
+    # dynamic=False patches automatic_dynamic_shapes=False; builder.py still reads the marks)
+    if getattr(output, "dynamic", None) is False and not marked or output.frame_state.get(_STATIC_NOW) \
+            or value.dim() == 0 or _static_by_rule(source, value):
         return ()
     name = source.name()
     shape = tuple(int(s) for s in value.shape)
     state = output.frame_state.get(name)
-    if state is None or len(state) != len(shape):
+    if state is None:
         state = list(shape)
+    elif len(state) != len(shape):  # torch's pgo.py FrameStateSizeEntry: another rank makes every dim
+        state = [None] * len(shape)  # automatic dynamic (``auto_dynamic``), as a changed size makes its dim
     else:
         state = [None if old is None or old != new else old for old, new in zip(state, shape)]
     output.frame_state[name] = state
-    marked = getattr(value, _DYNAMIC, set()) | getattr(value, _MAYBE_DYNAMIC, set())
     static = getattr(value, _STATIC, set())
     kinds = {}
     for i in range(len(shape)):
@@ -213,7 +217,8 @@ def shape_env_of(output):
 
         # torch's OutputGraph: ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs, ...), so the
         # fake passes of AOTAutograd make unbacked symbols where Dynamo did (fake/unbacked_impls.py)
-        env = output.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs,
+        env = output.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs
+                                          or getattr(output, "fullgraph", False),  # torch: one_graph or ...
                                           allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
     return env
 
