@@ -172,6 +172,11 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     if not hasattr(output, "dim_kinds"):
         output.dim_kinds = {}
     output.dim_kinds.update({(name, i): kinds[i] for i in dims})
+    hard = getattr(value, _DYNAMIC, set())  # mark_dynamic, not maybe_mark_dynamic: a promise the trace must keep
+    if hard & set(dims):
+        if not hasattr(output, "marked_dynamic"):
+            output.marked_dynamic = set()
+        output.marked_dynamic.update(f"{name}.size()[{i}]" for i in hard & set(dims))
     return tuple(dims)
 
 
@@ -527,11 +532,33 @@ def install_shape_guards(output) -> None:
     if env is None:
         return
     sources = {src for srcs in env.var_to_sources.values() for src in srcs}
+    _check_marked_dims_stayed_dynamic(output, env)
     for expr, why in env.produce_guards():
         read = {src for src in sources if src in expr}  # a guard over one input says what it is now
         output.guards.add(None, "SHAPE_ENV", expr, why, read.pop() if len(read) == 1 else "")
     for spec in env.specializations:
         events.emit("guard", source=spec.source, guard_kind="SPECIALIZATION", expr=f"{spec.source} == {spec.value}", why=spec.reason)
+
+
+def _check_marked_dims_stayed_dynamic(output, env) -> None:
+    """A dim marked with ``mark_dynamic`` that the trace fixed to a constant is an error, as torch's
+    ``ConstraintViolationError`` (torch/fx/experimental/symbolic_shapes.py ``produce_guards_verbose``):
+    ``maybe_mark_dynamic`` is the mark that lets the code specialize it."""
+    marked = getattr(output, "marked_dynamic", set())
+    if not marked:
+        return
+    import sympy
+
+    from .exc import ConstraintViolationError
+
+    for sym, srcs in env.var_to_sources.items():
+        fixed = env.simplify(sym)
+        for src in srcs:
+            if src in marked and isinstance(fixed, sympy.Number):
+                raise ConstraintViolationError(
+                    f"Constraints violated ({src})! For more information, run with MINIDYNAMO_LOGS=\"dynamic\".\n"
+                    f"  - You marked {src} as dynamic but your code specialized it to be a constant ({fixed}). "
+                    "If you're using mark_dynamic, either remove it or use maybe_mark_dynamic.")
 
 
 def retry_static(frame, frame_state: dict, fallback) -> bool:

@@ -165,6 +165,12 @@ class BackendCompilerFailed(RuntimeError):
         super().__init__(f"backend={self.backend_name!r} raised:\n{type(inner_exception).__name__}: {inner_exception}")
 
 
+class ConstraintViolationError(RuntimeError):
+    """A dim marked dynamic (``md.mark_dynamic``) that the trace fixed to a constant (torch's class of this
+    name, torch/fx/experimental/symbolic_shapes.py, raised while producing the shape guards). The user's
+    mark and the user's code disagree: raised, never a silent fallback."""
+
+
 class UncapturedHigherOrderOpError(RuntimeError):
     """A higher-order op (``torch.cond``, ``checkpoint``) whose body cannot be captured whole.
 

@@ -75,7 +75,7 @@ from minidynamo import events
 
 from . import counters
 from .convert_frame import compile_frame
-from .exc import (EagerFallback, FullGraphError, GraphBreak, InternalError, TorchRuntimeError, UncapturedHigherOrderOpError,
+from .exc import (ConstraintViolationError, EagerFallback, FullGraphError, GraphBreak, InternalError, TorchRuntimeError, UncapturedHigherOrderOpError,
                   raised_by_us,
                   runtime_error_explanation, warn_internal)
 from .fake_values import TracedUserError
@@ -302,7 +302,8 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             entry = compile_frame(frame, L, config, cache.frame_state)
         except EagerFallback as e:
             fallback = e.explanation
-        except (FullGraphError, UncapturedHigherOrderOpError, TorchRuntimeError):  # torch raises these too
+        except (FullGraphError, UncapturedHigherOrderOpError, TorchRuntimeError,
+                ConstraintViolationError):  # torch raises these too
             raise
         except TracedUserError:
             # the user's own error (a shape mismatch): eager raises it, as without compile.
