@@ -39,6 +39,7 @@ from minidynamo import events
 from minidynamo._torch_private import (
     dynamo_all_guard_failures,
     dynamo_config_patch,
+    dynamo_warnings,
     dynamo_explain_with_gb_types,
     dynamo_mark_dynamic,
     dynamo_mark_static,
@@ -1306,10 +1307,6 @@ KNOWN: dict[str, str] = {
     "global_function_replaced": "ours guards a global function by identity ('G['g_scale'] is ___g_scale_0'); torch "
                                 "guards its __code__ (___check_obj_id(G['g_scale'].__code__, ...)), so a new function "
                                 "of the same code would not recompile in torch",
-    # dict guards
-    "dict_keys_change": "ours guards a dict's keys as one list ('list(d) == [...]'); torch guards its length and each "
-                        "key ('len(d) != 2', \"list(dict.keys(d))[1] == 'b'\"): other recompile reasons",
-    "kwargs_names_change": "ours guards **kwargs' keys as one list; torch its length and each key (other reasons)",
     # shape guards
     "sizes_dynamic_true": "a symbol's range guard reads 'x.size()[0] >= 2' in ours, torch's '2 <= x.size()[0]' "
                           "(torch folds a symbol's bounds into one guard; changing ours re-executes chapters 15 and 16)",
@@ -1379,3 +1376,32 @@ def test_explain_counts_and_break_types_are_torchs(name):
 
 def test_the_set_is_the_size_the_brief_asks():
     assert len(PROGRAMS) + len(EXPLAIN) >= 120
+
+
+def name_len(x, name):
+    return x + len(name)
+
+
+def test_the_recompile_limit_warning_opens_as_torchs():
+    """``torch._dynamo hit config.recompile_limit (2)`` / ``function: 'f' (file:line)`` / ``last reason: 0/1: ...``
+    (torch/_dynamo/convert_frame.py): ours the same three lines, ``minidynamo`` for ``torch._dynamo``."""
+    def head(text):
+        lines = text.replace("torch._dynamo hit", "minidynamo hit").splitlines()[:3]
+        return [line.split("  #")[0].rstrip() for line in lines]
+
+    md.reset()
+    dynamo_reset()
+    with dynamo_warnings() as records, dynamo_config_patch(recompile_limit=2):
+        f = torch.compile(name_len, backend="eager")
+        for s in "abcd":
+            f(T, s)
+    with warnings.catch_warnings(record=True) as caught, md.config.patch(recompile_limit=2):
+        warnings.simplefilter("always")
+        f = md.compile(name_len, backend="eager")
+        for s in "abcd":
+            f(T, s)
+    ours = [str(w.message) for w in caught if "recompile_limit" in str(w.message)]
+    md.reset()
+    dynamo_reset()
+    assert len(ours) == len(records) == 1
+    assert head(ours[0]) == head(records[0])

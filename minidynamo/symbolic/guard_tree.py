@@ -542,6 +542,19 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
         changed = [c for x in failed for c in (_autocast_changes(x, scope) if x.value_expr == "___autocast_state()"
                                                 else []) or [_GLOBAL_STATE_FIELDS.get(x.value_expr, x.value_expr)]]
         return "GLOBAL_STATE changed: " + "".join(f"{c} " for c in dict.fromkeys(changed))
+    if g.kind == "DICT_KEYS" and g.source is not None:  # torch guards a dict's length, then each key in order
+        name = g.source.name()
+        try:
+            expected = eval(g.expr.split(" == ", 1)[1], scope)  # noqa: S307 - our own guard's literal
+            actual = list(eval(_code(name), scope))  # noqa: S307 - our own source
+        except Exception:  # noqa: BLE001
+            expected = actual = None
+        if isinstance(expected, list) and isinstance(actual, list):
+            if len(actual) != len(expected):  # torch's DICT_LENGTH leaf's words
+                return strip_local_scope(f"len({name}) != {len(expected)}")
+            i = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), None)
+            if i is not None:  # torch's per-key guard (guards.py: DICT_KEYS_MATCH's key_manager)
+                return strip_local_scope(f"list(dict.keys({name}))[{i}] == {expected[i]!r}")
     if g.kind == "TYPE_MATCH" and g.source is not None and " is " in g.expr:  # guards.py: TYPE_MATCH's code part
         try:
             expected = eval(g.expr.rsplit(" is ", 1)[1], scope)  # noqa: S307 - our own guard's type name
