@@ -1281,6 +1281,148 @@ _register("generator_expression", _over(generator_sum, ([T, T],), ([T, T, T],)))
 _register("detach_clone", _over(clone_detach, (T,), (T.clone().requires_grad_(),)))
 
 
+# --- more everyday habits (test_repros.py, test_misc.py) ------------------------------------------------------
+
+import enum  # noqa: E402 - kept beside the programs that use it
+
+
+class Mode(enum.Enum):
+    TRAIN = "train"
+    EVAL = "eval"
+
+
+def index_i(x, i):
+    return x[i] * 2
+
+
+def slice_n(x, n):
+    return x[:n] + 1
+
+
+def zeros_n(x, n):
+    return torch.zeros(n) + x.sum()
+
+
+def new_ones_n(x, n):
+    return x.new_ones(n) * 3
+
+
+def sum_dim(x, d):
+    return x.sum(dim=d)
+
+
+def cat_all(xs):
+    return torch.cat(xs)
+
+
+def tensor_from_list(x, values):
+    return x + torch.tensor(values)
+
+
+def by_enum(x, mode):
+    return x * 2 if mode is Mode.TRAIN else x
+
+
+def lookup(x, table, key):
+    return x * table[key]
+
+
+def loop_over_size(x):
+    out = x
+    for i in range(x.shape[0]):
+        out = out + i
+    return out
+
+
+def bool_tensor(x, mask):
+    return x * mask
+
+
+def transpose_t(x):
+    return x.T @ x
+
+
+COUNTER = [0]
+
+
+def counts_calls(x):
+    COUNTER[0] += 1
+    return x + COUNTER[0]
+
+
+def appends_to(x, log):
+    log.append(x.sum())
+    return x * 2
+
+
+class Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x * self.calls
+
+
+_register("index_with_int", _over(index_i, (T, 0), (T, 1), (T, 2), (T, -1)))
+_register("slice_with_int", _over(slice_n, (T, 1), (T, 2), (T, 3)))
+_register("zeros_of_int_size", _over(zeros_n, (T, 2), (T, 3), (T, 4)))
+_register("new_ones_of_int_size", _over(new_ones_n, (T, 2), (T, 3), (T, 4)))
+_register("sum_over_dim_int", _over(sum_dim, (A, 0), (A, 1), (A, 0), (A, -1)))
+_register("cat_list_length", _over(cat_all, ([T, T],), ([T, T, T],), ([T],)))
+_register("tensor_from_python_list", _over(tensor_from_list, (T, [1.0, 2.0, 3.0, 4.0]), (T, [4.0, 3.0, 2.0, 1.0])))
+_register("enum_argument", _over(by_enum, (T, Mode.TRAIN), (T, Mode.EVAL), (T, Mode.TRAIN)))
+_register("dict_lookup_by_string", _over(lookup, (T, {"a": 1, "b": 2}, "a"), (T, {"a": 1, "b": 2}, "b"),
+                                         (T, {"a": 1, "b": 3}, "b")))
+_register("loop_over_a_size", _over(loop_over_size, (torch.ones(2),), (torch.ones(3),), (torch.ones(4),)))
+_register("bool_mask_tensor", _over(bool_tensor, (T, T > 1), (T, T > 2)))
+_register("transpose_property", _over(transpose_t, (A,), (A.t().contiguous(),), (torch.ones(4, 3),)))
+_register("global_counter_mutated", lambda api: (lambda f: (lambda: f(T), lambda: f(T), lambda: COUNTER[0]))(
+    api.compile(counts_calls)) if COUNTER.__setitem__(0, 0) is None else ())
+_register("argument_list_appended_inside", lambda api: (lambda f, log: (lambda: f(T), lambda: f(T), lambda: len(log)))(
+    api.compile(appends_to), []))
+_register("module_attribute_mutated_inside", lambda api: (lambda m: (lambda f: (lambda: f(T), lambda: f(T),
+                                                                                lambda: m.calls))(api.compile(m)))(
+    Counting()))
+
+
+def p_dataclass_mutated_between_calls(api):
+    b = Batch(T, 2)
+    f = api.compile(use_batch)
+    for k in (2, 3, 3):
+        b.scale = k
+        yield lambda: f(b)
+
+
+def p_eval_then_no_grad(api):
+    torch.manual_seed(0)
+    m = Net()
+    f = api.compile(m)
+    yield lambda: f(X4).shape
+    m.eval()
+    with torch.no_grad():
+        yield lambda: f(X4)
+
+    def inside():
+        with torch.no_grad():
+            return f(X4)
+    yield inside
+
+
+def p_mutable_default(api):
+    def g(x, acc=[]):  # noqa: B006 - the habit under test
+        acc.append(1)
+        return x * len(acc)
+    f = api.compile(g)
+    yield from _calls(f, (T,), (T,), (T,))
+
+
+_register("dataclass_mutated_between_calls", p_dataclass_mutated_between_calls)
+_register("eval_then_no_grad", p_eval_then_no_grad)
+_register("mutable_default_argument", p_mutable_default)
+
+
 # --- the program list's test ----------------------------------------------------------------------------------
 
 # name -> why ours differs from torch (a strict xfail: it must fail, and is removed once it passes)
@@ -1315,9 +1457,9 @@ KNOWN: dict[str, str] = {
                          "'2 <= x.size()[0] <= 3'",
     "mark_dynamic_bounded_by_code": "torch raises ConstraintViolationError when the code's bounds (s0 > 2 false, "
                                     "s0 >= 2) pin a marked dim to 2; ours only sees a dim pinned by an equality",
-    "maybe_mark_dynamic_specialized_by_code": "torch writes a specialized symbol back into the tensor's size guard "
-                                              "(size mismatch ... expected 4); ours keeps 'x.size()[0] == 4' as a shape "
-                                              "guard, and drops x from the graph that only returns it",
+    "maybe_mark_dynamic_specialized_by_code": "torch's graph for the branch that returns x keeps x as an input "
+                                              "beside its size symbol; ours keeps only the symbol",
+    "index_with_int": "an int's range guard reads 'i >= 0' in ours, torch folds its bounds: '0 <= i <= 3'",
     "sliced_stride": "torch makes a changed stride automatic-dynamic (a stride symbol in the graph); ours keeps "
                      "strides static",
     # resume functions

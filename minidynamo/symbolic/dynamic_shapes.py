@@ -533,11 +533,33 @@ def install_shape_guards(output) -> None:
         return
     sources = {src for srcs in env.var_to_sources.values() for src in srcs}
     _check_marked_dims_stayed_dynamic(output, env)
+    _write_back_specialized_sizes(output, env)
     for expr, why in env.produce_guards():
         read = {src for src in sources if src in expr}  # a guard over one input says what it is now
         output.guards.add(None, "SHAPE_ENV", expr, why, read.pop() if len(read) == 1 else "")
     for spec in env.specializations:
         events.emit("guard", source=spec.source, guard_kind="SPECIALIZATION", expr=f"{spec.source} == {spec.value}", why=spec.reason)
+
+
+def _write_back_specialized_sizes(output, env) -> None:
+    """A size symbol the trace fixed to a constant (``range(x.shape[0])``) is a static size of the tensor's
+    TENSOR_MATCH again, as torch's fake sizes are when its guards are built: a call of another size fails
+    there first (``tensor 'x' size mismatch at index 0. expected 3, actual 4``)."""
+    import sympy
+
+    specs = output.guards.tensor_specs
+    for sym, srcs in env.var_to_sources.items():
+        fixed = env.simplify(sym)
+        if not isinstance(fixed, sympy.Integer):
+            continue
+        for src in srcs:
+            name, _, rest = src.partition(".size()[")
+            if not rest or name not in specs:
+                continue
+            i = int(rest.rstrip("]"))
+            dtype, device, sizes, strides, requires_grad = specs[name]
+            if i < len(sizes) and sizes[i] == -1:
+                specs[name] = (dtype, device, sizes[:i] + (int(fixed),) + sizes[i + 1:], strides, requires_grad)
 
 
 def _check_marked_dims_stayed_dynamic(output, env) -> None:

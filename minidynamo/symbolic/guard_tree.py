@@ -50,6 +50,7 @@ Note [The tree prints as torch's]
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -517,6 +518,12 @@ def _autocast_changes(g: Guard, scope: dict) -> list:
     return out
 
 
+def _class_text(t: type) -> str:
+    """``<class 'int'>``, ``<class 'pkg.mod.Mode'>``: a class as torch's guard messages print it (an enum too)."""
+    name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    return f"<class '{name}'>"
+
+
 def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> str:
     """One failed leaf in torch's words: TENSOR_MATCH's field message, GLOBAL_STATE's fields, else the code."""
     g = failed[0]
@@ -555,13 +562,20 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
             i = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), None)
             if i is not None:  # torch's per-key guard (guards.py: DICT_KEYS_MATCH's key_manager)
                 return strip_local_scope(f"list(dict.keys({name}))[{i}] == {expected[i]!r}")
+    bound = g.expr.rsplit(" is ", 1)[-1]
+    if g.kind in ("ID_MATCH", "CONSTANT_MATCH") and g.source is not None and bound.startswith("___") \
+            and bound in scope and bound != "___NULL" and (g.kind == "ID_MATCH" or isinstance(scope[bound], enum.Enum)):
+        expected = scope[bound]  # guards.py: ID_MATCH's code part (an enum member is ID_MATCHed in torch)
+        return strip_local_scope(f"___check_obj_id({g.source.name()}, {id(expected)}), type={_class_text(type(expected))}")
+    if g.kind == "LENGTH_CHECK" and re.fullmatch(r"len\((.*)\) == 0", g.expr):  # torch's code part for an empty one
+        return strip_local_scope(f"not {g.expr[4:-6]}")
     if g.kind == "TYPE_MATCH" and g.source is not None and " is " in g.expr:  # guards.py: TYPE_MATCH's code part
         try:
             expected = eval(g.expr.rsplit(" is ", 1)[1], scope)  # noqa: S307 - our own guard's type name
         except Exception:  # noqa: BLE001
             expected = None
         if isinstance(expected, type):
-            return strip_local_scope(f"___check_type_id({g.source.name()}, {id(expected)}), type={expected!r}")
+            return strip_local_scope(f"___check_type_id({g.source.name()}, {id(expected)}), type={_class_text(expected)}")
     expr = g.expr
     if g.kind == "CONSTANT_MATCH" and expr.endswith((" is True", " is False")):  # torch's TRUE_MATCH / FALSE_MATCH
         expr = expr.rsplit(" is ", 1)[0] + " == " + expr.rsplit(" is ", 1)[1]
