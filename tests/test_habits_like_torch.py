@@ -1496,6 +1496,12 @@ EXPLAIN = {
     "module": (Net().eval(), (X4,)),
     "bool_of_tensor": (bool_of_tensor, (T,)),
     "try_except": (try_except, (T,)),
+    "print_in_loop": (lambda x: [print(i) or x for i in range(2)][-1] + 1, (T,)),
+    "helper_with_break": (lambda x: with_print(x * 2) - 1, (T,)),
+    "item_in_if": (item_in_if, (T,)),
+    "tolist_loop": (tolist_loop, (T,)),
+    "float_of_tensor": (float_of_tensor, (T,)),
+    "print_a_tensor": (print_tensor, (T,)),
 }
 
 KNOWN_EXPLAIN: dict[str, str] = {
