@@ -562,6 +562,27 @@ def _write_back_specialized_sizes(output, env) -> None:
                 specs[name] = (dtype, device, sizes[:i] + (int(fixed),) + sizes[i + 1:], strides, requires_grad)
 
 
+def _pinned_by_bounds(env, sym):
+    """The one value the trace's guards on ``sym`` alone leave it (``s0 >= 2`` and ``s0 <= 2``: 2), else None.
+
+    Those guards bound an interval; the example value is pinned when neither neighbour is in it."""
+    import sympy
+
+    hint = env.var_to_val.get(sym)
+    own = [env.simplify(g.expr) for g in env.guards]
+    own = [e for e in own if getattr(e, "free_symbols", None) == {sym}]
+    if hint is None or not own:
+        return None
+
+    def allowed(v) -> bool:
+        return v >= 2 and all(bool(e.subs(sym, v)) for e in own)  # a size symbol is >= 2 (0/1 specialization)
+
+    try:
+        return sympy.Integer(hint) if not allowed(hint - 1) and not allowed(hint + 1) else None
+    except TypeError:  # a guard sympy cannot decide at a number (it has another symbol after all)
+        return None
+
+
 def _check_marked_dims_stayed_dynamic(output, env) -> None:
     """A dim marked with ``mark_dynamic`` that the trace fixed to a constant is an error, as torch's
     ``ConstraintViolationError`` (torch/fx/experimental/symbolic_shapes.py ``produce_guards_verbose``):
@@ -575,6 +596,8 @@ def _check_marked_dims_stayed_dynamic(output, env) -> None:
 
     for sym, srcs in env.var_to_sources.items():
         fixed = env.simplify(sym)
+        if not isinstance(fixed, sympy.Number) and any(src in marked for src in srcs):
+            fixed = _pinned_by_bounds(env, sym)
         for src in srcs:
             if src in marked and isinstance(fixed, sympy.Number):
                 raise ConstraintViolationError(
