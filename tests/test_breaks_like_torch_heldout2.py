@@ -1818,12 +1818,7 @@ KNOWN: dict[str, str] = {
 
 
 FIXED = {name: fn for name, fn in dict(globals()).items() if name.startswith("f_")}
-KNOWN_FIXED = {
-    "f_autocast_break_inside": "torch resumes inside the autocast block (its resume function re-enters it, "
-                               "2 graphs); ours runs a frame with a break inside a non-grad with-block eagerly",
-    "f_inference_mode_break_inside": "torch resumes inside the inference_mode block (2 graphs); ours runs the "
-                                     "frame eagerly",
-}
+KNOWN_FIXED: dict[str, str] = {}
 
 
 def compare2(name):
