@@ -1826,11 +1826,7 @@ def compare2(name):
 
 
 # Where we differ from torch on 3.12 and 3.13 only (strict xfails there; equal on 3.11).
-KNOWN_FROM_312: dict[str, str] = {
-    "p_cached_property": "an object made in the frame reads a functools.cached_property: from 3.12 (no lock in "
-                         "cached_property.__get__) ours returns the descriptor itself instead of calling __get__, "
-                         "breaks at the add and runs the frame eagerly (results equal eager); torch inlines __get__",
-}
+KNOWN_FROM_312: dict[str, str] = {}
 
 
 def _marks(n):
