@@ -1804,7 +1804,6 @@ KNOWN: dict[str, str] = {
     "p_dunder_add": "both break at the class statement (before any op); torch's resume traces V(x) + V(x * 2) "
                     "(1 graph); ours cannot rebuild the class body function, whose closure cell V its method "
                     "reads, and runs the frame eagerly (no graph)",
-    "p_retain_grad": _ONE_OP + "one graph and a break at y.retain_grad",
     "p_pre_hook_print": "both break at the hooked module's call (before any op: no reason); torch then compiles "
                         "the module's own forward frame, which the eager hook call reaches (2 graphs); ours "
                         "runs that library frame eagerly (1 graph)",
