@@ -254,3 +254,31 @@ def test_set_program_results_like_torch(name):
                 torch.testing.assert_close(g, e)
             else:
                 assert g == e and type(g) is type(e)
+
+
+_WATCHED: set = set()
+
+
+def _len_of_watched(x):
+    return x + len(_WATCHED)
+
+
+def test_a_global_set_that_changes_recompiles_like_torch():
+    """An empty set too: its guard compares with a copy, not with the user's set itself."""
+    from _helpers import Counter
+
+    counts = []
+    for compile_fn, reset in ((torch.compile, torch._dynamo.reset), (md.compile, md.reset)):
+        reset()
+        _WATCHED.clear()
+        counter, x = Counter(), torch.zeros(2)
+        compiled = compile_fn(_len_of_watched, backend=counter)
+        results = [compiled(x)]
+        _WATCHED.add("a")
+        results.append(compiled(x))
+        results.append(compiled(x))
+        _WATCHED.discard("a")
+        results.append(compiled(x))
+        assert [r.tolist() for r in results] == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]
+        counts.append(counter.frame_count)
+    assert counts[1] == counts[0]

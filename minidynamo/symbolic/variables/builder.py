@@ -152,7 +152,9 @@ class VariableBuilder:
                               gb_id=gb.gb_id_of("Attempted to wrap a set with tensors"),
                               context="Python set containing torch.Tensor elements")
             if all(is_constant_value(v) for v in value):
-                guards.CONSTANT_MATCH(source, value, "the trace read this set's items")
+                # a copy: an empty set (``set()`` is no literal) is compared with an object bound in the
+                # guards' scope, which must not be the user's set that later mutations change
+                guards.CONSTANT_MATCH(source, value.copy(), "the trace read this set's items")
                 return SetVariable.build(None, [ConstantVariable(v) for v in value], type(value), source=source)
         if type(value) is collections.deque:  # Note [A deque made in the trace]: one from outside too
             guards.TYPE_MATCH(source, value, "the trace read this deque")
