@@ -282,3 +282,30 @@ def test_a_global_set_that_changes_recompiles_like_torch():
         assert [r.tolist() for r in results] == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]
         counts.append(counter.frame_count)
     assert counts[1] == counts[0]
+
+
+def _sizes_in_a_set(x):
+    s = {x.shape[0], 4}
+    return x * len(s)
+
+
+def test_a_symbolic_size_in_a_set_is_specialized_like_torch():
+    """torch's HashableTracker specializes a SymInt item (hashable.py specialize_symnode): a guard on its value.
+
+    The second size makes the dim dynamic (automatic dynamic); the set then fixes it again."""
+    from _helpers import Counter
+
+    counts = []
+    for compile_fn, reset in ((torch.compile, torch._dynamo.reset), (md.compile, md.reset)):
+        reset()
+        counter = Counter()
+        compiled = compile_fn(_sizes_in_a_set, backend=counter)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for n in (4, 5, 6, 5):
+                x = torch.ones(n)
+                torch.testing.assert_close(compiled(x), _sizes_in_a_set(x))
+        counts.append(counter.frame_count)
+        # ours traced it dynamic as torch's, not by the fallback to static sizes after a failed trace
+        assert not [w for w in caught if "dynamic-shape trace" in str(w.message)]
+    assert counts[1] == counts[0]

@@ -26,6 +26,7 @@ from .. import graph_break_registry as gb
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .iter import ListIteratorVariable
+from .sym_node import specialize_args
 
 _UNHASHABLE = ("ListVariable", "ConstDictVariable", "DictViewVariable", "DequeVariable")
 
@@ -34,6 +35,7 @@ class HashableTracker:
     """A tracker as a key of ``SetVariable.items``: hash and ``==`` of the value it stands for."""
 
     def __init__(self, tx, vt: VariableTracker):
+        vt = specialize_args([vt])[0]  # a SymInt item is fixed to its value (a guard), as torch's specialize_symnode
         self.vt = vt
         self.underlying = _underlying_value(tx, vt)
         self.is_constant = vt.is_python_constant() and not isinstance(vt, SetVariable)
