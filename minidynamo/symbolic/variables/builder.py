@@ -41,6 +41,7 @@ from .iter import ListIteratorVariable
 from .lists import ListVariable, TupleVariable
 from .misc import UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .sets import SetVariable
 from .numpy import NumpyNdarrayVariable, NumpyVariable, is_numpy_callable  # registers Tensor.numpy() (tensor.py)
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
@@ -144,6 +145,17 @@ class VariableBuilder:
                        f"list({source.name()})")
             items = {k: VariableBuilder(tx, GetItemSource(source, k))(v) for k, v in value.items()}
             return ConstDictVariable(items, user_cls=type(value), source=source)
+        if type(value) in (set, frozenset):  # Note [A set is a dict of hashable trackers] (sets.py)
+            if any(isinstance(v, torch.Tensor) for v in value):  # torch: its order is the tensors' addresses
+                unimplemented("a set of tensors read from outside the frame (its order would be the tensors' "
+                              "addresses)", "use a dict whose keys are the tensors",
+                              gb_id=gb.gb_id_of("Attempted to wrap a set with tensors"),
+                              context="Python set containing torch.Tensor elements")
+            if all(is_constant_value(v) for v in value):
+                # a copy: an empty set (``set()`` is no literal) is compared with an object bound in the
+                # guards' scope, which must not be the user's set that later mutations change
+                guards.CONSTANT_MATCH(source, value.copy(), "the trace read this set's items")
+                return SetVariable.build(None, [ConstantVariable(v) for v in value], type(value), source=source)
         if type(value) is collections.deque:  # Note [A deque made in the trace]: one from outside too
             guards.TYPE_MATCH(source, value, "the trace read this deque")
             guards.LENGTH_CHECK(source, value, "the trace unrolled this deque")
@@ -314,8 +326,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return ConstDictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     if is_constant_value(value) or isinstance(value, (torch.finfo, torch.iinfo)):
         return ConstantVariable(value)
-    if type(value) is set and all(is_constant_value(v) for v in value):  # made in the trace: a constant
-        return ConstantVariable(value)
+    if type(value) is set and all(is_constant_value(v) for v in value):  # made in the trace: a set of constants
+        return SetVariable.build(None, [ConstantVariable(v) for v in value])  # constants need no tx
     if isinstance(value, type):
         return BuiltinVariable(value) if is_builtin(value) else UserDefinedClassVariable(value)
     unimplemented(f"a {type(value).__name__} value produced while tracing", gb_id=gb.SOURCELESS)

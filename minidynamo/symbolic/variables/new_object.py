@@ -102,7 +102,16 @@ class NewObjectVariable(VariableTracker):
         return self.generic_getattr(tx, name)
 
     def generic_getattr(self, tx, name: str) -> VariableTracker:
-        """``object.__getattribute__(obj, name)``: the instance's attributes, then its class."""
+        """``object.__getattribute__(obj, name)``: the instance's attributes, then its class.
+
+        Note [A descriptor's Python __get__ is inlined]
+            A class attribute whose type has a Python ``__get__`` (``functools.cached_property``,
+            a user's descriptor class) is read as Python reads it: ``type(d).__get__(d, obj, cls)``,
+            inlined, as torch's ``UserDefinedObjectVariable.var_getattr``
+            (torch/_dynamo/variables/user_defined.py). cached_property's body then stores the
+            value in the instance dict (``obj.__dict__[name] = val``), so a second read finds it
+            there. From 3.12 that body has no lock, and torch traces it whole.
+        """
         if name in self.attrs:
             return self.attrs[name]
         if name == "__dict__":
@@ -113,6 +122,13 @@ class NewObjectVariable(VariableTracker):
         found = class_attribute(tx, self, cls_attr, name)
         if found is not None:
             return found
+        get = inspect.getattr_static(type(cls_attr), "__get__", None) if cls_attr is not None else None
+        if inspect.isfunction(get):  # Note [A descriptor's Python __get__ is inlined]
+            from .functions import UserMethodVariable
+
+            guard_class_attribute(tx, self.cls, name, cls_attr)
+            return UserMethodVariable(get, tx.wrap_sourceless(cls_attr)).call_function(
+                tx, [self, tx.wrap_sourceless(self.cls)], {})
         if cls_attr is not None:
             return tx.wrap_sourceless(cls_attr)
         found = call_class_getattr(tx, self, self.cls, name)  # Note [A missing attribute calls __getattr__]
