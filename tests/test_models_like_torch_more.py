@@ -163,3 +163,20 @@ def test_a_function_marked_constant_is_called_not_traced():
     (ours_counts, ours_out), (theirs_counts, theirs_out) = _counts_and_result(f, torch.ones(2))
     assert ours_counts == theirs_counts == (1, 0)
     torch.testing.assert_close(ours_out, theirs_out)
+
+
+
+def test_a_dict_keyed_by_classes_like_torch():
+    # huggingface_hub's ``type_validator`` (Whisper's config validates each attribute it sets)
+    # reads ``_BASIC_TYPE_VALIDATORS``, a global dict keyed by list, dict, typing.Union...: torch
+    # reads it whole, its keys guarded by identity (DICT_KEYS_MATCH), each value by position
+    from huggingface_hub.dataclasses import type_validator
+
+    def f(x, layers):
+        y = x * 2
+        type_validator("layers", layers, list[int])
+        return y + len(layers)
+
+    (ours_counts, ours_out), (theirs_counts, theirs_out) = _counts_and_result(f, torch.ones(2), [1, 2])
+    assert ours_counts == theirs_counts == (1, 0)
+    torch.testing.assert_close(ours_out, theirs_out)
