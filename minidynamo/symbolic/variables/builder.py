@@ -53,6 +53,29 @@ from .user_class import UserDefinedClassVariable
 COMPILED_FUNCTION_TYPES: tuple[type, ...] = ()
 
 
+def _identity_key(key: Any) -> bool:
+    """A dict key compared by identity: a class or ``typing.Union``-like object with object's ``==`` and hash."""
+    return (isinstance(key, type) or type(key).__module__ == "typing") \
+        and type(key).__eq__ is object.__eq__ and type(key).__hash__ is object.__hash__
+
+
+def _dict_with_object_keys(tx, source: Source, value: dict) -> VariableTracker:
+    """A dict read from outside whose keys are classes (huggingface_hub's ``_BASIC_TYPE_VALIDATORS``,
+    reached by a config's validated ``__setattr__``): torch's ``DICT_KEYS_MATCH`` guards such keys
+    by identity and reads each value through the key's position (``ConstDictKeySource``,
+    torch/_dynamo/variables/builder.py); ours writes the keys guard with each key by its scope name."""
+    from ..guards import _is_literal
+    from ..source import DictGetItemByKeyIndexSource
+
+    guards = tx.output.guards
+    guards.TYPE_MATCH(source, value, "the trace read this dict")
+    keys = ", ".join(repr(k) if _is_literal(k) else guards.name_for(k, getattr(k, "__name__", "key")) for k in value)
+    guards.add(source, "DICT_KEYS", f"list({source.name()}) == [{keys}]", "the trace read these keys (classes by identity)",
+               f"list({source.name()})")
+    items = {k: VariableBuilder(tx, DictGetItemByKeyIndexSource(source, i))(v) for i, (k, v) in enumerate(value.items())}
+    return ConstDictVariable(items, user_cls=type(value), source=source)
+
+
 class VariableBuilder:
     """Wrap a real value that came from ``source`` (installs guards; see the Note)."""
 
@@ -136,6 +159,8 @@ class VariableBuilder:
             from ..guards import _is_literal
 
             if not all(_is_literal(k) for k in value):
+                if all(_is_literal(k) or _identity_key(k) for k in value):
+                    return _dict_with_object_keys(tx, source, value)
                 # the keys guard and each item's source are written as Python literals; a module
                 # or any object as a key has none (torch guards such keys by identity)
                 unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)",

@@ -118,6 +118,12 @@ class NewObjectVariable(VariableTracker):
             from .user_defined import NewObjectDictVariable
 
             return NewObjectDictVariable(self)
+        if name == "__reduce_ex__":  # a copy of a copy (Whisper's config, deep-copied twice in one forward)
+            from ..polyfills import plain_reduce, reduce_ex_user_defined_object
+            from .functions import UserMethodVariable
+
+            if plain_reduce(self.cls):  # Note [copy.deepcopy of a user object]
+                return UserMethodVariable(reduce_ex_user_defined_object, self)
         cls_attr = inspect.getattr_static(self.cls, name, None)
         found = class_attribute(tx, self, cls_attr, name)
         if found is not None:
@@ -138,6 +144,15 @@ class NewObjectVariable(VariableTracker):
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def truth(self, tx) -> bool:
+        """``if obj:``: its class's Python ``__bool__`` or ``__len__``, inlined, else true (torch's ``generic_bool``)."""
+        from .misc import python_bool
+
+        if inspect.getattr_static(self.cls, "__bool__", None) is None and inspect.getattr_static(self.cls, "__len__", None) is None:
+            return True
+        result = python_bool(tx, self, self.cls)
+        return super().truth(tx) if result is None else result
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         """``obj(x)``: ``type(obj).__call__`` inlined (Python looks it up on the class, never the instance)."""
