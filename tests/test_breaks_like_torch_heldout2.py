@@ -1804,9 +1804,6 @@ KNOWN: dict[str, str] = {
     "p_dunder_add": "both break at the class statement (before any op); torch's resume traces V(x) + V(x * 2) "
                     "(1 graph); ours cannot rebuild the class body function, whose closure cell V its method "
                     "reads, and runs the frame eagerly (no graph)",
-    "p_pre_hook_print": "both break at the hooked module's call (before any op: no reason); torch then compiles "
-                        "the module's own forward frame, which the eager hook call reaches (2 graphs); ours "
-                        "runs that library frame eagerly (1 graph)",
     "p_autograd_function_print": "torch's autograd.Function HOP cannot trace the printing forward and falls back "
                                  "(a break at .apply, before any op), then compiles the user's forward frame that "
                                  "the eager apply runs (2 graphs); ours records .apply as one opaque call in a single "

@@ -91,6 +91,7 @@ from minidynamo._torch_private.internals import (  # noqa: F401
     set_meta_in_tls_dispatch_include,
     sym_sqrt,
     assert_async,
+    disable_dynamo_wrapper_code,
     to_functional_tensor,
     torch_dispatch_stack_len,
     torch_function_mode_types,

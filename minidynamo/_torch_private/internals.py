@@ -236,6 +236,17 @@ unsafe_set_version_counter = torch._C._autograd._unsafe_set_version_counter
 #     torch_dispatch rule (Note [The device question has a torch_dispatch rule]).
 
 
+def disable_dynamo_wrapper_code():
+    """The code object of ``torch._disable_dynamo(fn)``'s wrapper (``inner`` in torch/_compile.py).
+
+    torch wraps functions it never lets Dynamo trace (``torch.utils.checkpoint.checkpoint``,
+    its references) in it: a frame of this code runs its callees with Dynamo off.
+    """
+    import torch._compile
+
+    return torch._compile._disable_dynamo(lambda: None).__code__
+
+
 class _DisableWhenDynamoLoaded:
     """``fn.__dynamo_disable`` until torch._dynamo is imported (Note [torch._dynamo on the first meta kernel])."""
 

@@ -36,9 +36,8 @@ from .source import LocalSource
 from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
 from .variables.ctx_manager import (ContextExitVariable, GradModeExit, GradModeVariable, ResumedContext, WithExitVariable,
                                     leave_open_contexts, open_contexts)
-from .variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
-from .variables.misc import NullVariable, UserDefinedObjectVariable
-from .variables.nn_module import NNModuleVariable
+from .variables.functions import CellVariable
+from .variables.misc import NullVariable
 
 _graph_ids = itertools.count()
 _FRAME_READING = (super, locals, vars, dir, globals)
@@ -174,13 +173,16 @@ def _setup_resume(tx, frame, L: dict) -> None:
 
 
 def _routes_through_compiler(var) -> bool:
-    """Calls that real Dynamo would intercept as a new frame (user code), not C functions."""
-    from .variables.functional import FunctoolsPartialVariable
-    from .variables.new_object import NewObjectVariable
+    """Whether the call a graph break runs eagerly goes through ``___compiled`` (``compiled_callee``).
 
-    # a partial or an object with __call__: ``compiled_callee`` decides at run time (Note [md.compile of any callable])
-    return isinstance(var, (UserFunctionVariable, NestedUserFunctionVariable, NNModuleVariable,
-                            UserDefinedObjectVariable, FunctoolsPartialVariable, NewObjectVariable))
+    With the frame hook every such call does (Note [An eager call at a break runs with the hook
+    on]), except ``print``, whose only Python frames are its arguments' ``__str__``: kept plain
+    so the transformed code reads as the user's line. Without the hook ``compiled_callee`` sends
+    user code through the cache and hands anything else back unchanged.
+    """
+    from .variables.builtin import BuiltinVariable
+
+    return not (isinstance(var, BuiltinVariable) and var.fn is print)
 
 
 def _record_break(config, explanation: GraphBreak) -> None:

@@ -23,12 +23,24 @@ Note [The frame hook]
     runs the frame itself, its callees still hooked. A frame Dynamo skips (a graph
     break in a loop) thus runs at CPython's speed while the functions it calls are
     compiled. A cache entry's code runs with the hook off, as in the explicit design:
-    only the user call it makes eagerly at a graph break turns it on
+    only the call it makes eagerly at a graph break turns it on
     (``___compiled(fn)``, ``compiled_callee``), so what the code rebuilds after the graph
     (a ``ModelOutput(...)``, a setattr) is not traced as frames of its own, which torch
     does not trace either. Resume functions are not code objects here (Note [A resume
     function is a frame that starts in the middle]): compiled code still calls them,
     and they still pass ``call_frame`` explicitly.
+
+Note [An eager call at a break runs with the hook on]
+    In torch the compiled code runs with the callback set, so the call a graph break runs
+    eagerly reaches the hook with every frame it makes, whatever it calls: ``sorted(...,
+    key=f)``, ``map(f, ...)``, a library function, ``nn.Module.__call__`` running a hook.
+    Each frame is then judged by ``trace_rules.check_verbose`` (``convert_frame.py``
+    ``ConvertFrameAssert.__call__``): user code is compiled, torch's own files and
+    skipped modules run as they are. Ours turns the hook on around every such call
+    (``compiled_callee``), and ``frame_callback`` judges each frame (``_not_user_code``,
+    Note [An inbuilt forward is compiled when its module has hooks]). One difference on
+    purpose: ``print(...)`` at a break is called plainly (``_routes_through_compiler``), so
+    a user ``__str__`` it calls is not compiled, where torch would compile it.
 
 Note [A cache hit is one Python frame of ours]
     Torch's per-call path is C: ``eval_frame.c`` finds the code object's cache entries
@@ -65,6 +77,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from minidynamo._torch_private import disable_dynamo_wrapper_code
 from minidynamo.backends import lookup_backend, with_backend_kwargs
 from minidynamo.trace_rules import THIRDPARTY_SKIPLIST, is_library_file
 
@@ -121,8 +134,16 @@ class CompileConfig:
         code = func.__code__
         frame = self.by_id.get(id(code))  # hashing a code object hashes its bytecode and constants: slow
         if frame is None or frame.code is not code:
+            if func.__dict__.get("_torchdynamo_disable") or code is _disable_dynamo_code():
+                return self.hook.DEFAULT, None  # Note [A disabled function runs its callees unhooked]
             if _not_user_code(func):
-                return self.hook.SKIP
+                if code.co_name == "forward" and _is_inbuilt_forward(func):  # Note [An inbuilt forward ...]
+                    if not _module_has_forward_hooks(L.get("self")):
+                        return self.hook.DEFAULT  # asked again: the next module may have hooks
+                elif code.co_filename.endswith("_dynamo/eval_frame.py"):
+                    return self.hook.DEFAULT  # torch's context wrapper: the next may be a disabled one (Note above)
+                else:
+                    return self.hook.SKIP
             frame = self.by_id[id(code)] = self.optimized(func)
         if frame.fn is not func and frame.f_globals is not func.__globals__:
             frame = OptimizedFunction(func, self)
@@ -208,15 +229,12 @@ class CompileConfig:
     def compiled_callee(self, fn: Any) -> Callable:
         """Route a call made eagerly at a graph break through the cache (Note [No PEP 523 ...]).
 
-        With the frame hook, the call runs with the hook on: the frames it makes pass the cache.
+        With the frame hook, any call runs with the hook on: the frames it makes pass the cache
+        (Note [An eager call at a break runs with the hook on]).
         """
-        if self.hook is not None:
+        if self.hook is not None:  # Note [An eager call at a break runs with the hook on]
             callback = self.run_only_callback if RUN_ONLY.depth else self.frame_callback  # Note [Run-only reaches ...]
-            if isinstance(fn, torch.nn.Module) or is_user_function(fn) or (
-                    isinstance(fn, types.MethodType) and is_user_function(fn.__func__)) or _user_call_method(fn) \
-                    or isinstance(fn, functools.partial) and self.compiled_callee(fn.func) is not fn.func:
-                return functools.partial(self.hook.call_with, callback, fn)
-            return fn
+            return functools.partial(self.hook.call_with, callback, fn)
         if isinstance(fn, torch.nn.Module):
             forward = getattr(type(fn), "forward", None)
             if not is_plain_call(fn) or not is_user_function(forward):  # hooks run eagerly, with forward
@@ -233,6 +251,42 @@ class CompileConfig:
         if call is not None:  # an object with a Python __call__: its frame, as torch's hook catches it
             return functools.partial(self.optimized(call), fn)
         return fn
+
+
+@functools.lru_cache(None)
+def _disable_dynamo_code() -> types.CodeType:
+    """Note [A disabled function runs its callees unhooked]
+
+    ``torch._dynamo.disable(f)`` / ``torch.compiler.disable`` and torch's own
+    ``torch._disable_dynamo`` (``torch.utils.checkpoint.checkpoint`` wears it) run ``f``
+    inside a ``DisableContext`` (torch/_dynamo/eval_frame.py): the callback is off for
+    every frame below, so none is compiled. Their wrapper's frame answers ``(DEFAULT,
+    None)``: CPython runs it, and the frames it makes, with our hook off too. It is asked
+    each time (never SKIP), as the same wrapper code serves every disabled function.
+    """
+    return disable_dynamo_wrapper_code()
+
+
+def _is_inbuilt_forward(func: types.FunctionType) -> bool:
+    """``forward`` of a module class of torch.nn / torch.ao (``trace_rules.check_verbose``'s test)."""
+    return str(getattr(func, "__module__", "")).startswith(("torch.nn.", "torch.ao."))
+
+
+def _module_has_forward_hooks(module: Any) -> bool:
+    """Note [An inbuilt forward is compiled when its module has hooks]
+
+    ``torch/_dynamo/trace_rules.py`` ``check_verbose`` skips torch's own files at the frame
+    hook, except ``forward`` of an inbuilt module (``torch.nn.*``, ``torch.ao.*``) whose
+    module has forward or forward-pre hooks (``utils.nnmodule_has_hooks(...,
+    check_forward_hooks=True)``): a hook that breaks makes ``_call_impl`` run eagerly, and
+    the forward it reaches is then compiled as a frame of its own. Ours asks the same: the
+    callback answers DEFAULT (not SKIP) for such a ``forward`` without hooks, so that the
+    next module of the class is asked again.
+    """
+    if not isinstance(module, torch.nn.Module):
+        return False
+    return any(getattr(module, name, None) for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+                                                        "_forward_hooks_with_kwargs", "_forward_hooks"))
 
 
 def _user_call_method(obj: Any) -> Optional[types.FunctionType]:

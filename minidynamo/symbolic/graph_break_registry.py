@@ -27,6 +27,7 @@ from minidynamo._torch_private import graph_break_registry
 # Our names for the registry ids our breaks use (the words are torch's, read at run time).
 BUILTIN_OPERATOR = "GB0059"      # a builtin (print, open, str...) on values it cannot trace
 SKIPPED_FUNCTION = "GB0007"
+INVALID_BUILTIN_CALL = "GB0193"  # a builtin's handler cannot take these arguments (max(..., key=f))
 BUILD_CLASS = "GB8977"       # a class statement inside the compiled function (LOAD_BUILD_CLASS, then its call)
 COMPILER_DISABLED = "GB0098"  # a call of a function wrapped with torch.compiler.disable      # a C function or a function torch's trace rules skip
 GRAPH_BREAK_CALL = "GB0025"      # torch._dynamo.graph_break()

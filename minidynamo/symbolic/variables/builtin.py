@@ -480,10 +480,23 @@ class BuiltinVariable(VariableTracker):
         return acc
 
     def _call_max(self, tx, *args, **kwargs):
-        return None if kwargs else self._minmax(tx, args, max)
+        return self._minmax_keywords(tx, max, args, kwargs) if kwargs else self._minmax(tx, args, max)
 
     def _call_min(self, tx, *args, **kwargs):
-        return None if kwargs else self._minmax(tx, args, min)
+        return self._minmax_keywords(tx, min, args, kwargs) if kwargs else self._minmax(tx, args, min)
+
+    def _minmax_keywords(self, tx, pick, args, kwargs):
+        """``max(..., key=f)``, ``min(..., default=d)``: torch's handler ``_call_min_max`` takes no keywords.
+
+        ``builtin.py`` ``BuiltinVariable._make_handler``: binding the handler raises TypeError, and
+        unless every argument is a constant (folded below, by the caller) the call breaks as
+        "invalid call to builtin op handler".
+        """
+        if _all_const(args, kwargs):
+            return None
+        unimplemented(f"{pick.__name__}() with keyword arguments {sorted(kwargs)} over traced values",
+                      "accept the graph break, or drop the keyword argument", gb_id=gb.INVALID_BUILTIN_CALL,
+                      context=f"builtin {pick.__name__} with arguments {args!r} {kwargs!r}")
 
     def _call_sorted(self, tx, seq, key=None, reverse=None):
         """sorted(): the key function is traced once per item (as CPython calls it); keys must be constants."""

@@ -125,6 +125,11 @@ def _chain_from_iterable(tx, seqs):
     return _chain(tx, *_lazy_seq(tx, seqs, "itertools.chain.from_iterable"))
 
 
+def _starmap(tx, fn, seq):
+    """``itertools.starmap(fn, rows)``: ``fn(*row)`` per row, materialized as ``map`` is (builtin.py ``_call_map``)."""
+    return ListIteratorVariable([fn.call_function(tx, _seq(tx, row), {}) for row in _seq(tx, seq)])
+
+
 def _combinations(tx, seq, r):
     rows = itertools.combinations(_seq(tx, seq), _const(r, "itertools.combinations' r"))
     return ListIteratorVariable([TupleVariable(list(row)) for row in rows])
@@ -294,6 +299,7 @@ HANDLERS = {
     itertools.product: _product,
     itertools.chain: _chain,
     itertools.combinations: _combinations,
+    itertools.starmap: _starmap,
     itertools.islice: _islice,
     itertools.count: _count,
 }
