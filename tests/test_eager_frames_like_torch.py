@@ -150,6 +150,21 @@ def e_filter_callback(x):
     return list(filter(lambda t: t.sum() > -100, [x.cos(), x.sin()]))[0] * 2
 
 
+@torch.compiler.disable
+def _disabled_cube(t):
+    return _cube(t) + 1
+
+
+def e_disabled_callback_in_map(x):
+    print("go")
+    return list(map(_disabled_cube, [x.cos()]))[0] * 2
+
+
+def e_checkpoint_callback_in_map(x):
+    print("go")
+    return list(map(lambda t: torch.utils.checkpoint.checkpoint(_cube, t, use_reentrant=False), [x]))[0] + 1
+
+
 PROGRAMS = {name: fn for name, fn in dict(globals()).items() if name.startswith("e_")}
 NEEDS_GRAD = {"e_autograd_function_print"}
 
