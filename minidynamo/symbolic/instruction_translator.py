@@ -232,6 +232,9 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def _breakable_call(self, inst, do_call) -> None:
         if inst.offset in self.break_at:
+            # the values the eager call and the resume need are realized (wrapped, guarded), bottom
+            # first, as torch's reconstruct of a LazyVariableTracker does (Note [An inlined call's ...])
+            self.stack[:] = [self.realize(v) for v in self.stack]
             self.result = ("call", inst, self.break_at[inst.offset])
             self.done = True
             return
@@ -250,6 +253,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         if self.output.fullgraph:
             raise e
         self.check_can_break(e.explanation)
+        self.stack[:] = [self.realize(v) for v in self.stack]  # as at a call's break, above
         self.result = ("jump", inst, value, jump_if, pop, e.explanation)
         self.done = True
 
