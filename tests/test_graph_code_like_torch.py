@@ -183,6 +183,14 @@ def _graph_break(x):
     return y.cos()
 
 
+def _stored_locals(x):
+    input = x.relu()  # noqa: A001 - a builtin's name: fx renames the node input_1
+    y = input * 2
+    y = y + 1
+    z = y
+    return z.sum()
+
+
 def _two_sizes(x):
     return x.relu() * 2
 
@@ -219,6 +227,8 @@ PROGRAMS = {
     "mark_dynamic": _dyn_marked,
     "automatic_dynamic": lambda: (_two_sizes, [(_t(2),), (_t(5),)]),
     "int_argument": lambda: ((lambda x, n: x * n), [(_t(3), 2), (_t(3), 3)]),
+    "float_argument": lambda: ((lambda x, scale: x * scale), [(_t(3), 2.0), (_t(3), 3.0)]),
+    "stored_locals": _fn(_stored_locals, lambda: _t(3)),
 }
 
 _LAZY_ITEMS = ("torch wraps each item of a list or tuple argument lazily (builder.py wrap_listlike makes a "

@@ -201,7 +201,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         # trace cannot know; like a call, the subscript runs eagerly between two graphs
         # (torch's ``break_graph_if_unsupported`` on BINARY_SUBSCR). Only on a tensor, and
         # not for 3.12's BINARY_SLICE, which reaches here with its own operands.
-        if inst.opname == "BINARY_SUBSCR" and len(self.stack) >= 2 and isinstance(self.stack[-2], TensorVariable):
+        if inst.opname == "BINARY_SUBSCR" and len(self.stack) >= 2 and isinstance(self.peek(2), TensorVariable):
             self._breakable_call(inst, super().BINARY_SUBSCR)
         else:
             super().BINARY_SUBSCR(inst)
@@ -213,7 +213,7 @@ class InstructionTranslator(InstructionTranslatorBase):
     #     compiles the graph so far, runs the store eagerly and resumes after it, as at a
     #     call; ours does the same for a store on a tensor.
     def STORE_ATTR(self, inst) -> None:
-        if len(self.stack) >= 2 and isinstance(self.stack[-1], TensorVariable):
+        if len(self.stack) >= 2 and isinstance(self.peek(1), TensorVariable):
             self._breakable_call(inst, super().STORE_ATTR)
         else:
             super().STORE_ATTR(inst)

@@ -128,7 +128,7 @@ class OutputGraph:
         source = AsTensorSource(raw)
         wrapped = torch.as_tensor(value)
         fake = wrap_to_fake(self.fake_mode, wrapped)
-        node = self._new_placeholder(source.fx_name())
+        node = self._new_placeholder(source.fx_name(), torch.Tensor)
         node.meta["example_value"] = fake
         node.meta["source"] = source.name()
         self.graphargs.append((source, node, wrapped))
