@@ -191,6 +191,19 @@ def _stored_locals(x):
     return z.sum()
 
 
+def _inlined_closure(x):
+    w = x.cos()
+
+    def inner(y):
+        return y * w
+
+    return inner(x.sin())
+
+
+def _cond(x):
+    return torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))
+
+
 def _two_sizes(x):
     return x.relu() * 2
 
@@ -229,6 +242,9 @@ PROGRAMS = {
     "int_argument": lambda: ((lambda x, n: x * n), [(_t(3), 2), (_t(3), 3)]),
     "float_argument": lambda: ((lambda x, scale: x * scale), [(_t(3), 2.0), (_t(3), 3.0)]),
     "stored_locals": _fn(_stored_locals, lambda: _t(3)),
+    "inlined_closure": _fn(_inlined_closure, lambda: _t(3)),
+    "batchnorm_training": lambda: (torch.nn.BatchNorm1d(3), [(_t(4, 3),)]),
+    "cond": _fn(_cond, lambda: _t(3)),
 }
 
 _LAZY_ITEMS = ("torch wraps each item of a list or tuple argument lazily (builder.py wrap_listlike makes a "
@@ -241,6 +257,9 @@ XFAIL: dict[str, str] = {
     "tuple_arg": _LAZY_ITEMS,
     "mark_dynamic": _SYMBOL_NAMES,
     "automatic_dynamic": _SYMBOL_NAMES,
+    "batchnorm_training": ("torch.compile of a torch.nn module whose forward trace_rules skip (OptimizedModule._initialize, "
+                           "torch/_dynamo/eval_frame.py) compiles external_utils.wrap_inline(module): its sources are "
+                           "L['fn'] and L['args'][0]; ours compiles type(m).forward: L['self'], L['input']"),
 }
 
 
