@@ -7,7 +7,7 @@ The pipeline, one module per stage (see ``../shared/DESIGN.md`` and the book)::
 
 Public API::
 
-    md.compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None)
+    md.compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None, mode=None, options=None)
     md.mark_dynamic(t, dim); md.mark_static(t, dim); md.mark_unbacked(t, dim)
     md.explain(fn, *args, **kwargs)
     md.reset()
@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 from minidynamo import config  # noqa: E402  (torch._dynamo.config's names: md.config.patch(...))
 
 
-def compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None):
+def compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None, mode=None, options=None, disable=False):
     """Compile ``fn`` with minidynamo, like ``torch.compile``.
 
     Works as a decorator (``@md.compile``, ``@md.compile(backend="eager")``) and as
@@ -36,13 +36,24 @@ def compile(fn=None, *, backend="aot_eager", fullgraph=False, dynamic=None):
     graph break raises instead of splitting the function. ``dynamic`` as torch's:
     None (automatic dynamic: a size that changes between calls gets a symbol on
     the recompile), True (every size symbolic from the first call, except 0 and 1),
-    False (every size static).
+    False (every size static). ``mode`` and ``options`` are handed to the backend as torch's
+    ``_TorchCompileWrapper`` hands them (Note [mode= and options= go to the backend] in
+    backends.py); ``disable=True`` returns ``fn`` itself, as torch's.
     """
     from minidynamo.symbolic.eval_frame import optimize
 
+    if mode is not None and options is not None:  # torch/__init__.py: compile, word for word
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if fn is None:
-        return lambda f: optimize(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-    return optimize(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        def decorate(f):
+            if f is None:
+                raise RuntimeError("Model can't be None")  # torch's words
+            return compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options,
+                           disable=disable)
+        return decorate
+    if disable:  # torch/_dynamo/eval_frame.py: optimize(disable=True) is a null decorator
+        return fn
+    return optimize(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
 
 
 def mark_dynamic(t, dim) -> None:

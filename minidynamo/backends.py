@@ -128,13 +128,57 @@ BACKENDS: dict[str, Callable] = {
 }
 
 
+class InvalidBackend(RuntimeError, ValueError):
+    """A backend name nobody registered (torch/_dynamo/exc.py ``InvalidBackend``, a RuntimeError; ours is
+    a ValueError too, as it was before it took torch's name)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Invalid backend: {name!r}, known: {sorted(BACKENDS)} or a callable(gm, example_inputs)")
+
+
 def lookup_backend(backend: Any) -> Callable:
     """A backend name ("eager", "aot_eager", "aot_eager_default_partitioner", "inductor") or any
     ``callable(gm, example_inputs)``."""
     if isinstance(backend, str):
         if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; known: {sorted(BACKENDS)} or a callable(gm, example_inputs)")
+            raise InvalidBackend(backend)  # torch/_dynamo/backends/registry.py: lookup_backend
         return BACKENDS[backend]
     if callable(backend):
         return backend
     raise TypeError(f"backend must be a name or a callable(gm, example_inputs), not {type(backend).__name__}")
+
+
+# Note [mode= and options= go to the backend]
+#     ``torch.compile(fn, backend=b, mode=..., options=...)`` wraps ``b`` in a
+#     ``_TorchCompileWrapper`` (torch/__init__.py) that calls ``b(gm, example_inputs, mode=...,
+#     options=...)`` when ``mode`` is not None or "default", or ``options`` is not empty. torch's
+#     ``eager`` (torch/_dynamo/backends/debugging.py) and aot_autograd backends
+#     (torch/_dynamo/backends/common.py) log "eager backend ignoring extra kwargs {...}" and run
+#     the graph; a callable that takes no such keyword raises TypeError, which torch reports as
+#     ``BackendCompilerFailed``. Ours hands them on the same way, and our named backends warn in
+#     torch's words. Only torch's Inductor reads them (``mode="reduce-overhead"``: CUDA graphs);
+#     our ``inductor`` backend hands Inductor the graphs without them, and says so.
+
+_IGNORING = {"eager": "eager backend", "aot_eager": "aot_autograd-based backend",
+             "aot_eager_default_partitioner": "aot_autograd-based backend", "inductor": "minidynamo's inductor backend"}
+
+
+def with_backend_kwargs(backend: Callable, mode: Any = None, options: Any = None) -> Callable:
+    """The backend ``md.compile(..., mode=, options=)`` calls (Note [mode= and options= go to the backend])."""
+    kwargs: dict = {}
+    if mode and mode != "default":
+        kwargs["mode"] = mode
+    if options:
+        kwargs["options"] = options
+    if not kwargs:
+        return backend
+    ours = next((name for name, fn in BACKENDS.items() if fn is backend), None)
+    if ours is not None:
+        warnings.warn(f"{_IGNORING.get(ours, ours + ' backend')} ignoring extra kwargs {kwargs}", stacklevel=4)
+        return backend
+
+    def call_with_kwargs(gm, example_inputs):
+        return backend(gm, example_inputs, **kwargs)
+
+    call_with_kwargs.__name__ = getattr(backend, "__name__", type(backend).__name__)
+    return call_with_kwargs

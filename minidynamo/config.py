@@ -96,8 +96,15 @@ _DEPRECATED = {
 }
 _deprecation_warned: set = set()
 
+# Note [An alias reads and writes its target]
+#     torch 2.13 renamed ``cache_size_limit`` to ``recompile_limit`` and keeps the old names as
+#     ``Config(alias="torch._dynamo.config.recompile_limit")`` (torch/_dynamo/config.py): reading
+#     the alias reads the target, setting or patching it sets the target. Learners' notebooks
+#     set ``cache_size_limit``; ours takes it the same way.
+_ALIASES = {"cache_size_limit": "recompile_limit", "accumulated_cache_size_limit": "accumulated_recompile_limit"}
+
 _NAMES = frozenset([name for name in dir() if not name.startswith("_") and name not in {
-    "annotations", "contextlib", "sys", "types", "warnings"}] + list(_DEPRECATED))
+    "annotations", "contextlib", "sys", "types", "warnings"}] + list(_DEPRECATED) + list(_ALIASES))
 
 
 def _warn_if_deprecated(name: str) -> None:
@@ -117,12 +124,14 @@ class _ConfigModule(types.ModuleType):
             _warn_if_deprecated(name)
             _DEPRECATED[name][0] = value
             return
-        super().__setattr__(name, value)
+        super().__setattr__(_ALIASES.get(name, name), value)  # Note [An alias reads and writes its target]
 
     def __getattr__(self, name):  # only reached when ``name`` is not there
         if name in _DEPRECATED:
             _warn_if_deprecated(name)
             return _DEPRECATED[name][0]
+        if name in _ALIASES:
+            return getattr(self, _ALIASES[name])
         raise AttributeError(f"{self.__name__}.{name} does not exist")
 
 
@@ -174,7 +183,7 @@ class _Patch(contextlib.ContextDecorator):
 def get_config_copy() -> dict:
     """Every flag and its value now (``torch._dynamo.config.get_config_copy``)."""
     module = sys.modules[__name__]
-    return {name: _DEPRECATED[name][0] if name in _DEPRECATED else getattr(module, name) for name in sorted(_NAMES)}
+    return {name: _DEPRECATED[name][0] if name in _DEPRECATED else getattr(module, name) for name in sorted(_NAMES - set(_ALIASES))}
 
 
 sys.modules[__name__].__class__ = _ConfigModule

@@ -12,6 +12,7 @@ attribute read through ``cls``, the RNG state, ``requires_grad_()`` on an interm
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import sys
 import warnings
@@ -278,6 +279,66 @@ def test_classmethod_reading_cls_attribute_recompiles_when_it_changes():
             assert not [w for w in caught if "internal error" in str(w.message)], (system, fn.__name__)
             counts[system] = counter.frame_count
         assert counts["md"] == counts["torch"] == 2, (fn.__name__, counts)
+
+
+# --- a method of a class with a metaclass (abc.ABC) replaced between calls --------------------------
+
+
+class _AbstractScale(abc.ABC):
+    @abc.abstractmethod
+    def factor(self): ...
+
+    def apply(self, x):
+        return x * self.factor()
+
+
+class _Three(_AbstractScale):
+    def factor(self):
+        return 3
+
+
+class _LoudMeta(type):
+    def __getattribute__(cls, name):  # a metaclass that reads class attributes itself
+        return type.__getattribute__(cls, name)
+
+
+class _Loud(metaclass=_LoudMeta):
+    def factor(self):
+        return 3
+
+    def apply(self, x):
+        return x * self.factor()
+
+
+@pytest.mark.parametrize("cls,base", [(_Three, _AbstractScale), (_Loud, _Loud)], ids=["abc", "own_getattribute"])
+def test_method_replaced_on_a_class_with_a_metaclass_recompiles(cls, base):
+    """Note [A class attribute guard without inspect], for ``abc.ABCMeta`` classes too: replacing the
+    method on the class (then ``apply`` on its base) fails the guard, and each call equals eager.
+
+    torch 2.13 serves its first entry after ``cls.factor`` is replaced (it returns ``x * 3`` where eager
+    returns ``x * 5``, for a plain class as for these: one compile in all), so this compares ours with
+    eager, not with torch.
+    """
+    def fn(x):
+        return cls().apply(x)  # an object made in the frame: its class's methods are guarded
+
+    x = torch.ones(2)
+    saved = [(k, name, vars(k)[name]) for k in {cls, base} for name in ("factor", "apply") if name in vars(k)]
+    try:
+        cf, counter = _compiled(fn, "md")
+        for step in range(3):
+            if step == 1:
+                cls.factor = lambda self: 5
+            if step == 2:
+                base.apply = lambda self, x: x - self.factor()
+            assert _same(cf(x), fn(x)), step
+            if cls is _Three:  # ABCMeta leaves __mro__ and __dict__ to type: dict lookups, no inspect
+                source = cf.cache.entries[0].check.source
+                assert "getattr_static" not in source and "__mro__ is" in source, source
+    finally:
+        for k, name, value in saved:
+            setattr(k, name, value)
+    assert counter.frame_count == 3
 
 
 # --- the RNG state, as torch: get/set_rng_state are graph breaks ------------------------------------

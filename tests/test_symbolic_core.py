@@ -138,7 +138,7 @@ def test_api_forms():
     x = torch.randn(2)
     torch.testing.assert_close(f(x), x + 1)
     torch.testing.assert_close(g(x), x * 2)
-    with pytest.raises(ValueError, match="unknown backend"):
+    with pytest.raises(ValueError, match="Invalid backend"):
         md.compile(lambda x: x, backend="nope")
 
 

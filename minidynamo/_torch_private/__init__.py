@@ -123,6 +123,8 @@ from minidynamo._torch_private.oracles import (  # noqa: F401
     dynamo_serving_entry,
     dynamo_cache_order,
     dynamo_guard_failures,
+    dynamo_all_guard_failures,
+    dynamo_maybe_mark_dynamic,
     dynamo_guard_tree,
     dynamo_config_patch,
     dynamo_warnings,

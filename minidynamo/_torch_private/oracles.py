@@ -474,6 +474,12 @@ def dynamo_mark_static(t, dim) -> None:
     torch._dynamo.mark_static(t, dim)
 
 
+def dynamo_maybe_mark_dynamic(t, dim) -> None:
+    import torch._dynamo
+
+    torch._dynamo.maybe_mark_dynamic(t, dim)
+
+
 def torch_symbolic_run(fn, t, dynamic_dims=(0,)):
     """``fn`` on a fake of ``t`` from torch's FakeTensorMode + ShapeEnv, dims ``dynamic_dims`` symbolic.
 
@@ -566,6 +572,16 @@ def dynamo_guard_failures(code) -> list:
     from torch._dynamo.utils import guard_failures
 
     return list(guard_failures.get(code, []))
+
+
+def dynamo_all_guard_failures() -> dict:
+    """Oracle: every recompile reason torch gave since reset, per function name (``guard_failures``, all codes)."""
+    from torch._dynamo.utils import guard_failures
+
+    out: dict = {}
+    for code, reasons in guard_failures.items():
+        out.setdefault(code.co_name, []).extend(reasons)
+    return out
 
 
 def dynamo_counters():

@@ -127,18 +127,22 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     from minidynamo.fake.converter import can_be_dynamic
 
     all_dynamic, automatic = effective_dynamic(output)
-    if getattr(output, "dynamic", None) is False or output.frame_state.get(_STATIC_NOW) or value.dim() == 0 \
-            or _static_by_rule(source, value):
+    marked = getattr(value, _DYNAMIC, set()) | getattr(value, _MAYBE_DYNAMIC, set())
+    # dynamic=False turns automatic dynamic off, but a dim marked dynamic is still dynamic (torch.compile's
+    # dynamic=False patches automatic_dynamic_shapes=False; builder.py still reads the marks)
+    if getattr(output, "dynamic", None) is False and not marked or output.frame_state.get(_STATIC_NOW) \
+            or value.dim() == 0 or _static_by_rule(source, value):
         return ()
     name = source.name()
     shape = tuple(int(s) for s in value.shape)
     state = output.frame_state.get(name)
-    if state is None or len(state) != len(shape):
+    if state is None:
         state = list(shape)
+    elif len(state) != len(shape):  # torch's pgo.py FrameStateSizeEntry: another rank makes every dim
+        state = [None] * len(shape)  # automatic dynamic (``auto_dynamic``), as a changed size makes its dim
     else:
         state = [None if old is None or old != new else old for old, new in zip(state, shape)]
     output.frame_state[name] = state
-    marked = getattr(value, _DYNAMIC, set()) | getattr(value, _MAYBE_DYNAMIC, set())
     static = getattr(value, _STATIC, set())
     kinds = {}
     for i in range(len(shape)):
@@ -168,6 +172,11 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     if not hasattr(output, "dim_kinds"):
         output.dim_kinds = {}
     output.dim_kinds.update({(name, i): kinds[i] for i in dims})
+    hard = getattr(value, _DYNAMIC, set())  # mark_dynamic, not maybe_mark_dynamic: a promise the trace must keep
+    if hard & set(dims):
+        if not hasattr(output, "marked_dynamic"):
+            output.marked_dynamic = set()
+        output.marked_dynamic.update(f"{name}.size()[{i}]" for i in hard & set(dims))
     return tuple(dims)
 
 
@@ -213,7 +222,8 @@ def shape_env_of(output):
 
         # torch's OutputGraph: ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs, ...), so the
         # fake passes of AOTAutograd make unbacked symbols where Dynamo did (fake/unbacked_impls.py)
-        env = output.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs,
+        env = output.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs
+                                          or getattr(output, "fullgraph", False),  # torch: one_graph or ...
                                           allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
     return env
 
@@ -521,11 +531,78 @@ def install_shape_guards(output) -> None:
     if env is None:
         return
     sources = {src for srcs in env.var_to_sources.values() for src in srcs}
+    _check_marked_dims_stayed_dynamic(output, env)
+    _write_back_specialized_sizes(output, env)
     for expr, why in env.produce_guards():
         read = {src for src in sources if src in expr}  # a guard over one input says what it is now
         output.guards.add(None, "SHAPE_ENV", expr, why, read.pop() if len(read) == 1 else "")
     for spec in env.specializations:
         events.emit("guard", source=spec.source, guard_kind="SPECIALIZATION", expr=f"{spec.source} == {spec.value}", why=spec.reason)
+
+
+def _write_back_specialized_sizes(output, env) -> None:
+    """A size symbol the trace fixed to a constant (``range(x.shape[0])``) is a static size of the tensor's
+    TENSOR_MATCH again, as torch's fake sizes are when its guards are built: a call of another size fails
+    there first (``tensor 'x' size mismatch at index 0. expected 3, actual 4``)."""
+    import sympy
+
+    specs = output.guards.tensor_specs
+    for sym, srcs in env.var_to_sources.items():
+        fixed = env.simplify(sym)
+        if not isinstance(fixed, sympy.Integer):
+            continue
+        for src in srcs:
+            name, _, rest = src.partition(".size()[")
+            if not rest or name not in specs:
+                continue
+            i = int(rest.rstrip("]"))
+            dtype, device, sizes, strides, requires_grad = specs[name]
+            if i < len(sizes) and sizes[i] == -1:
+                specs[name] = (dtype, device, sizes[:i] + (int(fixed),) + sizes[i + 1:], strides, requires_grad)
+
+
+def _pinned_by_bounds(env, sym):
+    """The one value the trace's guards on ``sym`` alone leave it (``s0 >= 2`` and ``s0 <= 2``: 2), else None.
+
+    Those guards bound an interval; the example value is pinned when neither neighbour is in it."""
+    import sympy
+
+    hint = env.var_to_val.get(sym)
+    own = [env.simplify(g.expr) for g in env.guards]
+    own = [e for e in own if getattr(e, "free_symbols", None) == {sym}]
+    if hint is None or not own:
+        return None
+
+    def allowed(v) -> bool:
+        return v >= 2 and all(bool(e.subs(sym, v)) for e in own)  # a size symbol is >= 2 (0/1 specialization)
+
+    try:
+        return sympy.Integer(hint) if not allowed(hint - 1) and not allowed(hint + 1) else None
+    except TypeError:  # a guard sympy cannot decide at a number (it has another symbol after all)
+        return None
+
+
+def _check_marked_dims_stayed_dynamic(output, env) -> None:
+    """A dim marked with ``mark_dynamic`` that the trace fixed to a constant is an error, as torch's
+    ``ConstraintViolationError`` (torch/fx/experimental/symbolic_shapes.py ``produce_guards_verbose``):
+    ``maybe_mark_dynamic`` is the mark that lets the code specialize it."""
+    marked = getattr(output, "marked_dynamic", set())
+    if not marked:
+        return
+    import sympy
+
+    from .exc import ConstraintViolationError
+
+    for sym, srcs in env.var_to_sources.items():
+        fixed = env.simplify(sym)
+        if not isinstance(fixed, sympy.Number) and any(src in marked for src in srcs):
+            fixed = _pinned_by_bounds(env, sym)
+        for src in srcs:
+            if src in marked and isinstance(fixed, sympy.Number):
+                raise ConstraintViolationError(
+                    f"Constraints violated ({src})! For more information, run with MINIDYNAMO_LOGS=\"dynamic\".\n"
+                    f"  - You marked {src} as dynamic but your code specialized it to be a constant ({fixed}). "
+                    "If you're using mark_dynamic, either remove it or use maybe_mark_dynamic.")
 
 
 def retry_static(frame, frame_state: dict, fallback) -> bool:

@@ -65,7 +65,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from minidynamo.backends import lookup_backend
+from minidynamo.backends import lookup_backend, with_backend_kwargs
 from minidynamo.trace_rules import THIRDPARTY_SKIPLIST, is_library_file
 
 from . import counters, frame_hook
@@ -448,11 +448,13 @@ def _call_module(self, /, *args, **kwargs):
 
 
 
-def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = False, dynamic: Optional[bool] = None):
+def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = False, dynamic: Optional[bool] = None,
+             mode: Optional[str] = None, options: Optional[dict] = None):
     """``md.compile``: a callable whose calls run through the compiled cache (Note [md.compile of any callable])."""
     if dynamic not in (None, True, False):
         raise TypeError(f"dynamic must be None, True or False, not {dynamic!r}")
-    config = CompileConfig(backend=lookup_backend(backend), fullgraph=fullgraph, dynamic=dynamic)
+    config = CompileConfig(backend=with_backend_kwargs(lookup_backend(backend), mode, options), fullgraph=fullgraph,
+                           dynamic=dynamic)
     _all_configs.add(config)
     if not callable(fn):
         raise TypeError(f"md.compile expects a callable (a function, an nn.Module, an object with __call__), "

@@ -145,8 +145,30 @@ class FullGraphError(RuntimeError):
     """``fullgraph=True`` and the trace needed a graph break (real Dynamo raises Unsupported)."""
 
     def __init__(self, explanation: GraphBreak):
-        super().__init__(f"fullgraph=True but the function needs a graph break:\n{explanation}")
+        # the first line is the registry's gb_type, as torch's Unsupported message's (exc.py
+        # ``format_graph_break_message``), so the two errors open alike
+        gb_type = getattr(explanation, "gb_type", None)
+        super().__init__((f"{gb_type}\n" if gb_type else "")
+                         + f"fullgraph=True but the function needs a graph break:\n{explanation}")
         self.explanation = explanation
+
+
+class BackendCompilerFailed(RuntimeError):
+    """A backend the user handed ``md.compile`` raised on a graph (torch/_dynamo/exc.py ``BackendCompilerFailed``,
+    raised in output_graph.py ``call_user_compiler``): torch's message, the user's exception as ``__cause__``.
+    Under ``config.suppress_errors`` (our default) the frame runs eagerly instead, with this as the warning's reason.
+    """
+
+    def __init__(self, backend_fn, inner_exception: BaseException):
+        self.backend_name = getattr(backend_fn, "__name__", "?")
+        self.inner_exception = inner_exception
+        super().__init__(f"backend={self.backend_name!r} raised:\n{type(inner_exception).__name__}: {inner_exception}")
+
+
+class ConstraintViolationError(RuntimeError):
+    """A dim marked dynamic (``md.mark_dynamic``) that the trace fixed to a constant (torch's class of this
+    name, torch/fx/experimental/symbolic_shapes.py, raised while producing the shape guards). The user's
+    mark and the user's code disagree: raised, never a silent fallback."""
 
 
 class UncapturedHigherOrderOpError(RuntimeError):

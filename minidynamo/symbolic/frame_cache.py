@@ -75,7 +75,7 @@ from minidynamo import events
 
 from . import counters
 from .convert_frame import compile_frame
-from .exc import (EagerFallback, FullGraphError, GraphBreak, InternalError, TorchRuntimeError, UncapturedHigherOrderOpError,
+from .exc import (ConstraintViolationError, EagerFallback, FullGraphError, GraphBreak, InternalError, TorchRuntimeError, UncapturedHigherOrderOpError,
                   raised_by_us,
                   runtime_error_explanation, warn_internal)
 from .fake_values import TracedUserError
@@ -269,13 +269,13 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
         dynamic = automatic_dynamic_changes(cache.frame_state, L, G, config.dynamic)
         record = RecompileRecord(frame.__name__, guard, change, len(cache.entries), dynamic, reasons, _where(frame),
                                  f"{cache.frame_id}/{cache.compiles}")
-        if mdconfig.error_on_recompile:
-            raise RecompileError(record.message)
         cache.recompiles.append(record)
         counters["recompiles"] += 1
         events.emit("recompile", function=frame.__name__, guard=guard.expr if guard else None, change=change,
                     record=record, dynamic=dynamic, reasons=reasons,
                     code=frame.code)
+        if mdconfig.error_on_recompile:  # after the reasons are kept (torch fills guard_failures first)
+            raise RecompileError(record.message)
         limit = exceeds_recompile_limit(cache, L)
         if limit is not None:
             cache.run_only = limit
@@ -302,7 +302,8 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             entry = compile_frame(frame, L, config, cache.frame_state)
         except EagerFallback as e:
             fallback = e.explanation
-        except (FullGraphError, UncapturedHigherOrderOpError, TorchRuntimeError):  # torch raises these too
+        except (FullGraphError, UncapturedHigherOrderOpError, TorchRuntimeError,
+                ConstraintViolationError):  # torch raises these too
             raise
         except TracedUserError:
             # the user's own error (a shape mismatch): eager raises it, as without compile.
@@ -460,9 +461,13 @@ def internal_error_explanation(frame, e: BaseException) -> GraphBreak:
     """An internal error outside the instruction loop (codegen, the backend): named after the user's frame."""
     import linecache
 
+    from .exc import BackendCompilerFailed
+
     code = frame.code
     lineno = code.co_firstlineno
-    return GraphBreak(reason=f"internal error in minidynamo: {type(e).__name__}: {e}", instruction="(whole frame)",
+    reason = str(e).replace("\n", " ") if isinstance(e, BackendCompilerFailed) else \
+        f"internal error in minidynamo: {type(e).__name__}: {e}"
+    return GraphBreak(reason=reason, instruction="(whole frame)",
                       lineno=lineno, filename=code.co_filename, function=code.co_qualname,
                       source=linecache.getline(code.co_filename, lineno), internal=True)
 

@@ -322,7 +322,8 @@ def _class_attribute_test(expr: str, scope: dict[str, Any]) -> Optional[str]:
     Note [A class attribute guard without inspect]
         ``inspect.getattr_static(C, name)`` is a Python function of a dozen calls
         (about 3 us), one per class the trace read ``forward`` from: 30 us for a
-        small CNN. For a class whose metaclass is ``type`` it returns the first
+        small CNN. For a class whose metaclass is ``type`` (or one, like ``abc.ABCMeta``, that
+        leaves ``__mro__`` and ``__dict__`` to ``type``) it returns the first
         ``__dict__`` along ``C.__mro__`` that holds ``name``, so the same test is
         ``C.__mro__ is <the MRO traced> and 'forward' not in <each class before
         the owner>.__dict__ and <owner>.__dict__.get('forward') is F``: a few C
@@ -333,7 +334,7 @@ def _class_attribute_test(expr: str, scope: dict[str, Any]) -> Optional[str]:
     if m is None or m.group(1) not in scope or m.group(3) not in scope:
         return None
     cls, name, attr = scope[m.group(1)], eval(m.group(2)), scope[m.group(3)]  # noqa: S307 - a quoted identifier
-    if not isinstance(cls, type) or type(cls) is not type or attr is None:
+    if not isinstance(cls, type) or attr is None or not all(_plain_metaclass(type(k)) for k in cls.__mro__):
         return None
     owners = [k for k in cls.__mro__ if name in vars(k)]
     if not owners or vars(owners[0])[name] is not attr:
@@ -346,6 +347,17 @@ def _class_attribute_test(expr: str, scope: dict[str, Any]) -> Optional[str]:
         tests.append(f"{name!r} not in {_scope_name(k, scope)}.__dict__")
     tests.append(f"{_scope_name(owners[0], scope)}.__dict__.get({name!r}) is {m.group(3)}")
     return " and ".join(tests)
+
+
+_TYPE_SLOTS = ("__mro__", "__dict__", "__getattribute__", "__getattr__")
+
+
+def _plain_metaclass(meta: type) -> bool:
+    """``type``, or a metaclass (``abc.ABCMeta``) that leaves a class's ``__mro__`` and ``__dict__`` to
+    ``type``: then ``getattr_static`` reads a class attribute as Note [A class attribute guard without
+    inspect] does (``inspect._shadowed_dict`` finds nothing of its own)."""
+    return meta is type or all(not any(n in vars(k) for n in _TYPE_SLOTS) for k in meta.__mro__
+                               if k is not type and k is not object)
 
 
 def _scope_name(obj: Any, scope: dict[str, Any]) -> str:

@@ -50,6 +50,7 @@ Note [The tree prints as torch's]
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -464,7 +465,11 @@ def tensor_mismatch(name: str, spec: tuple, value: Any) -> Optional[str]:
     if not isinstance(value, torch.Tensor):
         return None
     dtype, device, sizes, strides, requires_grad = spec
-    t = f"tensor {name!r}"
+    t = f"tensor '{name}'"  # guards.cpp TensorCheck::check_verbose quotes the name as it is
+    if value.device.type != (device.type if device is not None else "cpu"):  # the dispatch keys differ first
+        keys = _key_set_text(torch.empty(0, dtype=dtype, device=device or "cpu")), _key_set_text(value)
+        if None not in keys:
+            return f"{t} dispatch key set mismatch. expected {keys[0]}, actual {keys[1]}"
     if value.dtype != dtype:
         return f"{t} dtype mismatch. expected {_scalar_type_name(dtype)}, actual {_scalar_type_name(value.dtype)}"
     if (device is None) != (value.device.type == "cpu") or (device is not None and value.device != device):
@@ -482,6 +487,41 @@ def tensor_mismatch(name: str, spec: tuple, value: Any) -> Optional[str]:
             if want is not None and want != -1 and want != got and value.shape[i] > 1:  # -1: a symbolic stride
                 return f"{t} stride mismatch at index {i}. expected {want}, actual {got}"
     return None
+
+
+def _key_set_text(t: torch.Tensor) -> Optional[str]:
+    """``DispatchKeySet(CPU, BackendSelect, ADInplaceOrView, AutogradCPU)``: the keys TENSOR_MATCH compares."""
+    from minidynamo.dispatch import key_set
+
+    try:
+        names = (set(key_set.tensor_keys(t)) | set(key_set.tls_included())) - set(key_set.tls_excluded())
+        return f"DispatchKeySet({', '.join(reversed(key_set.order(names)))})"
+    except Exception:  # noqa: BLE001 - a tensor our key-set model does not cover
+        return None
+
+
+def _autocast_changes(g: Guard, scope: dict) -> list:
+    """``autocast(cpu)_enabled``, ``autocast(cuda)_dtype``: the fields of torch's GlobalStateGuard::reason."""
+    from .guards import AUTOCAST_DEVICES
+
+    try:
+        expected = dict(eval(g.expr.split("==", 1)[1], scope))  # noqa: S307 - our own guard's literal
+    except Exception:  # noqa: BLE001
+        return []
+    out = []
+    for d in AUTOCAST_DEVICES:
+        on = torch.is_autocast_enabled(d)
+        if on != (d in expected):
+            out.append(f"autocast({d})_enabled")
+        elif on and torch.get_autocast_dtype(d) != expected[d]:
+            out.append(f"autocast({d})_dtype")
+    return out
+
+
+def _class_text(t: type) -> str:
+    """``<class 'int'>``, ``<class 'pkg.mod.Mode'>``: a class as torch's guard messages print it (an enum too)."""
+    name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    return f"<class '{name}'>"
 
 
 def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> str:
@@ -506,8 +546,36 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
         duplicates = ", ".join(f"{names}" for names in groups.values() if len(names) > 1)
         return strip_local_scope(f"Duplicate tensors found: {duplicates}")
     if g.kind == "GLOBAL_STATE":
-        changed = [_GLOBAL_STATE_FIELDS.get(x.value_expr, x.value_expr) for x in failed]
+        changed = [c for x in failed for c in (_autocast_changes(x, scope) if x.value_expr == "___autocast_state()"
+                                                else []) or [_GLOBAL_STATE_FIELDS.get(x.value_expr, x.value_expr)]]
         return "GLOBAL_STATE changed: " + "".join(f"{c} " for c in dict.fromkeys(changed))
+    if g.kind == "DICT_KEYS" and g.source is not None:  # torch guards a dict's length, then each key in order
+        name = g.source.name()
+        try:
+            expected = eval(g.expr.split(" == ", 1)[1], scope)  # noqa: S307 - our own guard's literal
+            actual = list(eval(_code(name), scope))  # noqa: S307 - our own source
+        except Exception:  # noqa: BLE001
+            expected = actual = None
+        if isinstance(expected, list) and isinstance(actual, list):
+            if len(actual) != len(expected):  # torch's DICT_LENGTH leaf's words
+                return strip_local_scope(f"len({name}) != {len(expected)}")
+            i = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), None)
+            if i is not None:  # torch's per-key guard (guards.py: DICT_KEYS_MATCH's key_manager)
+                return strip_local_scope(f"list(dict.keys({name}))[{i}] == {expected[i]!r}")
+    bound = g.expr.rsplit(" is ", 1)[-1]
+    if g.kind in ("ID_MATCH", "CONSTANT_MATCH") and g.source is not None and bound.startswith("___") \
+            and bound in scope and bound != "___NULL" and (g.kind == "ID_MATCH" or isinstance(scope[bound], enum.Enum)):
+        expected = scope[bound]  # guards.py: ID_MATCH's code part (an enum member is ID_MATCHed in torch)
+        return strip_local_scope(f"___check_obj_id({g.source.name()}, {id(expected)}), type={_class_text(type(expected))}")
+    if g.kind == "LENGTH_CHECK" and re.fullmatch(r"len\((.*)\) == 0", g.expr):  # torch's code part for an empty one
+        return strip_local_scope(f"not {g.expr[4:-6]}")
+    if g.kind == "TYPE_MATCH" and g.source is not None and " is " in g.expr:  # guards.py: TYPE_MATCH's code part
+        try:
+            expected = eval(g.expr.rsplit(" is ", 1)[1], scope)  # noqa: S307 - our own guard's type name
+        except Exception:  # noqa: BLE001
+            expected = None
+        if isinstance(expected, type):
+            return strip_local_scope(f"___check_type_id({g.source.name()}, {id(expected)}), type={_class_text(expected)}")
     expr = g.expr
     if g.kind == "CONSTANT_MATCH" and expr.endswith((" is True", " is False")):  # torch's TRUE_MATCH / FALSE_MATCH
         expr = expr.rsplit(" is ", 1)[0] + " == " + expr.rsplit(" is ", 1)[1]

@@ -228,13 +228,28 @@ class OutputGraph:
             from minidynamo.backends import compile_symbolic_or_per_size
 
             if not backend_is_aot(backend):
-                compiled = backend(gm, example_inputs)
+                compiled = call_user_compiler(backend, gm, example_inputs)
             else:
                 compiled = compile_symbolic_or_per_size(backend, gm, example_inputs, name)
         else:
-            compiled = backend(gm, example_inputs)
+            compiled = call_user_compiler(backend, gm, example_inputs)
         counters["graphs"] += 1
         return gm, compiled, [source for source, _, _ in used]
+
+
+def call_user_compiler(backend: Callable, gm, example_inputs: list) -> Any:
+    """``backend(gm, example_inputs)``; a user's backend that raises is torch's ``BackendCompilerFailed``
+    (output_graph.py ``call_user_compiler``). Ours (eager, aot_eager, inductor) raise as they are."""
+    try:
+        return backend(gm, example_inputs)
+    except Exception as e:
+        from minidynamo.backends import BACKENDS
+
+        if any(backend is fn for fn in BACKENDS.values()):
+            raise
+        from .exc import BackendCompilerFailed
+
+        raise BackendCompilerFailed(backend, e) from e
 
 
 def _still_symbolic(value: Any) -> bool:

@@ -37,7 +37,9 @@ def call_item(tx, tensor) -> VariableTracker:
     """``t.item()``: a graph node whose value is a fresh unbacked symbol (torch: ``u0``, or ``zuf0`` for floats)."""
     from .sym_node import SymNodeVariable
 
-    if not config.capture_scalar_outputs:
+    # torch/_dynamo/variables/tensor.py ``method_item``: "We enable capture_scalar_outputs when
+    # full_graph=True by default" (``tx.one_graph``)
+    if not config.capture_scalar_outputs and not getattr(tx.output, "fullgraph", False):
         unimplemented("Tensor.item() needs the tensor's data (a Python number)",
                       "set minidynamo.config.capture_scalar_outputs = True to keep it in the graph as a symbol "
                       "(torch._dynamo.config.capture_scalar_outputs)", gb_id=gb.ITEM)
@@ -65,7 +67,12 @@ def call_tolist(tx, tensor) -> VariableTracker:
 
     from .lists import ListVariable
 
-    if not config.capture_scalar_outputs:
+    fake = tensor.example_value
+    if fake.dtype not in (torch.int8, torch.int16, torch.int32, torch.int64):  # torch's method_tolist: a break
+        unimplemented("Tensor.tolist() of a non-integer tensor needs the tensor's data",  # even when captured
+                      "only integer tensors' tolist() is traced (torch/_dynamo/variables/tensor.py method_tolist)",
+                      gb_id=gb.TOLIST)
+    if not config.capture_scalar_outputs and not getattr(tx.output, "fullgraph", False):
         unimplemented("Tensor.tolist() needs the tensor's data",
                       "set minidynamo.config.capture_scalar_outputs = True to keep it in the graph as symbols",
                       gb_id=gb.TOLIST)
