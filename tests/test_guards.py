@@ -135,7 +135,7 @@ def test_module_parameters_are_guarded_inputs():
     assert any(e.startswith("type(L['self']) is ") for e in exprs)
     assert "[(k, v is None) for k, v in L['self']._modules.items()] == [('0', False), ('1', False), ('2', False)]" in exprs
     placeholders = [n.name for n in out.graphs[0].graph.nodes if n.op == "placeholder"]
-    assert "l_self_0_weight" in placeholders and len(placeholders) == 5
+    assert "l_self_modules_0_parameters_weight_" in placeholders and len(placeholders) == 5
 
 
 def test_guard_events_are_emitted():
@@ -414,3 +414,20 @@ def test_a_module_global_read_through_the_module_bound_once_still_recompiles():
         assert fn(x).tolist() == f(x).tolist() == [3.0, 3.0]
     finally:
         sys.modules.pop(mod.__name__, None)
+
+
+def test_a_singleton_identity_test_stands_for_its_type_test():
+    """Note [An identity test with a singleton implies the type]: ``flag is True`` alone in the check
+    function; 1 for True, 0 or False for None still miss the entry, as their type guards say."""
+    def f(x, flag, opt):
+        return x + 1 if flag and opt is None else x - 1
+
+    compiled = md.compile(f, backend="eager")
+    x = torch.zeros(2)
+    assert torch.equal(compiled(x, True, None), f(x, True, None))
+    source = compiled.cache.entries[0].check.source
+    assert "is True" in source and "is bool" not in source and "type(None)" not in source
+    assert any(g.expr.endswith("is bool") for g in compiled.cache.entries[0].guards)
+    for args in ((1, None), (True, 0), (True, False), (False, None)):
+        assert torch.equal(compiled(x, *args), f(x, *args)), args
+    assert len(compiled.cache.entries) == 5
