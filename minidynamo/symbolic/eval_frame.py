@@ -34,8 +34,8 @@ Note [An eager call at a break runs with the hook on]
     In torch the compiled code runs with the callback set, so the call a graph break runs
     eagerly reaches the hook with every frame it makes, whatever it calls: ``sorted(...,
     key=f)``, ``map(f, ...)``, a library function, ``nn.Module.__call__`` running a hook.
-    Each frame is then judged by ``trace_rules.check_verbose`` (``convert_frame.py``
-    ``ConvertFrameAssert.__call__``): user code is compiled, torch's own files and
+    Each frame is then judged by ``trace_rules.check`` (``convert_frame.py``
+    ``CatchErrorsWrapper.__call__``): user code is compiled, torch's own files and
     skipped modules run as they are. Ours turns the hook on around every such call
     (``compiled_callee``), and ``frame_callback`` judges each frame (``_not_user_code``,
     Note [An inbuilt forward is compiled when its module has hooks]). One difference on
