@@ -79,6 +79,7 @@ import torch
 
 from minidynamo._torch_private import disable_dynamo_wrapper_code
 from minidynamo.backends import lookup_backend, with_backend_kwargs
+from minidynamo.bytecode.continue_at import MARK as REST_MARK
 from minidynamo.trace_rules import THIRDPARTY_SKIPLIST, is_library_file
 
 from . import counters, frame_hook
@@ -207,6 +208,12 @@ class CompileConfig:
         self.backend_key = (self.backend, self.dynamic)  # what an entry's backend must match (backend_match)
         forget_decided_skips()
 
+    def call_hooked(self, fn: Callable, args: tuple) -> Any:
+        """Run ``fn(*args)`` in CPython with the frame hook on: the frames it calls pass the cache
+        (run-only inside a run-only frame), as a call made at a graph break does."""
+        callback = self.run_only_callback if RUN_ONLY.depth else self.frame_callback  # Note [Run-only reaches ...]
+        return self.hook.call_with(callback, fn, *args)
+
     def _in_cpython(self, *_: Any) -> Any:
         return self.hook.DEFAULT
 
@@ -322,7 +329,8 @@ def _not_user_code(func: types.FunctionType) -> bool:
     """Frames the hook lets CPython run unasked: torch, the stdlib, tools, minidynamo itself, generated code."""
     code, module = func.__code__, str(getattr(func, "__module__", None))
     filename = code.co_filename
-    if code.co_name.startswith("___") or filename.startswith(("<minidynamo", "<eval_with_key>", "<frozen ")) \
+    if code.co_name.startswith("___") or code.co_qualname.endswith(REST_MARK) \
+            or filename.startswith(("<minidynamo", "<eval_with_key>", "<frozen ")) \
             or is_library_file(filename) or module.split(".")[0] in _SKIPPED_PACKAGES or module.startswith("torch."):
         return True
     if module.startswith("minidynamo.") and not module.startswith(("minidynamo.bench", "minidynamo.exercises", "minidynamo.corpus")):

@@ -25,6 +25,7 @@ import types
 from typing import Any
 
 from minidynamo.bytecode import exception_table, find_exception_handler, get_instructions, offset_to_index
+from minidynamo.bytecode.continue_at import continue_at, rest_function
 
 _ids = itertools.count(1)
 _READS = {"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
@@ -220,14 +221,28 @@ class ResumeFunction:
         self.names = names
         self.config = config
         self.eager_only = eager_only
+        self._rest_code = None  # Note [The rest of a frame as real bytecode]: made at the first eager run
         kind = "eager_rest_at" if eager_only else "resume_at"
         self.__name__ = f"___{kind}_{offset}_{next(_ids)}"
         self.__qualname__ = f"{code.co_qualname}.{self.__name__}"
 
     def __call__(self, /, **L: Any) -> Any:  # positional-only: a live local may be named `self`
         if self.eager_only:
+            return self.run_rest(L)
+        return self.config.call_frame(self, L, eager=lambda: self.run_rest(L))  # CompileConfig.call_frame
+
+    def run_rest(self, L: dict) -> Any:
+        """The rest of the frame, eagerly: CPython runs a copy of its bytecode from here where it can
+        (Note [The rest of a frame as real bytecode]), every frame it calls passing the frame hook;
+        else our concrete interpreter does (``run_eagerly``)."""
+        rest = self._rest_code
+        if rest is None:
+            rest = self._rest_code = (self.stack_depth == 0 and self.config.hook is not None
+                                      and continue_at(self.code, self.offset, frozenset(self.names))) or False
+        if rest is False:
             return self.run_eagerly(L)
-        return self.config.call_frame(self, L, eager=lambda: self.run_eagerly(L))  # CompileConfig.call_frame
+        fn, args = rest_function(rest, self.f_globals, L)
+        return self.config.call_hooked(fn, args)
 
     @unhooked
     def run_eagerly(self, L: dict) -> Any:
