@@ -7,7 +7,7 @@ meta kernels compute output sizes as expressions (``2*s0``), and whenever a kern
 the user's code needs a *decision* (``if x.size(0) > 4``, a broadcast check
 ``s0 == s1``) the ShapeEnv answers it from the example sizes and records the answer
 as a guard. At the end of the trace the guards are printed as Python over the
-inputs' sizes (``L['x'].size()[0] >= 2``) and join the entry's check function.
+inputs' sizes (``2 <= L['x'].size()[0]``) and join the entry's check function.
 
 Mirrors ``torch/fx/experimental/symbolic_shapes.py`` (``ShapeEnv``: ``create_symbol``,
 ``evaluate_expr``, ``produce_guards``; 8000 lines) and ``torch/fx/experimental/sym_node.py``

@@ -16,7 +16,7 @@ Note [Automatic dynamic]
     (the default) the first trace is static; when a call misses the cache and a
     size differs from the recorded one, that dim is recorded as "changed"
     (``None``), and the new trace gives it a symbol. Later sizes then pass the
-    entry's guards (``L['x'].size()[0] >= 2``) and reuse the graph.
+    entry's guards (``2 <= L['x'].size()[0]``) and reuse the graph.
     ``dynamic=True`` gives every dim a symbol from the first trace,
     ``dynamic=False`` none, ever. Parameters and attributes of modules stay
     static, as in torch (``force_parameter_static_shapes``).
