@@ -111,7 +111,8 @@ class Specialization:
 
 
 def _canonical(expr: sympy.Basic) -> sympy.Basic:
-    """``s0 - 4 >= 0`` -> ``s0 >= 4``; ``Ne(s1, s0)`` -> ``Ne(s0, s1)``: one spelling per decision."""
+    """``s0 - 4 >= 0`` -> ``s0 >= 4``; ``Ne(s1, s0)`` -> ``Ne(s0, s1)``; ``s0 - s1 > 0`` -> ``s0 > s1``: one
+    spelling per decision."""
     if isinstance(expr, sympy.Rel):
         lhs, rhs = expr.lhs - expr.rhs, sympy.Integer(0)
         const = lhs.as_coeff_Add()[0]
@@ -125,6 +126,10 @@ def _canonical(expr: sympy.Basic) -> sympy.Basic:
             elif a.could_extract_minus_sign():
                 lhs, rhs = b, -a
             lhs, rhs = sorted((lhs, rhs), key=sympy.default_sort_key)
+        elif rhs == 0 and isinstance(lhs, sympy.Add) and len(lhs.args) == 2:
+            neg = [a for a in lhs.args if a.could_extract_minus_sign()]
+            if len(neg) == 1:  # s0 - s1 > 0 -> s0 > s1: the user's two sides, as torch's guard keeps them
+                lhs, rhs = lhs - neg[0], -neg[0]
         return type(expr)(lhs, rhs)
     return expr
 
