@@ -194,3 +194,62 @@ def vit_tiny():
 
 BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "t5": t5, "deberta_v2": deberta_v2, "resnet10t": resnet10t,
             "vit_tiny": vit_tiny}
+
+
+# More families (issue: more models through md.compile, against torch.compile): tiny configs,
+# one or two layers, hidden 64, random weights, dropout probabilities 0 so train mode is deterministic.
+def _hf_tiny(config: str, model: str, **cfg):
+    """A transformers ``<model>(<config>(**cfg))``, seeded, every ``*dropout*``/``*_pdrop`` probability 0."""
+    _without_broken_torchvision()
+    _quiet_transformers()
+    import transformers
+
+    torch.manual_seed(0)
+    config_cls = getattr(transformers, config)
+    probe = config_cls()
+    drops = {k: 0.0 for k, v in vars(probe).items() if ("dropout" in k or k.endswith("_pdrop") or k.endswith("_prob"))
+             and isinstance(v, float)}
+    return getattr(transformers, model)(config_cls(**{**drops, **cfg}))
+
+
+_ENCODER = dict(num_hidden_layers=1, hidden_size=64, num_attention_heads=4, intermediate_size=128, vocab_size=VOCAB,
+                max_position_embeddings=32, num_labels=3)
+
+
+def roberta():
+    """transformers ``RobertaForSequenceClassification``, hidden 64, one layer, 3 labels."""
+    model = _hf_tiny("RobertaConfig", "RobertaForSequenceClassification", **_ENCODER)
+    return model.eval(), (), {"input_ids": _tokens(), "labels": torch.tensor([0, 2])}
+
+
+def albert():
+    """transformers ``AlbertForSequenceClassification`` (embeddings 32 projected to hidden 64, shared layers)."""
+    model = _hf_tiny("AlbertConfig", "AlbertForSequenceClassification", embedding_size=32, **_ENCODER)
+    return model.eval(), (), {"input_ids": _tokens(), "labels": torch.tensor([0, 2])}
+
+
+def bart():
+    """transformers ``BartForConditionalGeneration`` (encoder-decoder), d_model 64, one layer each side, with ``labels``."""
+    model = _hf_tiny("BartConfig", "BartForConditionalGeneration", d_model=64, encoder_layers=1, decoder_layers=1,
+                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                     vocab_size=VOCAB, max_position_embeddings=32)
+    ids = _tokens()
+    return model.eval(), (), {"input_ids": ids, "labels": ids}
+
+
+def mistral():
+    """transformers ``MistralForCausalLM``, hidden 64, 4 query heads over 2 kv heads, one layer, with ``labels``."""
+    model = _hf_tiny("MistralConfig", "MistralForCausalLM", num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=32)
+    ids = _tokens()
+    return model.eval(), (), {"input_ids": ids, "labels": ids}
+
+
+def deit_tiny():
+    """timm ``deit_tiny_patch16_224`` at img_size=32, depth 1, 10 classes."""
+    model = timm_model("deit_tiny_patch16_224", img_size=32, depth=1, num_classes=10)
+    g = torch.Generator().manual_seed(0)
+    return model.eval(), (torch.randn(BATCH, 3, 32, 32, generator=g),), {}
+
+
+BUILDERS.update({"roberta": roberta, "albert": albert, "bart": bart, "mistral": mistral, "deit_tiny": deit_tiny})

@@ -64,6 +64,7 @@ _SECONDS = {
     "tests/test_symbolic_core.py": 31, "tests/test_ported_dynamo.py": 30,
     "notebooks/12_why_three_passes.ipynb": 29,
     "tests/test_higher_order_ops.py": 150, "tests/test_unbacked.py": 40, "notebooks/16_values_that_decide.ipynb": 40,
+    "tests/test_models_like_torch_more.py": 50,
 }
 
 

@@ -1804,7 +1804,6 @@ KNOWN: dict[str, str] = {
     "p_dunder_add": "both break at the class statement (before any op); torch's resume traces V(x) + V(x * 2) "
                     "(1 graph); ours cannot rebuild the class body function, whose closure cell V its method "
                     "reads, and runs the frame eagerly (no graph)",
-    "p_retain_grad": _ONE_OP + "one graph and a break at y.retain_grad",
     "p_pre_hook_print": "both break at the hooked module's call (before any op: no reason); torch then compiles "
                         "the module's own forward frame, which the eager hook call reaches (2 graphs); ours "
                         "runs that library frame eagerly (1 graph)",
@@ -1818,12 +1817,7 @@ KNOWN: dict[str, str] = {
 
 
 FIXED = {name: fn for name, fn in dict(globals()).items() if name.startswith("f_")}
-KNOWN_FIXED = {
-    "f_autocast_break_inside": "torch resumes inside the autocast block (its resume function re-enters it, "
-                               "2 graphs); ours runs a frame with a break inside a non-grad with-block eagerly",
-    "f_inference_mode_break_inside": "torch resumes inside the inference_mode block (2 graphs); ours runs the "
-                                     "frame eagerly",
-}
+KNOWN_FIXED: dict[str, str] = {}
 
 
 def compare2(name):
@@ -1831,11 +1825,7 @@ def compare2(name):
 
 
 # Where we differ from torch on 3.12 and 3.13 only (strict xfails there; equal on 3.11).
-KNOWN_FROM_312: dict[str, str] = {
-    "p_cached_property": "an object made in the frame reads a functools.cached_property: from 3.12 (no lock in "
-                         "cached_property.__get__) ours returns the descriptor itself instead of calling __get__, "
-                         "breaks at the add and runs the frame eagerly (results equal eager); torch inlines __get__",
-}
+KNOWN_FROM_312: dict[str, str] = {}
 
 
 def _marks(n):

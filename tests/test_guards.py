@@ -414,3 +414,20 @@ def test_a_module_global_read_through_the_module_bound_once_still_recompiles():
         assert fn(x).tolist() == f(x).tolist() == [3.0, 3.0]
     finally:
         sys.modules.pop(mod.__name__, None)
+
+
+def test_a_singleton_identity_test_stands_for_its_type_test():
+    """Note [An identity test with a singleton implies the type]: ``flag is True`` alone in the check
+    function; 1 for True, 0 or False for None still miss the entry, as their type guards say."""
+    def f(x, flag, opt):
+        return x + 1 if flag and opt is None else x - 1
+
+    compiled = md.compile(f, backend="eager")
+    x = torch.zeros(2)
+    assert torch.equal(compiled(x, True, None), f(x, True, None))
+    source = compiled.cache.entries[0].check.source
+    assert "is True" in source and "is bool" not in source and "type(None)" not in source
+    assert any(g.expr.endswith("is bool") for g in compiled.cache.entries[0].guards)
+    for args in ((1, None), (True, 0), (True, False), (False, None)):
+        assert torch.equal(compiled(x, *args), f(x, *args)), args
+    assert len(compiled.cache.entries) == 5

@@ -89,3 +89,22 @@ def test_star_argument_only_for_a_whole_sequence(container):
     cf = md.compile(f, backend="eager")
     torch.testing.assert_close(cf(arg), f(arg))
     assert "*L['d']" not in cf.cache.entries[0].transformed_source
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_graph_code_is_written_once_not_per_call(backend, monkeypatch):
+    """Note [Graph modules compile their code lazily]: the ``eager`` backend returns ``gm.forward``
+    (torch's does too), a bound method the cache keeps; its first run writes the code and every
+    later run calls that code, as torch's ``_LazyGraphModule.real_recompile`` does, never writing it again."""
+    from torch.fx.graph_module import GraphModule
+
+    written = []
+    real = GraphModule.recompile
+    monkeypatch.setattr(GraphModule, "recompile", lambda self: written.append(1) or real(self))
+    cf = md.compile(lambda x, y: (x + y).relu(), backend=backend)
+    x, y = torch.randn(3), torch.randn(3)
+    cf(x, y)
+    first = len(written)
+    for _ in range(5):
+        torch.testing.assert_close(cf(x, y), (x + y).relu())
+    assert first >= 1 and len(written) == first

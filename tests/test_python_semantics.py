@@ -698,11 +698,7 @@ def test_builtins_with_keys_sets_and_cached_methods_match_eager(fn):
             assert g == w
 
 
-@pytest.mark.parametrize("fn", [max_with_key, min_of_empty_with_default, lru_cached_method, pytest.param(
-    set_of_tensors, marks=pytest.mark.xfail(strict=True, reason="torch traces a set of tensors whole (SetVariable, "
-                                            "tensors hashed by identity); ours breaks at BUILD_SET, and with one op "
-                                            "before it runs the frame eagerly, as torch's is_non_empty_graph rule "
-                                            "(0 graphs where torch has 1)"))])
+@pytest.mark.parametrize("fn", [max_with_key, min_of_empty_with_default, lru_cached_method, set_of_tensors])
 def test_builtins_with_keys_sets_and_cached_methods_count_like_torch(fn):
     x = torch.randn(3)
     with quiet():

@@ -82,7 +82,10 @@ def _lazy_graph_module_class():
 
     class _LazyRunGraphModule(_LazyGraphModule):
         def _lazy_forward(self, *args, **kwargs):
-            self._real_recompile()
+            # real_recompile, as torch's: writes the code only while forward is still this method.
+            # A backend (``eager``: ``return gm.forward``) keeps this bound method and calls it on
+            # every run; writing and compiling the code each time cost 300 us per call.
+            self.real_recompile()
             return self.forward(*args, **kwargs)  # the generated code now
 
         forward = _lazy_forward

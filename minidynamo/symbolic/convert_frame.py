@@ -34,7 +34,8 @@ from .output_graph import OutputGraph
 from .resume_execution import NULL, ResumeFunction, live_locals
 from .source import LocalSource
 from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
-from .variables.ctx_manager import GradModeExit, GradModeVariable, WithExitVariable, leave_open_contexts, open_contexts
+from .variables.ctx_manager import (ContextExitVariable, GradModeExit, GradModeVariable, ResumedContext, WithExitVariable,
+                                    leave_open_contexts, open_contexts)
 from .variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
 from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
@@ -151,8 +152,17 @@ def _setup_resume(tx, frame, L: dict) -> None:
                                  "the with-block this resume function starts in", name)
             tx.output.guards.scope["___GradModeExit"] = GradModeExit
             ctx = GradModeVariable(value.target_mode)
+            ctx.enter(tx)  # torch's resume prologue re-enters the block: its set_grad_enabled opens the graph
             ctx.initial_mode = value.initial_mode
             tx.stack.append(WithExitVariable(ctx))
+        elif type(value) is ResumedContext:  # Note [A resume function re-enters autocast and inference_mode]
+            name = f"L['___stack{i}']"
+            tx.output.guards.add(LocalSource(f"___stack{i}"), "TYPE_MATCH",
+                                 f"type({name}) is ___ResumedContext and {name} == "
+                                 f"{tx.output.guards.name_for(value, 'resumed_' + value.kind)}",
+                                 "the with-block this resume function starts in", name)
+            tx.output.guards.scope["___ResumedContext"] = ResumedContext
+            tx.stack.append(value.variable(tx))
         else:
             tx.stack.append(LazyVariableTracker(value, LocalSource(f"___stack{i}")))
     if frame.offset:
@@ -261,8 +271,15 @@ def finish(tx, frame, config) -> CacheEntry:
         tail.append(f"    return {taken}")
         tail.append(f"return {fall}")
     side_effects = tx.output.side_effects.codegen(cg)
-    if kind == "call" and tx.grad_blocks():  # the graph leaves grad mode as it found it
-        tx.output.create_proxy("call_function", torch.set_grad_enabled, (tx.grad_blocks()[0].initial_mode,), {})
+    if kind == "call":  # the graph leaves the blocks open at the break, innermost first, as torch's
+        exits = [v for v in tx.stack if isinstance(v, WithExitVariable)
+                 or isinstance(v, ContextExitVariable) and v.resumable()]
+        outermost_grad = next((v for v in exits if isinstance(v, WithExitVariable)), None)
+        for exit_var in reversed(exits):
+            if isinstance(exit_var, ContextExitVariable):  # autocast / inference_mode: its exit node
+                exit_var.ctx.exit(tx)
+            elif exit_var is outermost_grad:  # grad mode as the frame found it
+                tx.output.create_proxy("call_function", torch.set_grad_enabled, (tx.grad_blocks()[0].initial_mode,), {})
     elif torch.is_grad_enabled() != tx.entry_grad_mode:
         # the trace left a grad-mode block that the frame entered before it started (a
         # resume function inside `with torch.no_grad()`): a graph's own set_grad_enabled
@@ -358,12 +375,16 @@ def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, push
     stack_exprs = [cg.expr(v) for v in below] + (["___r"] if pushes else [])
     resume = f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"
     blocks = [v.ctx for v in below if isinstance(v, WithExitVariable)]
+    contexts = [cg.expr(v) for v in below if isinstance(v, ContextExitVariable) and v.resumable()]
+    call = [line]
+    if contexts:  # Note [A resume function re-enters autocast and inference_mode]: around the call only
+        call = [f"with {', '.join(contexts)}:   # still inside the `with` block", f"    {line}"]
     if not blocks:
-        return [line, resume]
+        return [*call, resume]
     # Note [A break inside a with block]: the call and the resume function run in the
     # block's grad mode; an exception leaves the block (the mode from before it)
     return [f"torch.set_grad_enabled({blocks[-1].target_mode})   # still inside the `with` block",
-            "try:", f"    {line}", f"    {resume}", "except BaseException:",
+            "try:", *[f"    {part}" for part in call], f"    {resume}", "except BaseException:",
             f"    torch.set_grad_enabled({blocks[0].initial_mode})   # the block's __exit__", "    raise"]
 
 

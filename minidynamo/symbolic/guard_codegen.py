@@ -181,6 +181,7 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         fused = _module_fused(name, group, layouts)
         tests = [f"({_hoist_torch_constants(_replace_source(g.expr, name, local), scope)})" for g in group
                  if (spec is None or g.kind != "TENSOR_MATCH") and g not in fused]  # one C++ call replaces those
+        tests = _singleton_tests(tests, local)
         if spec is not None:
             tests.append(f"{_tensor_matcher(spec, scope, matchers)}({local})")
         if fused:
@@ -210,6 +211,22 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
         lines.append("        return False")
     lines.append("    return True")
     return "\n".join(lines) + "\n"
+
+
+def _singleton_tests(tests: list[str], local: str) -> list[str]:
+    """Note [An identity test with a singleton implies the type]
+
+    A bool or None read by the trace has two guards, ``type(x) is bool`` (TYPE_MATCH)
+    and ``x is False`` (ID_MATCH on the constant). ``None``, ``True`` and ``False``
+    are the only instances of their types, so the identity test alone decides both:
+    the type test is left out of the check function (a T5 check held 288 of them),
+    and stays in the guard list, the tree and the failure reasons.
+    """
+    singles = {f"({local} is None)": f"(type({local}) is type(None))",
+               f"({local} is True)": f"(type({local}) is bool)",
+               f"({local} is False)": f"(type({local}) is bool)"}
+    implied = {singles[t] for t in tests if t in singles}
+    return [t for t in tests if t not in implied] if implied else tests
 
 
 # Note [A sequence of tensors is one C++ call]

@@ -20,7 +20,7 @@ from .exc import EagerFallback, ObservedException, RestartAnalysis, Unsupported,
 from .resume_execution import vm_can_run
 from .inlining import InliningInstructionTranslator
 from .translator_base import JUMP_OPCODES, InstructionTranslatorBase, _exception_table
-from .variables.ctx_manager import WithExitVariable
+from .variables.ctx_manager import ContextExitVariable, WithExitVariable
 from .variables.tensor import TensorVariable
 
 
@@ -119,6 +119,12 @@ class InstructionTranslator(InstructionTranslatorBase):
         """The grad-mode ``with`` blocks open at this point (their exits on the stack), outermost first."""
         return [v.ctx for v in self.stack if isinstance(v, WithExitVariable)]
 
+    def resumable_blocks(self) -> bool:
+        """Open with-blocks a resume function can re-enter, and none it cannot: grad mode's, autocast,
+        inference_mode (Note [A resume function re-enters autocast and inference_mode], ctx_manager.py)."""
+        exits = [v for v in self.stack if isinstance(v, (WithExitVariable, ContextExitVariable))]
+        return bool(exits) and all(isinstance(v, WithExitVariable) or v.resumable() for v in exits)
+
     def only_with_blocks(self) -> bool:
         """No try/except/finally in the frame: every handler is a with-statement's (Note [A break inside a with block])."""
         insts = self.instructions
@@ -130,11 +136,11 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def check_can_break(self, explanation, at_call: bool = False) -> None:
         """Where real Dynamo refuses to split a frame, the whole frame runs eagerly."""
-        if at_call and self.in_try_block(self.current_inst) and self.grad_blocks() and self.only_with_blocks():
+        if at_call and self.in_try_block(self.current_inst) and self.resumable_blocks() and self.only_with_blocks():
             if self.maybe_has_backedge():
                 explanation.reason += " (graph break in a for/while loop: the whole frame runs eagerly, as in Dynamo)"
                 raise EagerFallback(explanation)
-            return  # inside `with torch.no_grad()` (or enable_grad, set_grad_enabled): resumed inside the block
+            return  # inside `with torch.no_grad()` (enable_grad, set_grad_enabled, autocast, inference_mode): resumed inside
         if self.in_try_block(self.current_inst):
             if self.in_user_try(self.current_inst) and self.checkpoint is not None \
                     and vm_can_run(self.code, self.checkpoint[0]):

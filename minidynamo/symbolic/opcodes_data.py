@@ -23,6 +23,7 @@ from .variables.dicts import ConstDictVariable
 from .variables.lists import ListVariable, SliceVariable, TupleVariable
 from .variables.misc import StringFormatVariable
 from .variables.numpy import NumpyNdarrayVariable
+from .variables.sets import SetVariable
 from .variables.tensor import TensorVariable
 
 BINARY_OPS = [operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul, operator.mul,
@@ -132,13 +133,11 @@ class DataOpcodes:
         self.push(ListVariable(self.popn(inst.arg)))
 
     def BUILD_SET(self, inst) -> None:
-        items = self.popn(inst.arg)
-        self.push(ConstantVariable({i.as_python_constant() for i in items}))
+        self.push(SetVariable.build(self, self.popn(inst.arg)))  # Note [A set is a dict of hashable trackers]
 
     def SET_UPDATE(self, inst) -> None:
         other = self.pop()
-        target = self.peek(inst.arg)
-        target.value.update(v.as_python_constant() for v in other.unpack_var_sequence(self))
+        self.peek(inst.arg).call_method(self, "update", [other], {})
 
     def BUILD_MAP(self, inst) -> None:
         flat = self.popn(2 * inst.arg)
@@ -214,7 +213,7 @@ class DataOpcodes:
 
     def SET_ADD(self, inst) -> None:
         v = self.pop()
-        self.peek(inst.arg).value.add(v.as_python_constant())
+        self.peek(inst.arg).call_method(self, "add", [v], {})
 
     def MAP_ADD(self, inst) -> None:
         value, key = self.pop(), self.pop()

@@ -243,6 +243,9 @@ class ResumeFunction:
             else:
                 frame.locals[name] = value
         stack = [L[f"___stack{i}"] for i in range(self.stack_depth)]
+        # the prologue: an autocast / inference_mode block the rest starts inside is entered here (a
+        # ResumedContext, variables/ctx_manager.py: Note [A resume function re-enters autocast and inference_mode])
+        stack = [v.enter_for_resume() if type(v).__name__ == "ResumedContext" else v for v in stack]
         frame.stack = [interpreter.NULL if v is NULL else v for v in stack]
         frame.ip = frame.index_of[self.offset]
         return InterceptingVM(self.config).run_frame(frame)

@@ -129,6 +129,7 @@ class SideEffects:
         from .variables.containers import DequeVariable
         from .variables.dicts import ConstDictVariable
         from .variables.iter import ListIteratorVariable
+        from .variables.sets import SetVariable
 
         lines = []
         for var in self.mutated_containers.values():
@@ -138,6 +139,8 @@ class SideEffects:
                 lines.append(f"___replace_dict({target}, {{{body}}})")
             elif isinstance(var, ListIteratorVariable):  # Note [A carried iterator is advanced in place]
                 lines.append(f"{target}.resume_index = {var.index}")
+            elif isinstance(var, SetVariable):  # set.__init__ clears, then fills (as torch's SetVariable.__init__)
+                lines.append(f"{target}.__init__([{', '.join(cg.expr(v) for v in var.items.values())}])")
             elif isinstance(var, DequeVariable):  # Note [A deque made in the trace]: __init__ clears, then fills
                 lines.append(f"{target}.__init__([{', '.join(cg.expr(v) for v in var.items)}], {var.maxlen!r})")
             else:

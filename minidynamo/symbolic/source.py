@@ -151,6 +151,18 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True, repr=False)
+class DictGetItemByKeyIndexSource(Source):
+    """The value under a dict's ``index``-th key, a key that is no literal (a class, ``typing.Union``):
+    ``G['d'][list(G['d'])[3]]``, torch's ``DictGetItemSource`` over a ``ConstDictKeySource``."""
+
+    base: Source
+    index: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}[list({self.base.name()})[{self.index}]]"
+
+
+@dataclass(frozen=True, repr=False)
 class ClosureSource(Source):
     """A cell of a function's closure: ``G['f'].__closure__[0].cell_contents``."""
 

@@ -41,6 +41,7 @@ from .iter import ListIteratorVariable
 from .lists import ListVariable, TupleVariable
 from .misc import UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .sets import SetVariable
 from .numpy import NumpyNdarrayVariable, NumpyVariable, is_numpy_callable  # registers Tensor.numpy() (tensor.py)
 from .tensor import TensorVariable
 from .torch import PythonModuleVariable, TorchInGraphFunctionVariable, is_torch_callable
@@ -50,6 +51,29 @@ from .user_class import UserDefinedClassVariable
 # registers its class here when imported, as the frame hook sits above the builder and the
 # builder never imports it (the import contracts of pyproject.toml, tests/test_import_contracts.py)
 COMPILED_FUNCTION_TYPES: tuple[type, ...] = ()
+
+
+def _identity_key(key: Any) -> bool:
+    """A dict key compared by identity: a class or ``typing.Union``-like object with object's ``==`` and hash."""
+    return (isinstance(key, type) or type(key).__module__ == "typing") \
+        and type(key).__eq__ is object.__eq__ and type(key).__hash__ is object.__hash__
+
+
+def _dict_with_object_keys(tx, source: Source, value: dict) -> VariableTracker:
+    """A dict read from outside whose keys are classes (huggingface_hub's ``_BASIC_TYPE_VALIDATORS``,
+    reached by a config's validated ``__setattr__``): torch's ``DICT_KEYS_MATCH`` guards such keys
+    by identity and reads each value through the key's position (``ConstDictKeySource``,
+    torch/_dynamo/variables/builder.py); ours writes the keys guard with each key by its scope name."""
+    from ..guards import _is_literal
+    from ..source import DictGetItemByKeyIndexSource
+
+    guards = tx.output.guards
+    guards.TYPE_MATCH(source, value, "the trace read this dict")
+    keys = ", ".join(repr(k) if _is_literal(k) else guards.name_for(k, getattr(k, "__name__", "key")) for k in value)
+    guards.add(source, "DICT_KEYS", f"list({source.name()}) == [{keys}]", "the trace read these keys (classes by identity)",
+               f"list({source.name()})")
+    items = {k: VariableBuilder(tx, DictGetItemByKeyIndexSource(source, i))(v) for i, (k, v) in enumerate(value.items())}
+    return ConstDictVariable(items, user_cls=type(value), source=source)
 
 
 class VariableBuilder:
@@ -135,6 +159,8 @@ class VariableBuilder:
             from ..guards import _is_literal
 
             if not all(_is_literal(k) for k in value):
+                if all(_is_literal(k) or _identity_key(k) for k in value):
+                    return _dict_with_object_keys(tx, source, value)
                 # the keys guard and each item's source are written as Python literals; a module
                 # or any object as a key has none (torch guards such keys by identity)
                 unimplemented("a dict whose keys are not Python literals (a dtype, an enum, a module or another object as a key)",
@@ -144,6 +170,17 @@ class VariableBuilder:
                        f"list({source.name()})")
             items = {k: VariableBuilder(tx, GetItemSource(source, k))(v) for k, v in value.items()}
             return ConstDictVariable(items, user_cls=type(value), source=source)
+        if type(value) in (set, frozenset):  # Note [A set is a dict of hashable trackers] (sets.py)
+            if any(isinstance(v, torch.Tensor) for v in value):  # torch: its order is the tensors' addresses
+                unimplemented("a set of tensors read from outside the frame (its order would be the tensors' "
+                              "addresses)", "use a dict whose keys are the tensors",
+                              gb_id=gb.gb_id_of("Attempted to wrap a set with tensors"),
+                              context="Python set containing torch.Tensor elements")
+            if all(is_constant_value(v) for v in value):
+                # a copy: an empty set (``set()`` is no literal) is compared with an object bound in the
+                # guards' scope, which must not be the user's set that later mutations change
+                guards.CONSTANT_MATCH(source, value.copy(), "the trace read this set's items")
+                return SetVariable.build(None, [ConstantVariable(v) for v in value], type(value), source=source)
         if type(value) is collections.deque:  # Note [A deque made in the trace]: one from outside too
             guards.TYPE_MATCH(source, value, "the trace read this deque")
             guards.LENGTH_CHECK(source, value, "the trace unrolled this deque")
@@ -314,8 +351,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return ConstDictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     if is_constant_value(value) or isinstance(value, (torch.finfo, torch.iinfo)):
         return ConstantVariable(value)
-    if type(value) is set and all(is_constant_value(v) for v in value):  # made in the trace: a constant
-        return ConstantVariable(value)
+    if type(value) is set and all(is_constant_value(v) for v in value):  # made in the trace: a set of constants
+        return SetVariable.build(None, [ConstantVariable(v) for v in value])  # constants need no tx
     if isinstance(value, type):
         return BuiltinVariable(value) if is_builtin(value) else UserDefinedClassVariable(value)
     unimplemented(f"a {type(value).__name__} value produced while tracing", gb_id=gb.SOURCELESS)

@@ -341,6 +341,18 @@ class BuiltinVariable(VariableTracker):
     def _call_tuple(self, tx, obj=None):
         return TupleVariable(self._seq(tx, obj) if obj is not None else [])
 
+    def _call_set(self, tx, obj=None):
+        from .sets import build_set  # Note [A set is a dict of hashable trackers]
+
+        return build_set(tx, obj)
+
+    def _call_frozenset(self, tx, obj=None):
+        from .sets import build_set
+
+        if obj is None or obj.is_python_constant():
+            return None  # a frozenset of constants is a constant (folded below)
+        return build_set(tx, obj, frozenset)
+
     def _call_dict(self, tx, *args, **kwargs):
         from .dicts import ConstDictVariable
 

@@ -222,8 +222,9 @@ class ContextlibContextManagerVariable(VariableTracker):
 class ContextExitVariable(VariableTracker):
     """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack for a context other than grad mode's.
 
-    A graph break inside such a block runs the frame eagerly (it is not one of
-    ``grad_blocks()``, which a resume function can re-enter)."""
+    A graph break inside such a block runs the frame eagerly, unless it is an autocast or
+    inference_mode block (``resumable()``): Note [A resume function re-enters autocast and
+    inference_mode]."""
 
     def __init__(self, ctx: ContextlibContextManagerVariable, **kwargs):
         super().__init__(**kwargs)
@@ -231,6 +232,80 @@ class ContextExitVariable(VariableTracker):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         return self.ctx.exit(tx)
+
+    def resumable(self) -> bool:
+        return isinstance(self.ctx, (AutocastModeVariable, InferenceModeVariable))
+
+    def resumed_context(self) -> "ResumedContext":
+        if isinstance(self.ctx, AutocastModeVariable):
+            return ResumedContext("autocast", tuple(self.ctx.target_values))
+        return ResumedContext("inference_mode", (self.ctx.mode,))
+
+    def reconstruct(self, codegen) -> str:
+        if not self.resumable():
+            return super().reconstruct(codegen)
+        cls = codegen.install(ResumedContext, "ResumedContext")
+        ctx = self.resumed_context()
+        return f"{cls}({ctx.kind!r}, ({', '.join(codegen.constant_expr(v) for v in ctx.values)},))"
+
+
+class ResumedContext:
+    """An autocast or inference_mode block that a resume function starts inside, by its constant arguments.
+
+    Note [A resume function re-enters autocast and inference_mode]
+        torch resumes after a graph break inside ``with torch.autocast(...)`` or ``with
+        torch.inference_mode()`` inside the block (symbolic_convert.py ``create_call_resume_at``,
+        ``ContextWrappingVariable.reconstruct_type``): the graph before the break leaves the
+        context (its ``_exit_autocast`` node), the transformed code re-enters it around the
+        unsupported call only, and the resume function's prologue enters it again
+        (resume_execution.py ``setup_fn_target_values``), so the next graph opens with
+        ``_enter_autocast`` and the block's own end leaves it. Ours does the same: this object,
+        in the stack slot where the block's ``__exit__`` was, is the ``with`` around the call in
+        the transformed code; a traced resume function enters the block in its graph
+        (``_setup_resume``, convert_frame.py); one run eagerly enters the real context and puts
+        its ``__exit__`` in that slot (``ResumeFunction.run_eagerly``). Only at a call, in a frame
+        without try/except, as grad-mode blocks (Note [A break inside a with block]).
+    """
+
+    def __init__(self, kind: str, values: tuple):
+        self.kind = kind  # "autocast" (values: device_type, dtype, enabled, cache_enabled) or "inference_mode"
+        self.values = values
+        self._entered: list = []
+
+    def make(self):
+        """A new real context manager for this block."""
+        if self.kind == "autocast":
+            device_type, dtype, enabled, cache_enabled = self.values
+            return torch.autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+        return torch.inference_mode(*self.values)
+
+    def __enter__(self) -> None:
+        ctx = self.make()
+        ctx.__enter__()
+        self._entered.append(ctx)
+
+    def __exit__(self, *exc_info) -> None:
+        self._entered.pop().__exit__(*exc_info)
+
+    def enter_for_resume(self):
+        """The prologue of a resume function run eagerly: enter the block, return its ``__exit__``."""
+        ctx = self.make()
+        ctx.__enter__()
+        return ctx.__exit__
+
+    def variable(self, tx) -> VariableTracker:
+        """A traced resume function's prologue: the block entered in the graph, its exit for the stack slot."""
+        ctx = AutocastModeVariable(list(self.values)) if self.kind == "autocast" else InferenceModeVariable(*self.values)
+        ctx.enter(tx)
+        return ContextExitVariable(ctx)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResumedContext) and (self.kind, self.values) == (other.kind, other.values)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ResumedContext({self.kind!r}, {self.values!r})"
 
 
 class InferenceModeVariable(VariableTracker):

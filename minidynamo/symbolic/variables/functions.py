@@ -140,6 +140,15 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             return tx.wrap_sourceless(result)
         if self.fn in POLYFILLS:  # a library function traced through its Python stand-in
             return UserFunctionVariable(POLYFILLS[self.fn]).call_function(tx, args, kwargs)
+        if getattr(self.fn, "_dynamo_marked_constant", False) \
+                and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            # ``torch._dynamo.assume_constant_result(f)`` (decorators.py) sets this flag, and so does
+            # transformers' ``_make_compile_constant`` (``is_torch_available``): torch's
+            # UserFunctionVariable calls ``f`` now and keeps its result as a constant of the trace
+            # (``invoke_and_store_as_constant``, torch/_dynamo/variables/functions.py), not traced
+            result = self.fn(*[a.as_python_constant() for a in args],
+                             **{k: v.as_python_constant() for k, v in kwargs.items()})
+            return tx.wrap_sourceless(result)
         if inspect.getattr_static(self.fn, "_torchdynamo_disable", False):
             # ``torch._dynamo.disable(f)`` / ``torch.compiler.disable``: the wrapper is never inlined;
             # the call is a graph break and runs eagerly, as torch's SkipFunctionVariable.call_function

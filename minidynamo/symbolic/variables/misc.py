@@ -378,7 +378,8 @@ class UserDefinedObjectVariable(VariableTracker):
         cls = type(self.value)
         if inspect.getattr_static(cls, "__bool__", None) is None and inspect.getattr_static(cls, "__len__", None) is None:
             return True
-        return super().truth(tx)
+        result = python_bool(tx, self, cls)
+        return super().truth(tx) if result is None else result
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
@@ -405,6 +406,28 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
+
+
+def python_bool(tx, obj: VariableTracker, cls: type) -> bool | None:
+    """``bool(obj)`` through its class's Python ``__bool__``, else its Python ``__len__`` (> 0),
+    inlined, as torch's ``generic_bool`` (torch/_dynamo/variables/object_protocol.py, CPython's
+    ``PyObject_IsTrue``) for a user object: ``if cache:`` on transformers' ``DynamicCache``
+    (its ``__len__`` is ``len(self.layers)``). None when neither is a Python function or the
+    result is not a constant (the caller breaks the graph, as torch's ``generic_jump``)."""
+    from .functions import UserMethodVariable
+
+    for name in ("__bool__", "__len__"):
+        fn = inspect.getattr_static(cls, name, None)
+        if fn is None:
+            continue
+        if not inspect.isfunction(fn):
+            return None
+        result = UserMethodVariable(fn, obj).call_function(tx, [], {})
+        if not result.is_python_constant():
+            return None
+        value = result.as_python_constant()
+        return bool(value) if name == "__bool__" else value > 0
+    return None
 
 
 # Note [A random number is a graph input]

@@ -102,17 +102,39 @@ class NewObjectVariable(VariableTracker):
         return self.generic_getattr(tx, name)
 
     def generic_getattr(self, tx, name: str) -> VariableTracker:
-        """``object.__getattribute__(obj, name)``: the instance's attributes, then its class."""
+        """``object.__getattribute__(obj, name)``: the instance's attributes, then its class.
+
+        Note [A descriptor's Python __get__ is inlined]
+            A class attribute whose type has a Python ``__get__`` (``functools.cached_property``,
+            a user's descriptor class) is read as Python reads it: ``type(d).__get__(d, obj, cls)``,
+            inlined, as torch's ``UserDefinedObjectVariable.var_getattr``
+            (torch/_dynamo/variables/user_defined.py). cached_property's body then stores the
+            value in the instance dict (``obj.__dict__[name] = val``), so a second read finds it
+            there. From 3.12 that body has no lock, and torch traces it whole.
+        """
         if name in self.attrs:
             return self.attrs[name]
         if name == "__dict__":
             from .user_defined import NewObjectDictVariable
 
             return NewObjectDictVariable(self)
+        if name == "__reduce_ex__":  # a copy of a copy (Whisper's config, deep-copied twice in one forward)
+            from ..polyfills import plain_reduce, reduce_ex_user_defined_object
+            from .functions import UserMethodVariable
+
+            if plain_reduce(self.cls):  # Note [copy.deepcopy of a user object]
+                return UserMethodVariable(reduce_ex_user_defined_object, self)
         cls_attr = inspect.getattr_static(self.cls, name, None)
         found = class_attribute(tx, self, cls_attr, name)
         if found is not None:
             return found
+        get = inspect.getattr_static(type(cls_attr), "__get__", None) if cls_attr is not None else None
+        if inspect.isfunction(get):  # Note [A descriptor's Python __get__ is inlined]
+            from .functions import UserMethodVariable
+
+            guard_class_attribute(tx, self.cls, name, cls_attr)
+            return UserMethodVariable(get, tx.wrap_sourceless(cls_attr)).call_function(
+                tx, [self, tx.wrap_sourceless(self.cls)], {})
         if cls_attr is not None:
             return tx.wrap_sourceless(cls_attr)
         found = call_class_getattr(tx, self, self.cls, name)  # Note [A missing attribute calls __getattr__]
@@ -122,6 +144,15 @@ class NewObjectVariable(VariableTracker):
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def truth(self, tx) -> bool:
+        """``if obj:``: its class's Python ``__bool__`` or ``__len__``, inlined, else true (torch's ``generic_bool``)."""
+        from .misc import python_bool
+
+        if inspect.getattr_static(self.cls, "__bool__", None) is None and inspect.getattr_static(self.cls, "__len__", None) is None:
+            return True
+        result = python_bool(tx, self, self.cls)
+        return super().truth(tx) if result is None else result
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         """``obj(x)``: ``type(obj).__call__`` inlined (Python looks it up on the class, never the instance)."""

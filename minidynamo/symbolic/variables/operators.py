@@ -20,6 +20,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
 from .numpy import call_numpy_operator
+from .sets import SetVariable, call_set_operator
 from .tensor import DataPtrVariable, TensorVariable
 
 
@@ -37,7 +38,7 @@ def compare_in(tx, item: VariableTracker, container: VariableTracker) -> Variabl
 
     from .misc import UserDefinedObjectVariable
 
-    if isinstance(container, (ConstDictVariable, UserDefinedObjectVariable)):
+    if isinstance(container, (ConstDictVariable, UserDefinedObjectVariable, SetVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     cls = getattr(container, "cls", None)
     contains = inspect.getattr_static(cls, "__contains__", None) if isinstance(cls, type) else None
@@ -151,6 +152,10 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         return ConstantVariable(not args[0].truth(tx))
     if fn is operator.getitem:
         return args[0].call_method(tx, "__getitem__", [args[1]], {})
+    if len(args) == 2 and isinstance(args[0], SetVariable):
+        result = call_set_operator(tx, fn, args)  # Note [A set is a dict of hashable trackers]
+        if result is not None:
+            return result
     if any(isinstance(a, TensorVariable) or type(a).__name__ == "SymNodeVariable" for a in args):
         result = call_numpy_operator(tx, fn, args)  # ndarrays only: NumPy's operator (variables/numpy.py)
         if result is not None:

@@ -32,6 +32,8 @@ CONSTANT_METHODS = {
 }
 CONSTANT_ATTRS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "layout", "is_cuda",
                   "is_sparse", "is_quantized", "is_meta", "itemsize", "is_nested"}
+RETAIN_GRAD = gb.gb_id_of("Tensor.retain_grad() with AOTDispatcher")
+
 # Methods that need data (or change autograd state) the tracer cannot fake: graph breaks.
 BREAK_METHOD_TYPES = {  # torch's registry id for each (graph_break_registry.py)
     "item": gb.ITEM, "__bool__": gb.ITEM, "__int__": gb.ITEM, "__float__": gb.ITEM, "tolist": gb.TOLIST,
@@ -45,7 +47,6 @@ BREAK_METHODS = {
     "__bool__": "bool(tensor) depends on the tensor's data",
     "__int__": "int(tensor) depends on the tensor's data",
     "__float__": "float(tensor) depends on the tensor's data",
-    "retain_grad": "retain_grad changes autograd state",
     "requires_grad_": "requires_grad_ changes autograd metadata of an input",
     # torch/_dynamo/variables/tensor.py: method_resize_, method_resize_as_, method_sparse_resize_*
     "resize_": "Dynamo currently does not support tracing `Tensor.resize_()`.",
@@ -100,6 +101,9 @@ class TensorVariable(VariableTracker):
             return stored
         if name == "__class__":
             return tx.wrap_sourceless(self.python_type())
+        if name == "retain_grad":  # torch breaks at the attribute, not the call (tensor.py method_attr_retain_grad)
+            unimplemented("`Tensor.retain_grad()` does not work with AOTDispatcher.", gb_id=RETAIN_GRAD,
+                          context=f"var_getattr {self} retain_grad")
         if name in CONSTANT_ATTRS:
             value = getattr(fake, name)
             if name == "shape" and _symbolic(value):
