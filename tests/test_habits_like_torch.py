@@ -1454,8 +1454,8 @@ KNOWN: dict[str, str] = {
                                 "of the same code would not recompile in torch",
     # shape guards
     "mark_dynamic_bounded_by_code": "both raise ConstraintViolationError when the code's bounds pin the marked dim to "
-                                    "2, but torch's graph (compiled before the error) has x of size 2 where ours keeps "
-                                    "the symbol alone",
+                                    "2, but torch's graph (compiled before the error) has x of size 2 as its input "
+                                    "where ours has no input",
     "maybe_mark_dynamic_specialized_by_code": "torch's graph for the branch that returns x keeps x as an input "
                                               "beside its size symbol; ours keeps only the symbol",
     "sliced_stride": "torch makes a changed stride automatic-dynamic (a stride symbol in the graph); ours keeps "

@@ -102,3 +102,22 @@ def test_an_int_with_bounds_reads_as_torchs():
     ours = [g.expr for e in f.cache.entries for g in e.guards if g.kind == "SHAPE_ENV"]
     md.reset()
     assert ours == theirs
+
+
+def test_a_range_pinned_to_one_value_is_that_size():
+    """``if x.size(0) > 2`` traced with 2 leaves ``s0`` one value: torch's ``_refine_ranges`` replaces it by 2, so the
+    size is static again and a call with 3 fails the tensor's own size check, as in torch."""
+    def pinned(x):
+        return x * 2 if x.size(0) > 2 else x - 1
+
+    import sys
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from test_habits_like_torch import run
+
+    def prog(api):
+        f = api.compile(pinned, dynamic=True)
+        return [lambda n=n: f(torch.ones(n)) for n in (2, 3, 2)]
+
+    theirs, ours = run(prog, "torch"), run(prog, "ours")
+    assert ours["reasons"] == theirs["reasons"]
+    assert ours["graphs"] == theirs["graphs"]

@@ -56,6 +56,8 @@ Note [A symbol's range guard]
     each symbol's range is printed once, after the other guards, as ``2 <= L['x'].size()[0]
     <= 3`` (torch's ``ShapeEnv.produce_guards_verbose``, "3. Every symbol must be within its
     value range"), and an int's range only when some guard bounded it (``0 <= L['i'] <= 3``).
+    A range narrowed to one value (``s0 > 2`` false for a size: ``[2, 2]``) replaces the
+    symbol by that value, as torch's does: the size is static again.
 
 Note [Duck sizing]
     Under ``dynamic=True`` (torch: ``assume_static_by_default=False``, dims
@@ -470,6 +472,8 @@ class ShapeEnv:
                 rng[1] = high if rng[1] is None else min(rng[1], high)
             if rng != old:
                 self.range_why.setdefault(s, []).append(f"{expr}: {why}")
+            if rng[0] is not None and rng[0] == rng[1] and s not in self.replacements:
+                self.replacements[s] = sympy.Integer(rng[0])  # one value left: torch's "range_refined_to_singleton"
 
     def _bound(self, expr: sympy.Basic) -> tuple:
         """``(lo, hi)`` of a linear ``expr`` over the symbols' ranges (None: unbounded; torch's ``bound_sympy``)."""
