@@ -263,8 +263,8 @@ def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
     """A non-contiguous dynamic input's strides: each one's expression (``L['x'].stride()[0] == 5 * L['x'].stride()[1]``).
 
     The TENSOR_MATCH guard checks the strides that are plain ints (Note [A symbolic fake]);
-    a stride that is a symbol of its own has its ``>= 2`` from the ShapeEnv; the rest are
-    expressions of the sizes and stride symbols, guarded here as torch's ``produce_guards`` does.
+    a stride that is a symbol of its own has its range guard (``2 <= L['x'].stride()[0]``) from the
+    ShapeEnv; the rest are expressions of the sizes and stride symbols, guarded here as torch's ``produce_guards`` does.
     """
     from minidynamo.shapes.symbolic_shapes import python_expr
 
