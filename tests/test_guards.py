@@ -135,7 +135,7 @@ def test_module_parameters_are_guarded_inputs():
     assert any(e.startswith("type(L['self']) is ") for e in exprs)
     assert "[(k, v is None) for k, v in L['self']._modules.items()] == [('0', False), ('1', False), ('2', False)]" in exprs
     placeholders = [n.name for n in out.graphs[0].graph.nodes if n.op == "placeholder"]
-    assert "l_self_0_weight" in placeholders and len(placeholders) == 5
+    assert "l_self_modules_0_parameters_weight_" in placeholders and len(placeholders) == 5
 
 
 def test_guard_events_are_emitted():

@@ -117,7 +117,13 @@ def test_custom_backend_gets_graph_module_and_real_inputs():
     torch.testing.assert_close(out, straight_line(x, y))
     (gm, inputs), = seen
     assert isinstance(gm, torch.fx.GraphModule)
-    assert inputs[0] is x and inputs[1] is y
+    # in the order the trace first used them: ``x @ y.t()`` reads ``y`` (its ``.t``) first
+    # (torch/_dynamo/variables/lazy.py); torch's backend gets the same
+    assert inputs[0] is y and inputs[1] is x
+    theirs = []
+    torch._dynamo.reset()
+    torch.compile(straight_line, backend=lambda gm, ex: theirs.append(ex) or gm.forward)(x, y)
+    assert [id(t) for t in theirs[0] if isinstance(t, torch.Tensor)] == [id(y), id(x)]
 
 
 def test_api_forms():

@@ -343,8 +343,7 @@ def int_input(tx, source: Source, value: int):
     output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
     sym = env.create_int_symbol(value, name)
     symint = env.create_symint(sym, value)
-    node = output._new_placeholder(source.fx_name())
-    node.type = torch.SymInt
+    node = output._new_placeholder(source.fx_name(), torch.SymInt)
     node.meta["example_value"] = symint
     node.meta["source"] = name
     proxy = output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
@@ -414,7 +413,7 @@ def float_input(tx, source: Source, value: float):
     def make_proxy():  # the graph input and its .item(), made when the trace first uses the float
         tensor_source = FloatTensorSource(source)
         wrapped = torch.tensor(value, dtype=torch.float64)
-        node = output._new_placeholder(tensor_source.fx_name())
+        node = output._new_placeholder(tensor_source.fx_name(), torch.Tensor)  # torch's type(wrapped_value)
         node.meta["example_value"] = output.fake_mode.from_tensor(wrapped)
         node.meta["source"] = tensor_source.name()
         output.graphargs.append((tensor_source, node, wrapped))

@@ -69,6 +69,9 @@ def _no_aliasing_guard(guard_set: GuardSet) -> Optional[Guard]:
         elsewhere unrolled ``is`` tests for a few, a set of ids for many.
     """
     sources = [n for n in guard_set.tensor_names if n not in guard_set.duplicate_sources]
+    # torch builds its guards sorted by ``Guard.sort_key`` (torch/_guards.py: locals before globals, then
+    # by the name's length and text), so its aliasing guard lists them so, whatever order the trace met them
+    sources.sort(key=lambda n: (not n.startswith("L["), len(n), n))
     written = sources
     if len(sources) < 2:
         return None

@@ -207,7 +207,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         # trace cannot know; like a call, the subscript runs eagerly between two graphs
         # (torch's ``break_graph_if_unsupported`` on BINARY_SUBSCR). Only on a tensor, and
         # not for 3.12's BINARY_SLICE, which reaches here with its own operands.
-        if inst.opname == "BINARY_SUBSCR" and len(self.stack) >= 2 and isinstance(self.stack[-2], TensorVariable):
+        if inst.opname == "BINARY_SUBSCR" and len(self.stack) >= 2 and isinstance(self.peek(2), TensorVariable):
             self._breakable_call(inst, super().BINARY_SUBSCR)
         else:
             super().BINARY_SUBSCR(inst)
@@ -219,7 +219,7 @@ class InstructionTranslator(InstructionTranslatorBase):
     #     compiles the graph so far, runs the store eagerly and resumes after it, as at a
     #     call; ours does the same for a store on a tensor.
     def STORE_ATTR(self, inst) -> None:
-        if len(self.stack) >= 2 and isinstance(self.stack[-1], TensorVariable):
+        if len(self.stack) >= 2 and isinstance(self.peek(1), TensorVariable):
             self._breakable_call(inst, super().STORE_ATTR)
         else:
             super().STORE_ATTR(inst)
@@ -238,6 +238,9 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def _breakable_call(self, inst, do_call) -> None:
         if inst.offset in self.break_at:
+            # the values the eager call and the resume need are realized (wrapped, guarded), bottom
+            # first, as torch's reconstruct of a LazyVariableTracker does (Note [An inlined call's ...])
+            self.stack[:] = [self.realize(v) for v in self.stack]
             self.result = ("call", inst, self.break_at[inst.offset])
             self.done = True
             return
@@ -256,6 +259,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         if self.output.fullgraph:
             raise e
         self.check_can_break(e.explanation)
+        self.stack[:] = [self.realize(v) for v in self.stack]  # as at a call's break, above
         self.result = ("jump", inst, value, jump_if, pop, e.explanation)
         self.done = True
 

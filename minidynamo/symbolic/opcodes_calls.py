@@ -28,6 +28,24 @@ from .variables.misc import BuildClassVariable, NullVariable
 MAX_INLINE_DEPTH = 40
 
 
+
+def _inlined_callees() -> tuple:
+    from .variables.functions import UserFunctionVariable, UserMethodVariable
+    from .variables.nn_module import NNModuleVariable
+
+    return (UserFunctionVariable, UserMethodVariable, NestedUserFunctionVariable, NNModuleVariable)
+
+
+# Note [An inlined call's arguments stay lazy]
+#     A frame's argument is wrapped (a placeholder, its guards) when the trace first uses
+#     it, not when ``LOAD_FAST`` pushes it (torch/_dynamo/variables/lazy.py). A call the
+#     trace inlines (a Python function, a method, a module) binds the arguments to the
+#     callee's locals as they are, so ``self.lin(x)`` wraps ``x`` inside ``Linear.forward``,
+#     at ``F.linear(input, self.weight, self.bias)``, after the parameters it read first:
+#     torch's graph takes the parameters before ``x``, and so does ours. Any other callee
+#     gets its arguments realized, in order.
+_INLINED_CALLEES = _inlined_callees()
+
 class CallOpcodes:
     """Mixed into InstructionTranslatorBase (which provides push/pop/popn/output/depth)."""
 
@@ -43,9 +61,12 @@ class CallOpcodes:
     def _call_args(self, argc: int):
         """Pop a CALL's operands: [NULL|fn, fn|self, args...] (3.13: [fn, NULL|self, ...]) -> fn, args, kwargs."""
         kw_names, self.kw_names = self.kw_names or (), None
-        args = self.popn(argc)
+        args = self.stack[len(self.stack) - argc:]  # not realized yet (Note [An inlined call's arguments stay lazy])
+        del self.stack[len(self.stack) - argc:]
         second, first = self.pop(), self.pop()
         fn, args = call_target(first, second, args, lambda v: isinstance(v, NullVariable))
+        if type(fn) not in _INLINED_CALLEES:
+            args = [self.realize(a) for a in args]
         kwargs = {}
         if kw_names:
             kwargs = dict(zip(kw_names, args[len(args) - len(kw_names) :]))

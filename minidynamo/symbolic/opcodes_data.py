@@ -50,7 +50,7 @@ class DataOpcodes:
 
     ## Operators
     def BINARY_OP(self, inst) -> None:
-        b, a = self.pop(), self.pop()
+        a, b = self.popn(2)  # realized left first, as torch's call on the operator (a lazy input, lazy.py)
         fn = BINARY_OPS[inst.arg] if inst.arg < 13 else INPLACE_OPS[inst.arg - 13]
         self.push(call_operator(self, fn, [a, b]))
 
@@ -63,7 +63,7 @@ class DataOpcodes:
 
     def COMPARE_OP(self, inst) -> None:
         # 3.13's bool bit (COMPARE_BOOL_BIT) is not applied: the jump it feeds asks the truth itself.
-        b, a = self.pop(), self.pop()
+        a, b = self.popn(2)
         self.push(call_operator(self, COMPARE_OPS[inst.argval], [a, b]))
 
     def IS_OP(self, inst) -> None:
@@ -77,7 +77,7 @@ class DataOpcodes:
 
     ## Subscripts
     def BINARY_SUBSCR(self, inst) -> None:
-        index, obj = self.pop(), self.pop()
+        obj, index = self.popn(2)
         if isinstance(obj, NumpyNdarrayVariable):  # NumPy's indexing (variables/numpy.py)
             self.push(obj.call_method(self, "__getitem__", [index], {}))
         elif isinstance(obj, TensorVariable):

@@ -95,7 +95,7 @@ class OutputGraph:
         """A placeholder for a real tensor the frame reads (an argument, a parameter, a global)."""
         if id(value) in self._tensor_ids:  # the same tensor reached twice: one input
             first = self._tensor_ids[id(value)]
-            self.guards.add(source, "ID_MATCH", f"{source.name()} is {first.source.name()}",
+            self.guards.add(source, "ID_MATCH", f"{first.source.name()} is {source.name()}",
                             "the trace saw these two as the same tensor", source.name())
             self.guards.duplicate_sources.add(source.name())
             return first
@@ -105,7 +105,7 @@ class OutputGraph:
             fake = convert_input(self, source, value, dynamic_dims, self._new_placeholder)
         else:
             fake = wrap_to_fake(self.fake_mode, value)
-        node = self._new_placeholder(source.fx_name())
+        node = self._new_placeholder(source.fx_name(), type(value))
         node.meta["example_value"] = fake
         node.meta["source"] = source.name()
         self._input_versions.append((source.name(), fake, fake._version))
@@ -128,7 +128,7 @@ class OutputGraph:
         source = AsTensorSource(raw)
         wrapped = torch.as_tensor(value)
         fake = wrap_to_fake(self.fake_mode, wrapped)
-        node = self._new_placeholder(source.fx_name())
+        node = self._new_placeholder(source.fx_name(), torch.Tensor)
         node.meta["example_value"] = fake
         node.meta["source"] = source.name()
         self.graphargs.append((source, node, wrapped))
@@ -136,14 +136,23 @@ class OutputGraph:
         var.raw_source = raw
         return var
 
-    def _new_placeholder(self, name: str) -> torch.fx.Node:
-        """A placeholder after the last one (inputs are wrapped as the trace meets them)."""
+    def _new_placeholder(self, name: str, type_expr: Any = None) -> torch.fx.Node:
+        """A placeholder after the last one (inputs are wrapped as the trace meets them).
+
+        As torch's ``SubgraphTracer.create_graph_input`` (torch/_dynamo/output_graph.py): the
+        target is ``name`` made unique with ``_0``, ``_1``... (``get_unique_name_wrt``), fx
+        names the node from it (``L_x_`` -> ``l_x_``), and ``type_expr`` is the annotation
+        ``gm.code`` prints (Note [A placeholder is named after its source], source.py).
+        """
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        used = {n.target for n in placeholders} | {n.name for n in self.graph.nodes}
+        if name in used:
+            name = next(f"{name}_{i}" for i in range(len(used) + 1) if f"{name}_{i}" not in used)
         anchor = placeholders[-1].next if placeholders else next(iter(self.graph.nodes), None)
         if anchor is None or anchor.op == "root":
-            return self.graph.placeholder(name)
+            return self.graph.placeholder(name, type_expr=type_expr)
         with self.graph.inserting_before(anchor):
-            return self.graph.placeholder(name)
+            return self.graph.placeholder(name, type_expr=type_expr)
 
     def mutated_input_sources(self) -> set[str]:
         """Inputs the trace wrote to (directly, through a view, or their metadata): their fake's version moved."""

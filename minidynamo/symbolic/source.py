@@ -15,7 +15,7 @@ Note [Sources are expressions]
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -77,8 +77,12 @@ class Source:
         return eval(code, {"L": L, "G": G})
 
     def fx_name(self) -> str:
-        """The placeholder name in the fx graph: L['x'] -> l_x_ (as Dynamo spells it)."""
-        return re.sub(r"[^a-zA-Z0-9]+", "_", self.name()).lower()
+        """The placeholder's target in the fx graph: L['x'] -> L_x_ (Note [A placeholder is named after its source])."""
+        return re.sub(r"[^a-zA-Z0-9]+", "_", self.torch_name())
+
+    def torch_name(self) -> str:
+        """``name()`` as torch spells it where the two differ (an nn.Module's tables, AttrSource)."""
+        return self.name()
 
     def __str__(self) -> str:
         return self.name()
@@ -132,22 +136,41 @@ class ModuleSource(Source):
 
 @dataclass(frozen=True, repr=False)
 class AttrSource(Source):
+    """``base.member``; ``table`` names the nn.Module dict it was found in (``_parameters``,
+    ``_buffers``, ``_modules``), which torch's source spells out and ours reads through
+    (Note [A placeholder is named after its source])."""
+
     base: Source
     member: str
+    table: str = field(default="", compare=False)
 
     def name(self) -> str:
         if self.member.isidentifier():
             return f"{self.base.name()}.{self.member}"
         return f"getattr({self.base.name()}, {self.member!r})"
 
+    def torch_name(self) -> str:
+        if self.table:
+            return f"{self.base.torch_name()}.{self.table}[{self.member!r}]"
+        return f"{self.base.torch_name()}.{self.member}"
+
 
 @dataclass(frozen=True, repr=False)
 class GetItemSource(Source):
+    """``base[index]``; ``table`` as AttrSource's: an item of an nn.ModuleList, Sequential or
+    ParameterList is ``base._modules['0']`` in torch's spelling."""
+
     base: Source
     index: Any
+    table: str = field(default="", compare=False)
 
     def name(self) -> str:
         return f"{self.base.name()}[{self.index!r}]"
+
+    def torch_name(self) -> str:
+        if self.table:
+            return f"{self.base.torch_name()}.{self.table}[{str(self.index)!r}]"
+        return f"{self.base.torch_name()}[{self.index!r}]"
 
 
 @dataclass(frozen=True, repr=False)

@@ -20,6 +20,8 @@ import sys
 import types
 from typing import Optional
 
+import torch
+
 from minidynamo import events
 from minidynamo.bytecode import (LOAD_ATTR_METHOD_BIT, PYTHON_VERSION, callable_slots, exception_table,
                                  find_exception_handler, get_instructions, offset_to_index)
@@ -235,12 +237,13 @@ class InstructionTranslatorBase(ExceptionOpcodes, ControlFlowOpcodes, CallOpcode
             unimplemented(f"local variable {name!r} referenced before assignment (eager raises UnboundLocalError)",
                           gb_id=gb.UNDEFINED_LOCAL)
         v = self.symbolic_locals[name]
-        if isinstance(v, LazyVariableTracker):
-            v = self.symbolic_locals[name] = v.realize(self)
-        self.push(v)
+        if isinstance(v, LazyVariableTracker) and v.realized is not None:
+            v = self.symbolic_locals[name] = v.realized
+        self.push(v)  # a lazy input is realized by the instruction that pops it (Note [An inlined call's ...])
 
     def STORE_FAST(self, inst) -> None:
         value, name = self.pop(), inst.argval
+        value.set_name_hint(name)  # the node takes the local's name, as torch's STORE_FAST
         self.cells.pop(name, None)  # a cell variable's slot: a plain value replaces the cell (ceval_names.py,
         # Note [A comprehension's variable may be a cell]); a comprehension's saved cell is put back
         if isinstance(value, NullVariable):  # 3.12: an inlined comprehension restores an unbound variable
@@ -261,6 +264,8 @@ class InstructionTranslatorBase(ExceptionOpcodes, ControlFlowOpcodes, CallOpcode
         if name in self.f_globals:
             value = self.f_globals[name]
             if self.globals_source is None:
+                if isinstance(value, torch.Tensor):  # wrapped where first used, as an argument
+                    return LazyVariableTracker(value, GlobalSource(name))  # (Note [An inlined call's ...])
                 return VariableBuilder(self, GlobalSource(name))(value)
             if self.globals_source is False:
                 module_name = self.f_globals.get("__name__", "")
@@ -323,6 +328,8 @@ class InstructionTranslatorBase(ExceptionOpcodes, ControlFlowOpcodes, CallOpcode
         cell = self._cell(name)
         if isinstance(cell, CellVariable):
             cell.value = self.pop()
+            if name in self.code.co_cellvars:  # torch's STORE_DEREF: a cell of this frame names the node
+                cell.value.set_name_hint(name)
         elif cell is None and name in self.code.co_cellvars:
             self.cells[name] = CellVariable(self.pop())
         else:

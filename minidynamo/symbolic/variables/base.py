@@ -59,6 +59,9 @@ class VariableTracker:
         return self.as_python_constant()
 
     # --- what bytecode asks ---------------------------------------------------
+    def set_name_hint(self, name: str) -> None:
+        """The local this value is stored in (``STORE_FAST``); only a tensor's node takes the name."""
+
     def var_getattr(self, tx, name: str) -> "VariableTracker":
         try:
             ptype = self.python_type()

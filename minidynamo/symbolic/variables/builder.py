@@ -17,6 +17,7 @@ Note [Guards are installed where values enter]
 from __future__ import annotations
 
 import collections
+import enum
 import functools
 import operator
 import types
@@ -107,7 +108,7 @@ class VariableBuilder:
             return None
         first = entry[0]
         n = self.source.name()
-        self.tx.output.guards.add(self.source, "ID_MATCH", f"{n} is {first.source.name()}",
+        self.tx.output.guards.add(self.source, "ID_MATCH", f"{first.source.name()} is {n}",  # torch's DUPLICATE_INPUT text
                                   "the trace saw these two as one object (a write through one shows in the other)", n)
         return first
 
@@ -331,13 +332,15 @@ def _tracked_by_identity(value: Any) -> bool:
         list. A write through one name must be seen through the other, and written
         back once. So, as torch's ``SideEffects`` keys its entries by the object,
         the builder hands out the tracker made for the first source, with a guard
-        that the second source is the same object (``L['b'] is L['a']``). The
+        that the second source is the same object (``L['a'] is L['b']``, torch's DUPLICATE_INPUT text).
+        An enum member is a constant, each source guarded on its own (torch's EnumVariable). The
         opposite case, traced with two objects and called with one, is guarded at
         the end of the trace for the objects it wrote to (``SideEffects.aliasing_guards``).
     """
     return isinstance(value, (list, dict, collections.deque, torch.nn.Module)) or (
         type(value).__module__ not in ("builtins", "torch") and not isinstance(value, (type, types.ModuleType,
-                                                                                       types.FunctionType, tuple))
+                                                                                       types.FunctionType, tuple,
+                                                                                       enum.Enum))
         and hasattr(value, "__dict__") and not callable(value))
 
 

@@ -41,10 +41,10 @@ def bind_args(tx, code, name, defaults, kwdefaults, args, kwargs) -> dict:
     result = {}
     for pname, param in inspect.signature(dummy).parameters.items():
         value = bound.arguments[pname]
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
-            value = TupleVariable(list(value))
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:  # packed: realized (Note [An inlined call's
+            value = TupleVariable([tx.realize(v) for v in value])  # arguments stay lazy], opcodes_calls.py)
         elif param.kind is inspect.Parameter.VAR_KEYWORD:
-            value = ConstDictVariable(dict(value))
+            value = ConstDictVariable({k: tx.realize(v) for k, v in value.items()})
         if pname.startswith("implicit") and "." + pname[8:] in code.co_varnames:
             pname = "." + pname[8:]  # a comprehension's hidden iterator argument ".0"
         result[pname] = value
@@ -133,6 +133,8 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         from ..polyfills import POLYFILLS, RE_CONSTANT_FOLD_FNS
 
+        if self.fn in RE_CONSTANT_FOLD_FNS:
+            args, kwargs = [tx.realize(a) for a in args], {k: tx.realize(v) for k, v in kwargs.items()}
         if self.fn in RE_CONSTANT_FOLD_FNS and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             # Note [re's functions fold on constants] (polyfills.py)
             result = self.fn(*[a.as_python_constant() for a in args],

@@ -21,6 +21,11 @@ class LazyVariableTracker(VariableTracker):
         self.value = value
         self.realized: Optional[VariableTracker] = None
 
+    def __repr__(self) -> str:  # torch's LazyVariableTracker.__str__
+        if self.realized is not None:
+            return f"LazyVariableTracker(realized: {self.realized!r})"
+        return f"LazyVariableTracker(unrealized: {type(self.value)})"
+
     def realize(self, tx) -> VariableTracker:
         # once: every read of the same input is the same tracker (``y is _nil`` in copy.deepcopy)
         if self.realized is None:

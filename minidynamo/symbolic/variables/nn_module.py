@@ -97,7 +97,10 @@ class NNModuleVariable(VariableTracker):
     def _child(self, tx, key, module) -> "NNModuleVariable":
         if self.source is None:
             return tx.wrap_sourceless(module)
-        src = GetItemSource(self.source, key) if isinstance(key, int) else AttrSource(self.source, key)
+        m = self.value  # the dict that holds the child, for its placeholder's name (Note [A placeholder is
+        table = next((t for t in ("_modules", "_parameters", "_buffers")  # named after its source], source.py)
+                      if str(key) in m.__dict__.get(t, {})), "")
+        src = GetItemSource(self.source, key, table) if isinstance(key, int) else AttrSource(self.source, key, table)
         return tx.variable_builder(src)(module)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -127,7 +130,7 @@ class NNModuleVariable(VariableTracker):
                     return ConstantVariable(None)
                 if source is None:
                     unimplemented(f"attribute {name!r} of a module with no source", gb_id="GB0188")
-                return tx.variable_builder(source)(value)
+                return tx.variable_builder(AttrSource(self.source, name, table))(value)
         return lookup_python_attr(tx, self, m, name)  # instance dict, then class (as for any object)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
@@ -155,6 +158,8 @@ class NNModuleVariable(VariableTracker):
                                  f" and not ({n}._backward_pre_hooks or {n}._backward_hooks)",
                                  "the trace called this module and ran these hooks", f"list({n}._forward_hooks)")
         hook_var = lambda table, key: tx.variable_builder(GetItemSource(AttrSource(src, table), key))  # noqa: E731
+        if pre or post:  # the hooks see the arguments as a tuple: realized (Note [An inlined call's arguments ...])
+            args, kwargs = [tx.realize(a) for a in args], {k: tx.realize(v) for k, v in kwargs.items()}
         args_var = TupleVariable(list(args))
         for key, hook in pre.items():
             fn = hook_var("_forward_pre_hooks", key)(hook)

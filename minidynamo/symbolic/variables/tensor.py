@@ -84,6 +84,18 @@ class TensorVariable(VariableTracker):
         """``type(x)`` as eager sees it: Tensor, Parameter or a subclass (guarded by TYPE_MATCH)."""
         return self.class_type
 
+    def set_name_hint(self, name: str) -> None:
+        """A node stored in a local is renamed after it, once: ``y = x.sin()`` names the node ``y``.
+
+        As torch's ``TensorVariable.set_name_hint`` (torch/_dynamo/variables/tensor.py, called by
+        ``STORE_FAST`` in symbolic_convert.py); a placeholder keeps its name. fx makes the name
+        unique (``x``, ``x_1``) and never a builtin's (``input`` -> ``input_1``).
+        """
+        node = self.proxy.node if isinstance(self.proxy, torch.fx.Proxy) else None
+        if node is not None and node.op != "placeholder" and not node.meta.get("name_set"):
+            node._rename(name)
+            node.meta["name_set"] = True
+
     def as_python_constant(self) -> Any:
         unimplemented("a tensor is not a Python constant", gb_id=gb.NOT_A_CONSTANT)
 
