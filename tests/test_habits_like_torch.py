@@ -1453,18 +1453,11 @@ KNOWN: dict[str, str] = {
                                 "guards its __code__ (___check_obj_id(G['g_scale'].__code__, ...)), so a new function "
                                 "of the same code would not recompile in torch",
     # shape guards
-    "sizes_dynamic_true": "a symbol's range guard reads 'x.size()[0] >= 2' in ours, torch's '2 <= x.size()[0]' "
-                          "(torch folds a symbol's bounds into one guard; changing ours re-executes chapters 15 and 16)",
-    "decorator_with_arguments": "a symbol's range guard reads 'x.size()[0] >= 2' in ours, torch's '2 <= x.size()[0]'",
-    "size_in_python_if": "ours guards 'x.size()[0] <= 3' apart from 'x.size()[0] >= 2'; torch folds both into "
-                         "'2 <= x.size()[0] <= 3'",
     "mark_dynamic_bounded_by_code": "both raise ConstraintViolationError when the code's bounds pin the marked dim to "
-                                    "2, but torch's graph (compiled before the error) has x of size 2 where ours keeps "
-                                    "the symbol alone, and the range guard reads 'x.size()[0] > 2' in ours, "
-                                    "'3 <= x.size()[0]' in torch's",
+                                    "2, but torch's graph (compiled before the error) has x of size 2 as its input "
+                                    "where ours has no input",
     "maybe_mark_dynamic_specialized_by_code": "torch's graph for the branch that returns x keeps x as an input "
                                               "beside its size symbol; ours keeps only the symbol",
-    "index_with_int": "an int's range guard reads 'i >= 0' in ours, torch folds its bounds: '0 <= i <= 3'",
     "sliced_stride": "torch makes a changed stride automatic-dynamic (a stride symbol in the graph); ours keeps "
                      "strides static",
     # resume functions

@@ -7,13 +7,13 @@ meta kernels compute output sizes as expressions (``2*s0``), and whenever a kern
 the user's code needs a *decision* (``if x.size(0) > 4``, a broadcast check
 ``s0 == s1``) the ShapeEnv answers it from the example sizes and records the answer
 as a guard. At the end of the trace the guards are printed as Python over the
-inputs' sizes (``L['x'].size()[0] >= 2``) and join the entry's check function.
+inputs' sizes (``2 <= L['x'].size()[0]``) and join the entry's check function.
 
 Mirrors ``torch/fx/experimental/symbolic_shapes.py`` (``ShapeEnv``: ``create_symbol``,
 ``evaluate_expr``, ``produce_guards``; 8000 lines) and ``torch/fx/experimental/sym_node.py``
 (``SymNode``). Unbacked symbols (``u0``: Note [An unbacked symbol has no value]) have a range
-``[lo, hi]`` and the facts ``torch._check`` states. Ours drops value ranges of backed symbols
-beyond ``>= 2`` for sizes and a lower bound for int inputs (from their guards), symbolic
+``[lo, hi]`` and the facts ``torch._check`` states; a backed symbol has a range too, narrowed
+by the trace's guards and printed as one guard (Note [A symbol's range guard]). Ours drops symbolic
 floats beyond comparisons, ``sqrt``/``floor`` and ``int`` (float inputs: Note [A float input becomes a symbol]),
 and the guard-simplification machinery beyond substitution (``replacements``) and
 questions the recorded guards already decide. The sympy functions and the printer
@@ -45,6 +45,19 @@ Note [0/1 specialization]
     without guarding on it everywhere. Instead every symbol is known to be ``>= 2``
     (its first guard), and a 0 or 1 stays a constant: ``specializations`` says
     which size and why.
+
+Note [A symbol's range guard]
+    Every backed symbol has a value range: ``[2, oo]`` for a size (Note [0/1
+    specialization]), every int for an int input. A decision of the trace that bounds
+    one symbol (``s0 <= 3`` from ``if x.size(0) > 3`` traced with 2, ``s1 >= 0`` from
+    an index) narrows that range as it is recorded (torch's ``ShapeEnv._refine_ranges``,
+    which solves the guard for each of its symbols; ours solves linear ones). When the
+    guards are produced, a decision the ranges already settle is not printed by itself:
+    each symbol's range is printed once, after the other guards, as ``2 <= L['x'].size()[0]
+    <= 3`` (torch's ``ShapeEnv.produce_guards_verbose``, "3. Every symbol must be within its
+    value range"), and an int's range only when some guard bounded it (``0 <= L['i'] <= 3``).
+    A range narrowed to one value (``s0 > 2`` false for a size: ``[2, 2]``) replaces the
+    symbol by that value, as torch's does: the size is static again.
 
 Note [Duck sizing]
     Under ``dynamic=True`` (torch: ``assume_static_by_default=False``, dims
@@ -100,7 +113,8 @@ class Specialization:
 
 
 def _canonical(expr: sympy.Basic) -> sympy.Basic:
-    """``s0 - 4 >= 0`` -> ``s0 >= 4``; ``Ne(s1, s0)`` -> ``Ne(s0, s1)``: one spelling per decision."""
+    """``s0 - 4 >= 0`` -> ``s0 >= 4``; ``Ne(s1, s0)`` -> ``Ne(s0, s1)``; ``s0 - s1 > 0`` -> ``s0 > s1``: one
+    spelling per decision."""
     if isinstance(expr, sympy.Rel):
         lhs, rhs = expr.lhs - expr.rhs, sympy.Integer(0)
         const = lhs.as_coeff_Add()[0]
@@ -114,6 +128,10 @@ def _canonical(expr: sympy.Basic) -> sympy.Basic:
             elif a.could_extract_minus_sign():
                 lhs, rhs = b, -a
             lhs, rhs = sorted((lhs, rhs), key=sympy.default_sort_key)
+        elif rhs == 0 and isinstance(lhs, sympy.Add) and len(lhs.args) == 2:
+            neg = [a for a in lhs.args if a.could_extract_minus_sign()]
+            if len(neg) == 1:  # s0 - s1 > 0 -> s0 > s1: the user's two sides, as torch's guard keeps them
+                lhs, rhs = lhs - neg[0], -neg[0]
         return type(expr)(lhs, rhs)
     return expr
 
@@ -152,7 +170,10 @@ class ShapeEnv:
     duck_guards: list = field(default_factory=list)  # (source, first source): sizes duck-sized together
     divisible: dict = field(default_factory=dict)  # symbol -> k, after the guard Eq(Mod(s, k), 0)
     int_symbols: set = field(default_factory=set)  # symbols of int inputs: any int (Note [An int input ...])
-    int_lower: dict = field(default_factory=dict)  # int symbol -> lower bound, after a guard s >= c
+    # backed symbol -> [lo, hi] (None: unbounded), narrowed by guards (Note [A symbol's range guard]); torch keeps
+    # these in ``var_to_range`` beside the unbacked symbols' ranges, ours keeps the two apart
+    backed_var_to_range: dict = field(default_factory=dict)
+    range_why: dict = field(default_factory=dict)  # backed symbol -> the guards that narrowed its range
     float_symbols: set = field(default_factory=set)  # symbols of float inputs (Note [A float input ...])
     # unbacked symbols (Note [An unbacked symbol has no value])
     unbacked: list = field(default_factory=list)  # u0, u1, ..., zuf0 in the order made
@@ -249,6 +270,7 @@ class ShapeEnv:
         sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True, positive=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
+        self.backed_var_to_range[sym] = [2, None]  # Note [0/1 specialization]
         if duck:
             self.val_to_var.setdefault(val, sym)
         events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
@@ -261,11 +283,13 @@ class ShapeEnv:
         gets a symbol of its own, as torch's ``create_unspecified_symbol``: it is not
         duck-sized with a tensor size of the same value, not specialized for 0 and 1
         (torch specializes 0/1 plain ints only inside Meta), and its range is every
-        int, so it has no ``>= 2`` guard; a decision on it (``n > 3``) is a guard.
+        int, so it has no ``>= 2`` guard; a decision on it (``n > 3``) is a guard, and one that
+        bounds it prints as its range (Note [A symbol's range guard]).
         """
         sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
+        self.backed_var_to_range[sym] = [None, None]
         self.int_symbols.add(sym)
         events.emit("create_symbol", symbol=str(sym), value=val, source=str(source))
         return sym
@@ -302,11 +326,13 @@ class ShapeEnv:
         return expr
 
     def statically_known(self, expr: sympy.Basic, use_guards: bool = True) -> Optional[bool]:
-        """True/False when ``expr`` holds for every value of its symbols (each ``>= 2``), else None.
+        """True/False when ``expr`` holds for every value of its symbols in their ranges, else None.
 
-        The test: write each symbol as ``t + 2`` with ``t >= 0`` and let sympy decide;
-        a symbol already guarded divisible by ``k`` is written ``k*t`` with ``t >= 1``
-        (so after ``s0 % 8 == 0``, ``(3*s0) // 24 >= 0`` needs no guard of its own).
+        The test: write each symbol as ``t + lo`` with ``t >= 0`` (``lo``: 2 for a size, or
+        what guards narrowed its range to) and let sympy decide, then as ``hi - t`` where a
+        range has an upper end; with ``use_guards`` a symbol already guarded divisible by ``k``
+        is written ``k*t`` with ``t >= 1`` (so after ``s0 % 8 == 0``, ``(3*s0) // 24 >= 0``
+        needs no guard of its own).
         (Torch's ``_maybe_evaluate_static`` uses value ranges and divisibility the same way, and more.)
         """
         expr = self.simplify(_sympify(expr))
@@ -317,14 +343,11 @@ class ShapeEnv:
                 return bool(expr)
             except TypeError:
                 return None
+        ranges = {**self.backed_var_to_range, **self.var_to_range}  # unbacked: Note [An unbacked symbol ...]
         shifted = {s: sympy.Symbol(f"_t_{s.name}", integer=True, positive=True) * self.divisible[s]
-                   if use_guards and s in self.divisible else sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + 2
-                   for s in expr.free_symbols
-                   if s not in self.int_symbols and s not in self.float_symbols and s not in self.var_to_range}
-        shifted.update({s: sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + self.int_lower[s]
-                        for s in expr.free_symbols if use_guards and s in self.int_lower})
-        for s in expr.free_symbols & set(self.var_to_range):  # unbacked: from its range (Note [An unbacked ...])
-            lo, hi = self.var_to_range[s]
+                   for s in expr.free_symbols if use_guards and s in self.divisible}
+        for s in expr.free_symbols & set(ranges) - set(shifted):
+            lo, hi = ranges[s]
             if lo is not None and s.is_integer:
                 shifted[s] = sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True) + lo
             elif hi is not None and s.is_integer:
@@ -335,7 +358,7 @@ class ShapeEnv:
             return None
         if out not in (sympy.true, sympy.false):  # an unbacked symbol's upper bound may settle it
             upper = {s: hi - sympy.Symbol(f"_t_{s.name}", integer=True, nonnegative=True)
-                     for s, (lo, hi) in self.var_to_range.items() if s in expr.free_symbols and hi is not None}
+                     for s, (lo, hi) in ranges.items() if s in expr.free_symbols and hi is not None}
             if upper:
                 try:
                     out = sympy.simplify(expr.xreplace({**shifted, **upper}))
@@ -414,15 +437,62 @@ class ShapeEnv:
         expr = _canonical(expr)
         if not any(g.expr == expr for g in self.guards):
             self.guards.append(ShapeGuard(expr, why))
-        if isinstance(expr, (sympy.Ge, sympy.Gt)) and expr.lhs in self.int_symbols and expr.rhs.is_Integer:
-            low = int(expr.rhs) + (1 if isinstance(expr, sympy.Gt) else 0)
-            self.int_lower[expr.lhs] = max(low, self.int_lower.get(expr.lhs, low))
-        if isinstance(expr, sympy.Ne) and expr.lhs in self.int_lower and expr.rhs == self.int_lower[expr.lhs]:
-            self.int_lower[expr.lhs] += 1  # s >= 0 and s != 0: s >= 1
+        self._refine_ranges(expr, why)
         if isinstance(expr, sympy.Eq) and expr.rhs == 0 and isinstance(expr.lhs, sympy.Mod):
             s, k = expr.lhs.args
             if isinstance(s, sympy.Symbol) and k.is_Integer:
                 self.divisible[s] = int(k)
+
+    def _refine_ranges(self, expr: sympy.Basic, why: str) -> None:
+        """Narrow the range of each backed symbol ``expr`` bounds (Note [A symbol's range guard]).
+
+        As torch's ``ShapeEnv._refine_ranges``: solve ``expr`` for each symbol (``s0 > s1`` is
+        ``s0 >= s1 + 1``), bound the other side by the other symbols' ranges (``s1 >= 2``, so
+        ``s0 >= 3``), and keep the tighter end. Ours solves a relation linear in the symbol with
+        coefficient 1 or -1 (torch's ``try_solve`` does more); ``!=`` narrows nothing, as in torch.
+        """
+        flip = {sympy.Ge: sympy.Le, sympy.Gt: sympy.Lt, sympy.Le: sympy.Ge, sympy.Lt: sympy.Gt, sympy.Eq: sympy.Eq}
+        if type(expr) not in flip:
+            return
+        diff = sympy.expand(expr.lhs - expr.rhs)
+        for s in diff.free_symbols & set(self.backed_var_to_range):
+            c = diff.coeff(s)
+            rest = sympy.expand(diff - c * s)
+            if c not in (1, -1) or rest.has(s):
+                continue
+            rel, rhs = (type(expr), -rest) if c == 1 else (flip[type(expr)], rest)  # s REL rhs
+            lo_rhs, hi_rhs = self._bound(rhs)
+            rng = self.backed_var_to_range[s]
+            old = list(rng)
+            if rel in (sympy.Eq, sympy.Ge, sympy.Gt) and lo_rhs is not None:
+                low = lo_rhs + (1 if rel is sympy.Gt else 0)
+                rng[0] = low if rng[0] is None else max(rng[0], low)
+            if rel in (sympy.Eq, sympy.Le, sympy.Lt) and hi_rhs is not None:
+                high = hi_rhs - (1 if rel is sympy.Lt else 0)
+                rng[1] = high if rng[1] is None else min(rng[1], high)
+            if rng != old:
+                self.range_why.setdefault(s, []).append(f"{expr}: {why}")
+            if rng[0] is not None and rng[0] == rng[1] and s not in self.replacements:
+                self.replacements[s] = sympy.Integer(rng[0])  # one value left: torch's "range_refined_to_singleton"
+
+    def _bound(self, expr: sympy.Basic) -> tuple:
+        """``(lo, hi)`` of a linear ``expr`` over the symbols' ranges (None: unbounded; torch's ``bound_sympy``)."""
+        expr = sympy.expand(expr)
+        if expr.is_Integer:
+            return int(expr), int(expr)
+        const, terms = expr.as_coeff_add()
+        if not const.is_Integer:
+            return None, None
+        lo = hi = int(const)
+        for term in terms:
+            k, s = term.as_coeff_Mul()
+            if not (k.is_Integer and s.is_Symbol):
+                return None, None
+            s_lo, s_hi = self.backed_var_to_range.get(s) or self.var_to_range.get(s) or (None, None)
+            a, b = (s_lo, s_hi) if k > 0 else (s_hi, s_lo)
+            lo = None if lo is None or a is None else lo + int(k) * a
+            hi = None if hi is None or b is None else hi + int(k) * b
+        return lo, hi
 
     def _unify(self, eq: sympy.Eq) -> None:
         """After ``Eq(s1, s0)`` held, write ``s1`` as ``s0`` from now on (Note [Duck sizing])."""
@@ -442,17 +512,13 @@ class ShapeEnv:
     def produce_guards(self) -> list[tuple[str, str]]:
         """Every shape guard as ``(python expression, why)``, over the inputs' sizes.
 
-        First each symbol's own guard (``L['x'].size()[0] >= 2``: it is not 0 or 1),
-        then the duck-sized pairs (``L['y'].size()[0] == L['x'].size()[0]``), then the
-        trace's decisions, simplified with the replacements, minus those that became
-        trivially true. Torch's ``produce_guards`` emits the same three kinds.
+        In torch's order (``ShapeEnv.produce_guards_verbose``): first the sizes found equal
+        (duck-sized pairs ``L['y'].size()[0] == L['x'].size()[0]``, unified symbols), then the
+        trace's decisions, simplified with the replacements, minus those the symbols' ranges
+        settle, then each symbol's range (``2 <= L['x'].size()[0] <= 3``: Note [A symbol's range guard]).
         """
         names = self.source_names()
         out: list[tuple[str, str]] = []
-        for sym, sources in self.var_to_sources.items():
-            if sym in self.replacements or sym in self.int_symbols or sym in self.float_symbols:
-                continue
-            out.append((f"{sources[0]} >= 2", f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"))
         for source, first in self.duck_guards:
             out.append((f"{source} == {first}", "duck sizing: these sizes were equal when traced"))
         for sym, repl in self.replacements.items():
@@ -460,13 +526,23 @@ class ShapeEnv:
                         f"the trace needed {sym} == {repl} (the two sizes were unified)"))
         for g in self.guards:
             e = self.simplify(g.expr)
-            # a guard is dropped only when true with no guard's help (it may be a fact used by others)
+            # a guard is dropped when the ranges settle it (its bounds print as the range guard below), not
+            # when it only follows from another guard (a divisibility guard stays: it may be a fact used by others)
             if e in (sympy.true, sympy.false) or self.statically_known(e, use_guards=False) is True:
                 continue
             if isinstance(e, sympy.Eq) and (isinstance(e.lhs, sympy.Symbol) or isinstance(e.rhs, sympy.Symbol)):
                 if g.expr.free_symbols <= set(self.replacements):
                     continue  # already printed as a replacement
             out.append((python_expr(e, names), f"{g.expr}: {g.why}"))
+        for sym, (lo, hi) in self.backed_var_to_range.items():
+            if sym in self.replacements or (lo is None and hi is None):
+                continue
+            src = names[sym]
+            expr = f"{lo} <= {src} <= {hi}" if lo is not None and hi is not None else \
+                f"{lo} <= {src}" if lo is not None else f"{src} <= {hi}"
+            why = ([f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"] if sym not in self.int_symbols
+                   else []) + self.range_why.get(sym, [])
+            out.append((expr, "; ".join(why)))
         return out
 
     def format_guards(self) -> str:

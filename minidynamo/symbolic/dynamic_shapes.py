@@ -16,7 +16,7 @@ Note [Automatic dynamic]
     (the default) the first trace is static; when a call misses the cache and a
     size differs from the recorded one, that dim is recorded as "changed"
     (``None``), and the new trace gives it a symbol. Later sizes then pass the
-    entry's guards (``L['x'].size()[0] >= 2``) and reuse the graph.
+    entry's guards (``2 <= L['x'].size()[0]``) and reuse the graph.
     ``dynamic=True`` gives every dim a symbol from the first trace,
     ``dynamic=False`` none, ever. Parameters and attributes of modules stay
     static, as in torch (``force_parameter_static_shapes``).
@@ -263,8 +263,8 @@ def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
     """A non-contiguous dynamic input's strides: each one's expression (``L['x'].stride()[0] == 5 * L['x'].stride()[1]``).
 
     The TENSOR_MATCH guard checks the strides that are plain ints (Note [A symbolic fake]);
-    a stride that is a symbol of its own has its ``>= 2`` from the ShapeEnv; the rest are
-    expressions of the sizes and stride symbols, guarded here as torch's ``produce_guards`` does.
+    a stride that is a symbol of its own has its range guard (``2 <= L['x'].stride()[0]``) from the
+    ShapeEnv; the rest are expressions of the sizes and stride symbols, guarded here as torch's ``produce_guards`` does.
     """
     from minidynamo.shapes.symbolic_shapes import python_expr
 

@@ -198,7 +198,7 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
             lines += [f"    if not {matcher}({local}):", "        return False"]
     longest_first = sorted(bound, key=len, reverse=True)
     for g in guards:  # sizes of the inputs whose types and ranks are checked above (dynamic_shapes.py)
-        if g.kind == "SHAPE_ENV":  # read from the locals bound above: L['x'].size()[0] >= 2 is ___s4.size()[0] >= 2
+        if g.kind == "SHAPE_ENV":  # read from the locals bound above: 2 <= L['x'].size()[0] is 2 <= ___s4.size()[0]
             expr = g.expr
             for name in longest_first:
                 if name in expr:
