@@ -390,3 +390,19 @@ def test_a_frame_run_eagerly_for_good_is_marked_skip_until_a_new_config(hooked):
     assert out.graph_count == md.explain(forward_break_in_loop, x, w).graph_count >= 1
     md.reset()
     assert not HOOK.is_skipped(forward_break_in_loop.__code__)
+
+
+def test_reset_forgets_a_skip_mark_on_an_inbuilt_forward():
+    """Note [An inbuilt forward is compiled when its module has hooks]: a SKIP mark on ``nn.Linear.forward``
+    (here by a raw callback; a run-only frame used to leave one) would keep every later hooked Linear
+    from being compiled; ``md.reset()`` forgets it, and a run-only lookup never sets it."""
+    lin = torch.nn.Linear(2, 2)
+    code = torch.nn.Linear.forward.__code__
+    HOOK.call_with(lambda func, L: HOOK.SKIP, lin, torch.randn(2))
+    assert HOOK.is_skipped(code)
+    md.reset()
+    assert not HOOK.is_skipped(code)
+    from minidynamo.symbolic.eval_frame import CompileConfig
+    config = CompileConfig(backend=lambda gm, ex: gm.forward)
+    HOOK.call_with(config.run_only_callback, lin, torch.randn(2))
+    assert not HOOK.is_skipped(code)

@@ -45,8 +45,6 @@ COUNT_DIFFERENCES: dict[str, str] = {
     "global_defaultdict_history": "ours breaks the graph at `HISTORY['loss']` (a collections.defaultdict is not "
     "traced) and runs the rest eagerly, so the growing lists cause no recompile; torch guards their lengths "
     "and recompiles every call",
-    "break_inside_a_no_grad_decorated_callee": "a print inside a @torch.no_grad()-decorated callee: torch hands the "
-    "backend 4 graphs, ours 2 (md.explain: one break, at the print); both give eager's values and grad mode",
 }
 
 # Scenarios where torch 2.13 itself is wrong (eager is the oracle), each with what it does. Checked to still be
