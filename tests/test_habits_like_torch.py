@@ -35,6 +35,7 @@ import pytest
 import torch
 
 import minidynamo as md
+from _global_state import default_dtype, deterministic  # tests/ is on sys.path (no package)
 from minidynamo import events
 from minidynamo._torch_private import (
     dynamo_all_guard_failures,
@@ -833,29 +834,11 @@ _register("enable_grad_inside_no_grad", _under(torch.no_grad, enable_grad_inside
 _register("no_grad_inside", _under(torch.enable_grad, set_grad_inside))
 _register("autocast_around", _under(lambda: torch.autocast("cpu", dtype=torch.bfloat16),
                                     lambda x: x @ x.t(), lambda: torch.ones(2, 2)))
-_register("default_dtype_changes", _under(lambda: _default_dtype(torch.float64), lambda x: x + torch.ones(3),
+_register("default_dtype_changes", _under(lambda: default_dtype(torch.float64), lambda x: x + torch.ones(3),
                                           lambda: torch.ones(3)))
-_register("deterministic_algorithms", _under(lambda: _deterministic(), affine, lambda: torch.ones(3)))
+_register("deterministic_algorithms", _under(lambda: deterministic(), affine, lambda: torch.ones(3)))
 
 
-@contextlib.contextmanager
-def _default_dtype(dtype):
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(old)
-
-
-@contextlib.contextmanager
-def _deterministic():
-    old = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(old)
 
 
 # --- how the compile is called (test_compile.py, tutorials) -------------------------------------------------
