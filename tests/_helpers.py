@@ -89,3 +89,27 @@ def setting(get, set_, value):
         yield
     finally:
         set_(old)
+
+
+def canonical_placeholders(gm, symbol: "re.Pattern", others: bool = False) -> list:
+    """A graph's placeholders: a tensor's shape or a symbolic scalar, its symbols renamed S0, S1... in order
+    of appearance (``symbol`` finds them); with ``others``, any other placeholder by its type's name."""
+    import torch
+
+    names: dict[str, str] = {}
+
+    def canon(text: str) -> str:
+        return symbol.sub(lambda m: names.setdefault(m.group(0), f"S{len(names)}"), text)
+
+    out = []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value", node.meta.get("val"))
+        if isinstance(value, torch.Tensor):
+            out.append(tuple(canon(str(s)) for s in value.shape))
+        elif isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            out.append(canon(str(value)))
+        elif others:
+            out.append(type(value).__name__)
+    return out

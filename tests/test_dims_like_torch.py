@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import minidynamo as md
+from _helpers import canonical_placeholders  # tests/ is on sys.path (no package)
 
 pytestmark = [pytest.mark.ch15]
 
@@ -32,20 +33,7 @@ class Recorder:
         self.graphs: list[list] = []
 
     def __call__(self, gm, example_inputs):
-        names: dict[str, str] = {}
-
-        def canon(text: str) -> str:
-            return _SYMBOL.sub(lambda m: names.setdefault(m.group(0), f"S{len(names)}"), text)
-
-        placeholders = []
-        for node in gm.graph.nodes:
-            if node.op != "placeholder":
-                continue
-            value = node.meta.get("example_value", node.meta.get("val"))
-            if isinstance(value, torch.Tensor):
-                placeholders.append(tuple(canon(str(s)) for s in value.shape))
-            elif isinstance(value, (torch.SymInt, torch.SymFloat)):
-                placeholders.append(canon(str(value)))
+        placeholders = canonical_placeholders(gm, _SYMBOL)
         self.graphs.append(placeholders)
         return gm.forward
 

@@ -36,6 +36,7 @@ import torch
 
 import minidynamo as md
 from _global_state import default_dtype, deterministic  # tests/ is on sys.path (no package)
+from _helpers import canonical_placeholders
 from minidynamo import events
 from minidynamo._torch_private import (
     dynamo_all_guard_failures,
@@ -62,22 +63,7 @@ class Recorder:
 
     def __call__(self, gm, example_inputs):
         number = len(self.graphs)
-        names: dict[str, str] = {}
-
-        def canon(text: str) -> str:
-            return _SYMBOL.sub(lambda m: names.setdefault(m.group(0), f"S{len(names)}"), text)
-
-        placeholders = []
-        for node in gm.graph.nodes:
-            if node.op != "placeholder":
-                continue
-            value = node.meta.get("example_value", node.meta.get("val"))
-            if isinstance(value, torch.Tensor):
-                placeholders.append(tuple(canon(str(s)) for s in value.shape))
-            elif isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-                placeholders.append(canon(str(value)))
-            else:
-                placeholders.append(type(value).__name__)
+        placeholders = canonical_placeholders(gm, _SYMBOL, others=True)
         # sorted: the placeholders' order is test_dims_like_torch's and the graph-naming tests' field;
         # here what counts is which dims are symbols and which share one
         self.graphs.append(sorted(placeholders, key=repr))
