@@ -137,14 +137,10 @@ class CompileConfig:
         if frame is None or frame.code is not code:
             if func.__dict__.get("_torchdynamo_disable") or code is _disable_dynamo_code():
                 return self.hook.DEFAULT, None  # Note [A disabled function runs its callees unhooked]
-            if _not_user_code(func):
-                if code.co_name == "forward" and _is_inbuilt_forward(func):  # Note [An inbuilt forward ...]
-                    if not _module_has_forward_hooks(L.get("self")):
-                        return self.hook.DEFAULT  # asked again: the next module may have hooks
-                elif code.co_filename.endswith("_dynamo/eval_frame.py"):
-                    return self.hook.DEFAULT  # torch's context wrapper: the next may be a disabled one (Note above)
-                else:
-                    return self.hook.SKIP
+            if _not_user_code(func):  # compiled only if an inbuilt forward of a hooked module (Note [An inbuilt ...])
+                if not (code.co_name == "forward" and _is_inbuilt_forward(func)
+                        and _module_has_forward_hooks(L.get("self"))):
+                    return self.hook.DEFAULT if _asked_again(func) else self.hook.SKIP
             frame = self.by_id[id(code)] = self.optimized(func)
         if frame.fn is not func and frame.f_globals is not func.__globals__:
             frame = OptimizedFunction(func, self)
