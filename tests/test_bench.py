@@ -1,6 +1,7 @@
 """The benchmark runs and writes the figures the issue names (no timed assertions)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -206,3 +207,29 @@ def test_plot_draws_a_report_with_the_dynamic_shape_row(tmp_path):
               "dynamic_shapes": {"ours": {}, "torch": {}, "compile_ratio": 0.2}}
     bench.plot(report, str(tmp_path / "bench.png"))
     assert (tmp_path / "bench.png").stat().st_size > 0
+
+
+def test_inductor_models_cold_figure_is_the_median_of_alternating_fresh_processes(monkeypatch):
+    from minidynamo.bench import inductor_models as im
+
+    cold_values = {"ours": [30.0, 34.0, 31.0], "torch": [33.0, 32.0, 36.0]}
+    order = []
+
+    def fake_subprocess(argv, cache_dir):
+        if argv[0] == "--cold":
+            system, path = argv[3], argv[4]
+            order.append(system)
+            os.makedirs(cache_dir, exist_ok=True)
+            with open(path, "w") as f:
+                json.dump({"compile_s": cold_values[system][order.count(system) - 1], "graphs": "1/0/0",
+                           "warnings": []}, f)
+        else:
+            assert os.path.isdir(os.path.join(os.path.dirname(cache_dir), "cache-ours"))
+            with open(argv[3], "w") as f:
+                json.dump({"per_call": {"ours": 1.0, "torch": 1.0}}, f)
+
+    monkeypatch.setattr(im, "_subprocess", fake_subprocess)
+    row = im.measure("resnet10t", "train", rounds=0, cold_repeats=3)
+    assert order == ["ours", "torch", "torch", "ours", "ours", "torch"]
+    assert row["ours"]["compile_s"] == 31.0 and row["torch"]["compile_s"] == 33.0
+    assert row["ours"]["compile_samples"] == [30.0, 34.0, 31.0]
