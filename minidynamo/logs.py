@@ -116,6 +116,8 @@ def _graph_break(e) -> None:
     lines = [f"Graph break in user code at {exp.filename}:{exp.lineno}",
              f"Graph Break Reason: Encountered graph break when attempting to trace {exp.instruction}:", ""]
     lines.append(gb if gb else exp.reason)
+    if gb and exp.hop_name:  # torch/_dynamo/exc.py augment_exc_message_with_hop_name
+        lines.append(f"  Higher Order Operator: {exp.hop_name}")
     if gb:
         lines.append(f"  Explanation: {exp.reason}")
     lines += [f"  Hint: {h}" for h in exp.hints]

@@ -1804,10 +1804,6 @@ KNOWN: dict[str, str] = {
     "p_dunder_add": "both break at the class statement (before any op); torch's resume traces V(x) + V(x * 2) "
                     "(1 graph); ours cannot rebuild the class body function, whose closure cell V its method "
                     "reads, and runs the frame eagerly (no graph)",
-    "p_autograd_function_print": "torch's autograd.Function HOP cannot trace the printing forward and falls back "
-                                 "(a break at .apply, before any op), then compiles the user's forward frame that "
-                                 "the eager apply runs (2 graphs); ours records .apply as one opaque call in a single "
-                                 "graph (its forward runs, and prints, when the fake value is computed)",
     "p_gen_return_value": "torch's trace loses the value `yield from` returns (None: TorchRuntimeError at "
                           "x * out[0]); eager and ours use 5",
 }

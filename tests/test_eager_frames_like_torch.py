@@ -170,11 +170,6 @@ NEEDS_GRAD = {"e_autograd_function_print"}
 
 # Where we still differ from torch, and why (each a strict xfail).
 KNOWN: dict[str, str] = {
-    "e_autograd_function_print": "torch traces .apply as its autograd_function_apply HOP; the printing forward "
-                                 "breaks inside it, so torch falls back (a break at .apply, before any op) and "
-                                 "compiles the forward frame the eager apply reaches (2 graphs); ours records "
-                                 ".apply as one opaque node (Note [A custom autograd.Function in the graph]) "
-                                 "and never breaks there (1 graph)",
 }
 
 

@@ -45,6 +45,7 @@ class GraphBreak:
     gb_id: str = ""
     context: str = ""
     user_stack: list = field(default_factory=list)
+    hop_name: str = ""  # the higher-order op whose body broke and fell back (torch's ``_hop_name``, add_hop_context)
 
     @property
     def gb_type(self) -> Optional[str]:
@@ -72,6 +73,8 @@ class GraphBreak:
             text = f"Graph break at {self.instruction} ({where}): {self.reason}"
         else:
             text = f"Graph break at {self.instruction} ({where}): {gb_type} [{self.gb_id}]"
+            if self.hop_name:  # torch/_dynamo/exc.py augment_exc_message_with_hop_name: after the first line
+                text += f"\n  Higher Order Operator: {self.hop_name}"
             text += f"\n  Explanation: {self.reason}"
         if self.source:
             text += f"\n    {self.source.strip()}"
@@ -101,6 +104,7 @@ class Unsupported(Exception):
         self.warn = warn  # say so in one warning per this key, as for an internal error (GraphBreak.warn)
         self.gb_id = gb_id  # torch's registry id (Note [Graph-break types come from torch's registry])
         self.context = context  # developer context: internal names stay here, out of the reason
+        self.hop_name = ""  # set by a higher-order op that falls back to eager (GraphBreak.hop_name)
 
     def __str__(self) -> str:
         return str(self.explanation) if self.explanation is not None else self.reason
@@ -306,6 +310,7 @@ def explain_unsupported(tx, e: Unsupported) -> GraphBreak:
             gb_id=e.gb_id,
             context=e.context,
             user_stack=user_stack,
+            hop_name=e.hop_name,
         )
     return e.explanation
 

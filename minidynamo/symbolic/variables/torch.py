@@ -394,6 +394,8 @@ def autograd_function_apply(cls: type):
         among the graph's globals). The eager backend then runs the user's forward and
         backward as eager does; AOTAutograd traces through the call, backward included.
         Dynamo records the same call as its ``autograd_function_apply`` higher-order op.
+        The node is made only where ``forward`` needs a gradient and its speculation traces
+        (Note [autograd.Function.apply is speculated, then falls back], autograd_function.py).
     """
     fn = _APPLY_OF.get(cls)
     if fn is None:

@@ -25,6 +25,7 @@ from ..exc import unimplemented
 from .. import graph_break_registry as gb
 from ..source import AttrSource
 from .base import GetAttrVariable, VariableTracker
+from .autograd_function import AutogradFunctionApplyVariable, is_plain_apply
 from .constant import ConstantVariable, is_constant_value
 from .misc import _user_class, class_attribute, guard_class_attribute
 from .user_defined import DictBaseVariable
@@ -129,12 +130,8 @@ class UserDefinedClassVariable(VariableTracker):
 
         if any(self.value is owner and name == n for owner, n in CLASS_METHODS):  # OrderedDict.fromkeys
             return tx.wrap_sourceless(getattr(self.value, name))  # a BuiltinVariable
-        if (name == "apply" and isinstance(self.value, type) and issubclass(self.value, torch.autograd.Function)
-                and inspect.getattr_static(self.value, "apply") is inspect.getattr_static(torch.autograd.Function, "apply")):
-            from .torch import TorchInGraphFunctionVariable, autograd_function_apply
-
-            # Note [A custom autograd.Function in the graph]
-            return TorchInGraphFunctionVariable(autograd_function_apply(self.value))
+        if is_plain_apply(self.value, name):  # Note [autograd.Function.apply is speculated, then falls back]
+            return AutogradFunctionApplyVariable(self.value, source=self.source and AttrSource(self.source, name))
         attr = inspect.getattr_static(self.value, name, None)
         metaclass_slot = isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)) and isinstance(
             self.value, attr.__objclass__)  # cls.__name__: type's own descriptor, not the class's value
