@@ -1801,9 +1801,6 @@ _ONE_OP = ("torch cuts at a checkpoint only after two ops (symbolic_convert.py i
            "count_calls() > 1): with one op before the break at a LOAD_ATTR it runs the frame eagerly (no "
            "graph, no reason); ours cuts after one op (the first set's h_del_global, same cause): ")
 KNOWN: dict[str, str] = {
-    "p_dunder_add": "both break at the class statement (before any op); torch's resume traces V(x) + V(x * 2) "
-                    "(1 graph); ours cannot rebuild the class body function, whose closure cell V its method "
-                    "reads, and runs the frame eagerly (no graph)",
     "p_gen_return_value": "torch's trace loses the value `yield from` returns (None: TorchRuntimeError at "
                           "x * out[0]); eager and ours use 5",
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dis
 import traceback
+import types
 
 import pytest
 import torch
@@ -108,15 +109,33 @@ def test_a_raise_in_the_rest_names_the_users_line():
     assert (last.name, last.line) == ("many_statements", 'raise ValueError(f"big {z}")')
 
 
-def test_a_function_with_cells_or_a_generator_is_left_to_the_interpreter():
+def test_the_rest_shares_the_frames_cells():
+    """Each cell keeps its slot as a free variable of the copy: the rest writes the very cell a
+    function made before the checkpoint reads (Note [A resume function receives the frame's cells])."""
     def has_cell(x):
         y = x + 1
-        return (lambda: y)()
+        f = lambda: y  # noqa: E731
+        y = y * 10
+        return f()
+
+    rest = continue_at(has_cell.__code__, _line_start(has_cell, 3), frozenset({"f"}))
+    assert rest.co_cellvars == () and rest.co_freevars == ("y",)
+    cell = types.CellType(5)
+    lam = next(c for c in has_cell.__code__.co_consts if isinstance(c, types.CodeType))
+    f = types.FunctionType(lam, globals(), "<lambda>", None, (cell,))
+    fn, args = rest_function(rest, globals(), {"f": f}, {"y": cell})
+    assert fn(*args) == 50 and cell.cell_contents == 50
+
+
+def test_a_parameter_that_is_a_cell_or_a_generator_is_left_to_the_interpreter():
+    def param_cell(x):
+        y = x + 1
+        return (lambda: x)() + y
 
     def gen(x):
         yield x
 
-    assert continue_at(has_cell.__code__, _line_start(has_cell, 2), frozenset({"y"})) is None
+    assert continue_at(param_cell.__code__, _line_start(param_cell, 2), frozenset({"y"})) is None
     assert continue_at(gen.__code__, 2, frozenset({"x"})) is None
 
 

@@ -10,14 +10,20 @@ Note [The rest of a frame as real bytecode]
     When a trace stops at a checkpoint (an instruction with an empty stack, outside any try
     block) and the rest of the frame runs eagerly, torch's ``step_graph_break`` ends the
     transformed code with a jump into the original instructions: CPython runs the rest, and
-    every frame it calls passes the frame hook. Ours can do the same, for a function without
-    cell variables (a ``def`` inside it, or a lambda reading its locals, needs its cells;
-    those frames still run on our concrete interpreter): :func:`continue_at` copies the code
-    object with
+    every frame it calls passes the frame hook. Ours does the same: :func:`continue_at` copies
+    the code object with
 
     - every local a positional parameter (``co_argcount = co_nlocals``, no ``*args`` or
       ``**kwargs`` flags): the caller passes the live locals' values and ``None`` for the others;
-    - a prologue: the original's own first instructions up to ``RESUME`` (``COPY_FREE_VARS``),
+    - the frame's cells as free variables (``co_freevars = co_cellvars + co_freevars``,
+      ``co_cellvars = ()``), so the rest reads and writes the very cells the frame's nested
+      functions hold, as torch's resume function does (Note [A resume function receives the
+      frame's cells], symbolic/resume_execution.py). CPython lays a frame out as its locals,
+      then its cell variables, then its free variables, so each cell keeps its slot and every
+      ``LOAD_DEREF`` its argument. A parameter that is also a cell variable has its cell in a
+      local's slot, which a closure cannot fill: such a frame still runs on our concrete
+      interpreter;
+    - a prologue: ``COPY_FREE_VARS`` (where there are cells) and the original's ``RESUME``,
       ``DELETE_FAST`` of each local that is not live (so reading it raises ``UnboundLocalError``
       as it would have), and ``JUMP_FORWARD`` to the checkpoint in the copy of the original
       instructions that follows;
@@ -86,13 +92,14 @@ def _with_extended_arg(op: int, arg: int) -> bytes:
 
 
 def _header(code: types.CodeType) -> Optional[bytes]:
-    """The original's instructions up to and including the first ``RESUME``, if only setup ops come first."""
+    """``COPY_FREE_VARS`` of every cell, then the original's first ``RESUME``, if only setup ops come before it."""
     raw = code.co_code
     for i in range(0, len(raw), 2):
         name = dis.opname[raw[i]]
         if name == "RESUME":
-            return raw[: i + 2]
-        if name not in ("COPY_FREE_VARS", "NOP"):
+            cells = len(code.co_cellvars) + len(code.co_freevars)
+            return (_with_extended_arg(_OP["COPY_FREE_VARS"], cells) if cells else b"") + raw[i : i + 2]
+        if name not in ("COPY_FREE_VARS", "MAKE_CELL", "NOP"):
             return None
     return None
 
@@ -100,7 +107,8 @@ def _header(code: types.CodeType) -> Optional[bytes]:
 def continue_at(code: types.CodeType, offset: int, live: frozenset) -> Optional[types.CodeType]:
     """Note [The rest of a frame as real bytecode]: ``code`` from ``offset`` on, every local a
     parameter, the locals not in ``live`` unbound; None where this cannot be done."""
-    if not (3, 11) <= sys.version_info[:2] <= (3, 13) or code.co_cellvars or code.co_flags & _NOT_PLAIN:
+    if not (3, 11) <= sys.version_info[:2] <= (3, 13) or code.co_flags & _NOT_PLAIN \
+            or set(code.co_cellvars) & set(code.co_varnames):  # a parameter that is a cell: its slot is a local's
         return None
     header = _header(code)
     raw = code.co_code
@@ -117,14 +125,18 @@ def continue_at(code: types.CodeType, offset: int, live: frozenset) -> Optional[
     flags = code.co_flags & ~(_VARARGS | _VARKEYWORDS)
     return code.replace(co_code=bytes(prologue) + raw, co_argcount=code.co_nlocals, co_posonlyargcount=0,
                         co_kwonlyargcount=0, co_flags=flags,
+                        co_cellvars=(), co_freevars=code.co_cellvars + code.co_freevars,
                         co_exceptiontable=_shifted_exception_table(code, units),
                         co_linetable=_no_location(units) + code.co_linetable,
                         co_qualname=code.co_qualname + MARK)
 
 
-def rest_function(rest: types.CodeType, f_globals: dict, values: dict) -> tuple:
+def rest_function(rest: types.CodeType, f_globals: dict, values: dict, cells: Optional[dict] = None) -> tuple:
     """``(function, args)`` for a code object made by :func:`continue_at`: ``function(*args)`` runs
-    it with the locals and free variables in ``values`` (a free variable gets a cell of its own)."""
-    closure = tuple(types.CellType(values[n]) if n in values else types.CellType() for n in rest.co_freevars)
+    it with the locals in ``values`` and the frame's ``cells`` (by name; a cell not among them is made
+    holding the value in ``values``)."""
+    cells = cells or {}
+    closure = tuple(cells[n] if n in cells else types.CellType(values[n]) if n in values else types.CellType()
+                    for n in rest.co_freevars)
     fn = types.FunctionType(rest, f_globals, rest.co_name, None, closure or None)
     return fn, tuple(values.get(n) for n in rest.co_varnames)

@@ -85,11 +85,15 @@ class PyCodegen:
         return text
 
     def cell_expr(self, cell) -> str:
-        """A real cell holding a CellVariable's value, made once per cell (closures share it)."""
+        """The real cell of a CellVariable: where it lives (a resume function's cell), or one made once
+        holding its value (closures and the resume function share it: Note [Rebuilding a closure])."""
+        if cell.real_expr is not None:
+            return cell.real_expr
         key = ("cell", id(cell))
         if key not in self._memo:
             name = f"___cell_{len(self.temps)}"
-            self.temps.append(f"{name} = ___CellType({self.expr(cell.value)})")
+            value = "" if cell.value is None else self.expr(cell.value)  # a name not bound yet: an empty cell
+            self.temps.append(f"{name} = ___CellType({value})")
             self._memo[key] = name
         return self._memo[key]
 

@@ -31,7 +31,7 @@ from .exc import (EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Te
 from .guard_codegen import CheckFunction
 from .guards import Guard
 from .output_graph import OutputGraph
-from .resume_execution import NULL, ResumeFunction, live_locals
+from .resume_execution import CLOSURE, NULL, ResumeFunction, cell_names, live_locals
 from .source import LocalSource
 from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
 from .variables.ctx_manager import (ContextExitVariable, GradModeExit, GradModeVariable, ResumedContext, WithExitVariable,
@@ -91,7 +91,7 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
         output.guards.GLOBAL_STATE()  # Note [Global state is one guard]
         symbolic_locals = {
             name: LazyVariableTracker(value, LocalSource(name)) for name, value in L.items()
-            if not name.startswith("___stack")
+            if not name.startswith("___stack") and name != CLOSURE
         }
         tx = InstructionTranslator(frame.code, frame.f_globals, symbolic_locals, output,
                                    break_at=break_at, stop_at=stop_at, start_offset=frame.offset)
@@ -164,7 +164,12 @@ def _setup_resume(tx, frame, L: dict) -> None:
             tx.stack.append(value.variable(tx))
         else:
             tx.stack.append(LazyVariableTracker(value, LocalSource(f"___stack{i}")))
-    if frame.offset:
+    closure = L.get(CLOSURE)
+    if closure is not None:  # Note [A resume function receives the frame's cells]
+        for i, (name, cell) in enumerate(zip(frame.cell_names, closure)):
+            var = tx.cells[name] = CellVariable(tx.symbolic_locals.pop(name, None), real_expr=f"L[{CLOSURE!r}][{i}]")
+            tx.output.side_effects.track_cell_existing(cell, var)
+    elif frame.offset:
         for name in frame.code.co_cellvars:
             value = tx.symbolic_locals.pop(name, None)
             if isinstance(value, LazyVariableTracker):
@@ -204,23 +209,35 @@ def _explain_break(config, explanation: GraphBreak, compiled: bool) -> None:
 
 
 def _live(tx, frame, offset: int) -> list[tuple[str, Any]]:
-    """(name, tracker) of the locals the rest of the frame may read, in a stable order."""
-    wanted = live_locals(frame.code, offset)
-    out = []
-    for name in sorted(wanted):
+    """(name, tracker) of the locals the rest of the frame may read, in a stable order (the cells
+    travel on their own: Note [A resume function receives the frame's cells])."""
+    wanted = live_locals(frame.code, offset) - set(cell_names(frame.code))
+    return [(name, tx.symbolic_locals[name]) for name in sorted(wanted) if name in tx.symbolic_locals]
+
+
+def _closure_arg(cg, tx, frame) -> list[str]:
+    """``___closure=(...)``: the frame's cells for the resume function (Note [A resume function receives
+    the frame's cells]); a free variable of a frame that received only its contents gets a cell holding them."""
+    names = cell_names(frame.code)
+    if not names:
+        return []
+    exprs = []
+    for name in names:
         if name in tx.cells:
-            if tx.cells[name].value is not None:
-                out.append((name, tx.cells[name].value))
-        elif name in tx.symbolic_locals:
-            out.append((name, tx.symbolic_locals[name]))
-    return out
+            exprs.append(cg.cell_expr(tx.cells[name]))
+        else:
+            value = tx.symbolic_locals.get(name)
+            exprs.append(f"___CellType({'' if value is None else cg.expr(value)})")
+    return [f"{CLOSURE}=({', '.join(exprs)},)"]
 
 
-def _keyword_args(cg, live) -> list[str]:
-    """``name=expr`` per live local; a name that is no identifier (pytest's ``@py_assert1``) via ``**{...}``."""
+def _keyword_args(cg, live, tx=None, frame=None) -> list[str]:
+    """``name=expr`` per live local; a name that is no identifier (pytest's ``@py_assert1``) via ``**{...}``;
+    with ``tx`` and ``frame``, the frame's cells after them."""
     plain = [f"{n}={cg.expr(v)}" for n, v in live if n.isidentifier()]
     odd = [f"{n!r}: {cg.expr(v)}" for n, v in live if not n.isidentifier()]
-    return plain + ([f"**{{{', '.join(odd)}}}"] if odd else [])
+    cells = _closure_arg(cg, tx, frame) if tx is not None else []
+    return plain + cells + ([f"**{{{', '.join(odd)}}}"] if odd else [])
 
 
 def _resume_call(cg, tx, frame, config, offset: int, stack_exprs: list[str]) -> str:
@@ -231,7 +248,7 @@ def _resume_call(cg, tx, frame, config, offset: int, stack_exprs: list[str]) -> 
         resume = config.resumes[key] = ResumeFunction(frame.code, frame.f_globals, offset, len(stack_exprs),
                                                       key[3], config)
     name = cg.install(resume, resume.__name__)
-    args = [f"___stack{i}={e}" for i, e in enumerate(stack_exprs)] + _keyword_args(cg, live)
+    args = [f"___stack{i}={e}" for i, e in enumerate(stack_exprs)] + _keyword_args(cg, live, tx, frame)
     return f"{name}({', '.join(args)})"
 
 
@@ -258,7 +275,7 @@ def finish(tx, frame, config) -> CacheEntry:
             rest = config.resumes[key] = ResumeFunction(frame.code, frame.f_globals, inst.offset, 0, key[3], config,
                                                         eager_only=True)
         name = cg.install(rest, rest.__name__)
-        args = ", ".join(_keyword_args(cg, live))
+        args = ", ".join(_keyword_args(cg, live, tx, frame))
         tail.append(f"return {name}({args})   # the rest of the frame runs eagerly (no graph)")
     elif kind == "call":
         _, inst, explanation = tx.result

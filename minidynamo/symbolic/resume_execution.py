@@ -14,6 +14,24 @@ Note [A resume function is a frame that starts in the middle]
     and run the cached entry, exactly as Dynamo treats a resume code object when it is
     first called. If it cannot be traced, the concrete interpreter
     (``minidynamo.interpreter``) runs the rest of the frame eagerly from offset N.
+
+Note [A resume function receives the frame's cells]
+    A frame's cells (its ``co_cellvars``, the variables a nested function or class body reads,
+    and its ``co_freevars``) are shared objects: a function made before the break holds the
+    very cell the rest of the frame writes (``class V`` whose method reads ``V``, assigned only
+    after ``__build_class__`` returns). torch's ``ContinueExecutionCache.generate`` makes them
+    the resume function's free variables (``co_freevars = sorted(cellvars + freevars)``), and
+    ``create_call_resume_at`` (symbolic_convert.py) passes the frame's own cells as its closure.
+    Ours receives them the same way, as one keyword argument: ``___closure``, a tuple of the
+    cells in :attr:`ResumeFunction.cell_names` order (torch's sorted order). The call puts each
+    cell's contents in ``L`` under its name, so guards read them as ``L['V']`` as torch's do
+    (``LocalSource(..., is_derefed_cell_contents=True)``), and the trace tracks the cell itself
+    (``CellVariable.real_expr``, ``SideEffects.track_cell_existing``): a write is replayed on the
+    real cell after the graph, and a function whose ``__closure__`` holds the cell reads the
+    value the trace gave it. The eager rest of the frame (our interpreter, or CPython running
+    Note [The rest of a frame as real bytecode]) runs with the same cells. A frame that is not
+    a resume function (offset 0) still gets its free variables' contents, not their cells: a
+    cell made before the first break for one of them holds the value, not the user's cell.
 """
 
 from __future__ import annotations
@@ -209,6 +227,14 @@ def unhooked(run_eagerly):
     return run
 
 
+CLOSURE = "___closure"  # the keyword a resume function receives the frame's cells under
+
+
+def cell_names(code: types.CodeType) -> tuple[str, ...]:
+    """The names of the cells a resume function of ``code`` receives, in torch's order (sorted)."""
+    return tuple(sorted(code.co_cellvars + code.co_freevars))
+
+
 class ResumeFunction:
     """``___resume_at_<offset>_<n>(___stack0=..., x=...)``: the rest of a frame after a break."""
 
@@ -222,11 +248,20 @@ class ResumeFunction:
         self.config = config
         self.eager_only = eager_only
         self._rest_code = None  # Note [The rest of a frame as real bytecode]: made at the first eager run
+        # Note [A resume function receives the frame's cells]: L['___closure'] holds them, in this order
+        self.cell_names = cell_names(code)
         kind = "eager_rest_at" if eager_only else "resume_at"
         self.__name__ = f"___{kind}_{offset}_{next(_ids)}"
         self.__qualname__ = f"{code.co_qualname}.{self.__name__}"
 
     def __call__(self, /, **L: Any) -> Any:  # positional-only: a live local may be named `self`
+        closure = L.get(CLOSURE)
+        if closure is not None:  # each cell's contents under its name, as the frame's f_locals show them
+            for name, cell in zip(self.cell_names, closure):
+                try:
+                    L[name] = cell.cell_contents
+                except ValueError:  # a name not bound yet
+                    pass
         if self.eager_only:
             return self.run_rest(L)
         return self.config.call_frame(self, L, eager=lambda: self.run_rest(L))  # CompileConfig.call_frame
@@ -241,7 +276,7 @@ class ResumeFunction:
                                       and continue_at(self.code, self.offset, frozenset(self.names))) or False
         if rest is False:
             return self.run_eagerly(L)
-        fn, args = rest_function(rest, self.f_globals, L)
+        fn, args = rest_function(rest, self.f_globals, L, dict(zip(self.cell_names, L.get(CLOSURE, ()))))
         return self.config.call_hooked(fn, args)
 
     @unhooked
@@ -250,13 +285,16 @@ class ResumeFunction:
         from minidynamo import interpreter
 
         frame = interpreter.Frame(self.code, self.f_globals, {}, ())
+        cells = dict(zip(self.cell_names, L.get(CLOSURE, ())))  # Note [A resume function receives the frame's cells]
         for name, value in L.items():
-            if name.startswith("___stack"):
+            if name.startswith("___stack") or name == CLOSURE:
                 continue
             if name in self.code.co_cellvars or name in self.code.co_freevars:
-                frame.cells[name] = types.CellType(value)
+                frame.cells[name] = cells.get(name) or types.CellType(value)
             else:
                 frame.locals[name] = value
+        for name, cell in cells.items():
+            frame.cells.setdefault(name, cell)  # an empty cell (a name not bound yet) is not in L
         stack = [L[f"___stack{i}"] for i in range(self.stack_depth)]
         # the prologue: an autocast / inference_mode block the rest starts inside is entered here (a
         # ResumedContext, variables/ctx_manager.py: Note [A resume function re-enters autocast and inference_mode])

@@ -49,6 +49,7 @@ class SideEffects:
         self.removed_hooks: list = []  # handles of tensor_hooks the frame removed
         self.locked_by: Optional[str] = None  # the higher-order op whose body is being traced (check_allowed)
         self.tensor_hooks: list = []  # (tensor, hook, handle, method): Note [A hook on a tensor of the trace is a node]
+        self.cells: dict = {}  # id(real cell) -> (CellVariable, cell): the cells a resume function received
 
     def check_allowed(self, what: str) -> None:
         """Inside a hook's body (``locked_by``), a change to the world outside it breaks the graph there.
@@ -94,6 +95,15 @@ class SideEffects:
         """``handle.remove()`` of a hook registered after the graph: removed there, right after."""
         self.removed_hooks.append(handle)
 
+    def track_cell_existing(self, cell, var: VariableTracker) -> None:
+        """A real cell the frame received (torch: ``SideEffects.track_cell_existing``): a function whose
+        ``__closure__`` holds it reads ``var`` while tracing, and a write to it is replayed after the graph."""
+        self.cells[id(cell)] = (var, cell)
+
+    def tracked_cell(self, cell) -> Optional[VariableTracker]:
+        entry = self.cells.get(id(cell))
+        return entry[0] if entry is not None and entry[1] is cell else None
+
     def store_global(self, name: str, value: VariableTracker) -> None:
         self.check_allowed(f"global {name}")
         self.global_stores[name] = value
@@ -122,7 +132,8 @@ class SideEffects:
                            "the trace wrote to this object, taking it to be distinct from these", n)
 
     def is_empty(self) -> bool:
-        return not (self.mutated_containers or self.attr_stores or self.global_stores or self.tensor_hooks)
+        return not (self.mutated_containers or self.attr_stores or self.global_stores or self.tensor_hooks
+                    or any(var.mutated for var, _ in self.cells.values()))
 
     def codegen(self, cg) -> list[str]:
         """The write-back statements (Note [Replay once, after the graph])."""
@@ -158,6 +169,10 @@ class SideEffects:
                 lines.append(f"setattr({cg.expr(obj)}, {name!r}, {cg.expr(value)})")
         for name, value in self.global_stores.items():
             lines.append(f"G[{name!r}] = {cg.expr(value)}")
+        for var, _ in self.cells.values():  # a cell the frame received, written while tracing
+            if var.mutated:
+                lines.append(f"del {var.real_expr}.cell_contents" if var.value is None
+                             else f"{var.real_expr}.cell_contents = {cg.expr(var.value)}")
         for tensor, hook, handle, method in self.tensor_hooks:  # in the order the frame registered them
             lines.append(f"{handle.name} = {cg.expr(tensor)}.{method}({cg.expr(hook)})")
         for handle in self.removed_hooks:

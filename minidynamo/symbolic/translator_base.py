@@ -328,6 +328,7 @@ class InstructionTranslatorBase(ExceptionOpcodes, ControlFlowOpcodes, CallOpcode
         cell = self._cell(name)
         if isinstance(cell, CellVariable):
             cell.value = self.pop()
+            cell.mutated = True  # a cell the frame received is written after the graph (SideEffects.codegen)
             if name in self.code.co_cellvars:  # torch's STORE_DEREF: a cell of this frame names the node
                 cell.value.set_name_hint(name)
         elif cell is None and name in self.code.co_cellvars:

@@ -52,14 +52,25 @@ def bind_args(tx, code, name, defaults, kwdefaults, args, kwargs) -> dict:
 
 
 class CellVariable(VariableTracker):
-    """A closure cell shared between a frame and the nested functions it defines."""
+    """A closure cell shared between a frame and the nested functions it defines.
 
-    def __init__(self, value: Optional[VariableTracker] = None, **kwargs):
+    ``real_expr``: for a cell that exists before the trace (a resume function's cell, Note [A resume
+    function receives the frame's cells]), how the transformed code reads it (``L['___closure'][0]``);
+    its ``value`` changes while tracing only here, and a changed value is written to the real cell
+    after the graph (``SideEffects.codegen``). torch: ``SideEffects.track_cell_existing``.
+    """
+
+    def __init__(self, value: Optional[VariableTracker] = None, real_expr: Optional[str] = None, **kwargs):
         super().__init__(**kwargs)
         self.value = value
+        self.real_expr = real_expr
+        self.mutated = False  # STORE_DEREF / DELETE_DEREF while tracing
 
     def reconstruct(self, codegen) -> str:
-        unimplemented("a closure cell cannot be rebuilt after a graph break", gb_id=gb.RECONSTRUCTION)
+        return codegen.cell_expr(self)
+
+    def __repr__(self) -> str:
+        return f"CellVariable({self.value!r})"
 
 
 class BaseUserFunctionVariable(VariableTracker):
@@ -109,6 +120,10 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         """Free variables of the callee: real cells, wrapped (and guarded when they have a source)."""
         out = {}
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
+            tracked = tx.output.side_effects.tracked_cell(cell)
+            if tracked is not None:  # a cell of the frame being traced: its value as the trace left it
+                out[name] = tracked
+                continue
             try:
                 value = cell.cell_contents
             except ValueError:
@@ -201,9 +216,9 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
             return codegen.constant_expr(types.FunctionType(self.code, self.f_globals, self.code.co_name))
         cells = []
         for name, cell in zip(self.code.co_freevars, self.closure or ()):
-            if not isinstance(cell, CellVariable) or cell.value is None or not _never_rebound(codegen, self.code, name):
-                unimplemented(f"a nested function whose closure cell {name!r} is written cannot be rebuilt after a "
-                              "graph break", gb_id=gb.NESTED_CLOSURE)
+            if not isinstance(cell, CellVariable):
+                unimplemented(f"a nested function whose closure cell {name!r} is not a cell of the trace cannot be "
+                              "rebuilt after a graph break", gb_id=gb.NESTED_CLOSURE)
             cells.append(codegen.cell_expr(cell))
         closure = f"({', '.join(cells)},)" if cells else "None"
         defaults = f"({', '.join(codegen.expr(d) for d in self.defaults)},)" if self.defaults else "None"
@@ -269,27 +284,13 @@ class UserMethodVariable(UserFunctionVariable):
 
 # Note [Rebuilding a closure]
 #     A nested function live at a graph break is rebuilt as a new function object over
-#     the same code, with new cells holding the cells' current values. That is the same
-#     function only if no one can write those cells later: neither the nested code
-#     (``nonlocal``), nor any code nested in it, nor the frame that owns the cell (after
-#     its one assignment). Otherwise the break is refused (the frame runs eagerly).
-#     Real Dynamo passes the cells themselves to the resume function.
-
-
-def _writes(code: types.CodeType, name: str) -> int:
-    from minidynamo.bytecode import get_instructions
-
-    n = sum(1 for i in get_instructions(code) if i.opname in ("STORE_DEREF", "DELETE_DEREF") and i.argval == name)
-    return n + sum(_writes(c, name) for c in code.co_consts if isinstance(c, types.CodeType))
-
-
-def _never_rebound(codegen, inner: types.CodeType, name: str) -> bool:
-    if _writes(inner, name):
-        return False
-    owner = getattr(codegen, "frame_code", None)
-    if owner is None:
-        return False
-    return name not in owner.co_cellvars or _writes(owner, name) <= 1
+#     the same code and the same cells: a cell of the frame is made once by the transformed
+#     code (``___cell_N = ___CellType(value)``, an empty one for a name not bound yet) or read
+#     where it already lives (a resume function's ``L['___closure'][i]``), and that one cell
+#     object is shared by every closure rebuilt over it and handed on to the resume function
+#     (Note [A resume function receives the frame's cells], resume_execution.py). So a write
+#     after the break, by the frame or by the nested code (``nonlocal``), is seen by all, as
+#     torch's resume functions share the frame's cells (``ContinueExecutionCache.generate``).
 
 
 def make_function(code, f_globals, qualname, defaults, closure, kwdefaults):

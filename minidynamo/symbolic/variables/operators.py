@@ -126,6 +126,50 @@ def _is_none(v: VariableTracker) -> bool:
     return isinstance(v, ConstantVariable) and v.value is None
 
 
+_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")
+_DUNDERS = {getattr(operator, n + ("_" if n in ("and", "or") else "")): (f"__{n}__", f"__r{n}__", None) for n in _BINARY}
+_DUNDERS.update({getattr(operator, f"i{n}"): (f"__i{n}__", f"__r{n}__", f"__{n}__") for n in _BINARY})
+
+
+def _python_method(var: VariableTracker, name: str):
+    """``type(obj).name`` where ``var`` is an instance of a user's class and that is a Python function."""
+    from .misc import UserDefinedObjectVariable
+    from .new_object import NewObjectVariable
+
+    if not isinstance(var, (NewObjectVariable, UserDefinedObjectVariable)):
+        return None
+    method = inspect.getattr_static(var.python_type(), name, None)
+    return method if inspect.isfunction(method) else None
+
+
+def call_user_dunder(tx, fn, args: list) -> VariableTracker | None:
+    """Note [A user class's binary operator is inlined]
+
+    ``a + b`` where ``a`` or ``b`` is an instance of a class with a Python ``__add__`` /
+    ``__radd__`` runs as Python runs it (``binary_op1`` in CPython's Objects/abstract.c):
+    ``type(a).__add__(a, b)`` inlined, and if that returns ``NotImplemented``,
+    ``type(b).__radd__(b, a)``; ``a += b`` tries ``__iadd__`` first, then the same two. torch's
+    ``BuiltinVariable`` does the same for user-defined objects (its binop handlers call
+    ``call_method(tx, "__add__", ...)``, torch/_dynamo/variables/builtin.py). None: no operand
+    has a Python method for this operator (the other handlers decide).
+    """
+    first, reflected, plain = _DUNDERS[fn]  # plain: the operator an in-place one falls back to
+    a, b = args
+    names = [first, plain] if plain else [first]
+    for name in names:
+        if _python_method(a, name) is not None:
+            result = a.call_method(tx, name, [b], {})
+            if not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
+                return result
+    if isinstance(a, TensorVariable) or type(a) is type(b) and a.python_type() is b.python_type():
+        return None  # Python tries the reflected method only for operands of different types
+    if _python_method(b, reflected) is not None:
+        result = b.call_method(tx, reflected, [a], {})
+        if not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
+            return result
+    return None
+
+
 def call_operator(tx, fn, args: list) -> VariableTracker:
     """One entry for every operator: tensors -> graph node, constants -> folded."""
     if fn in (operator.is_, operator.is_not):
@@ -154,6 +198,10 @@ def call_operator(tx, fn, args: list) -> VariableTracker:
         return args[0].call_method(tx, "__getitem__", [args[1]], {})
     if len(args) == 2 and isinstance(args[0], SetVariable):
         result = call_set_operator(tx, fn, args)  # Note [A set is a dict of hashable trackers]
+        if result is not None:
+            return result
+    if len(args) == 2 and fn in _DUNDERS:
+        result = call_user_dunder(tx, fn, args)  # Note [A user class's binary operator is inlined]
         if result is not None:
             return result
     if any(isinstance(a, TensorVariable) or type(a).__name__ == "SymNodeVariable" for a in args):
