@@ -104,7 +104,7 @@ from .frame_cache import (  # noqa: F401
     lookup,
     run_only_mode,
 )
-from .resume_execution import unhooked
+from .resume_execution import CLOSURE, unhooked
 from .variables import builder as _builder
 from .variables.functions import is_user_function
 from .variables.nn_module import is_plain_call
@@ -144,6 +144,8 @@ class CompileConfig:
             frame = self.by_id[id(code)] = self.optimized(func)
         if frame.fn is not func and frame.f_globals is not func.__globals__:
             frame = OptimizedFunction(func, self)
+        if frame.cell_names:  # the free variables' cells themselves (Note [A resume function receives the frame's cells])
+            L[CLOSURE] = func.__closure__
         cache = self.frames.get(code)
         if cache is not None and cache.fallback is None:  # Note [A cache hit is one Python frame of ours]
             G = frame.f_globals
@@ -195,6 +197,8 @@ class CompileConfig:
         frame = self.by_id.get(id(code))
         if frame is None or frame.code is not code or (frame.fn is not func and frame.f_globals is not func.__globals__):
             frame = OptimizedFunction(func, self)
+        if frame.cell_names:
+            L[CLOSURE] = func.__closure__
         entry = lookup(cache, L, frame.f_globals, self.backend_key)
         if entry is None:
             return self.hook.DEFAULT
@@ -443,6 +447,7 @@ class OptimizedFunction:
         self.__name__ = fn.__name__
         self._binder = _make_binder(fn)
         self._freevars = fn.__code__.co_freevars
+        self.cell_names = self._freevars  # L['___closure'] holds their cells (Note [A resume function receives ...])
         # a generator / coroutine function: its frame runs when the caller iterates, not
         # at the call; as in Dynamo, calling it runs eagerly and returns the generator
         self._generator = bool(fn.__code__.co_flags & (0x20 | 0x80 | 0x100 | 0x200))
@@ -465,6 +470,7 @@ class OptimizedFunction:
             _share_defaults(binder, fn)  # reassigned after compile: a default is read as eager reads it
         L = binder(*args, **kwargs)
         if self._freevars:
+            L[CLOSURE] = self.fn.__closure__
             for name, cell in zip(self._freevars, self.fn.__closure__):
                 try:
                     L[name] = cell.cell_contents
@@ -482,7 +488,7 @@ class OptimizedFunction:
 
         from .resume_execution import InterceptingVM
 
-        local_values = {k: v for k, v in L.items() if k not in self._freevars}
+        local_values = {k: v for k, v in L.items() if k not in self._freevars and k != CLOSURE}
         frame = interpreter.Frame(self.code, self.f_globals, local_values, self.fn.__closure__ or ())
         return InterceptingVM(self.config).run_frame(frame)
 

@@ -29,9 +29,11 @@ Note [A resume function receives the frame's cells]
     (``CellVariable.real_expr``, ``SideEffects.track_cell_existing``): a write is replayed on the
     real cell after the graph, and a function whose ``__closure__`` holds the cell reads the
     value the trace gave it. The eager rest of the frame (our interpreter, or CPython running
-    Note [The rest of a frame as real bytecode]) runs with the same cells. A frame that is not
-    a resume function (offset 0) still gets its free variables' contents, not their cells: a
-    cell made before the first break for one of them holds the value, not the user's cell.
+    Note [The rest of a frame as real bytecode]) runs with the same cells. A compiled function's
+    own frame receives its free variables' cells the same way (``L['___closure']`` is its
+    ``__closure__``, ``OptimizedFunction.cell_names`` its ``co_freevars``), so a ``nonlocal``
+    write, before or after a break, reaches the user's cell, as torch's root frame tracks them
+    (``track_cell_existing`` with a ``LocalCellSource``, ``InstructionTranslator.__init__``).
 """
 
 from __future__ import annotations
