@@ -39,10 +39,7 @@ _CHAPTER_MARK = {"ch03": pytest.mark.ch03, "ch04": pytest.mark.ch04, "ch05": pyt
 
 # Cases that fail today for a reason outside this file, each with that reason.
 # strict: when the cause is fixed the xfail turns into a failure, and the entry goes.
-XFAIL_COUNTS: dict[str, str] = {
-    "break_closure_cell_after": "a graph break in a frame whose cells are written (nonlocal) falls back to eager; "
-    "torch resumes with the cells",
-}
+XFAIL_COUNTS: dict[str, str] = {}
 
 
 def _params(names, xfail=None):
