@@ -100,6 +100,10 @@ class SideEffects:
         ``__closure__`` holds it reads ``var`` while tracing, and a write to it is replayed after the graph."""
         self.cells[id(cell)] = (var, cell)
 
+    def store_cell(self, name: str) -> None:
+        """A write to a cell the frame received (``nonlocal``), replayed after the graph (``codegen``)."""
+        self.check_allowed(f"cell {name}")
+
     def tracked_cell(self, cell) -> Optional[VariableTracker]:
         entry = self.cells.get(id(cell))
         return entry[0] if entry is not None and entry[1] is cell else None

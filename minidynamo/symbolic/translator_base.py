@@ -327,8 +327,10 @@ class InstructionTranslatorBase(ExceptionOpcodes, ControlFlowOpcodes, CallOpcode
         name = inst.argval
         cell = self._cell(name)
         if isinstance(cell, CellVariable):
+            if cell.real_expr is not None:  # a cell the frame received: written after the graph (SideEffects)
+                self.output.side_effects.store_cell(name)
             cell.value = self.pop()
-            cell.mutated = True  # a cell the frame received is written after the graph (SideEffects.codegen)
+            cell.mutated = True
             if name in self.code.co_cellvars:  # torch's STORE_DEREF: a cell of this frame names the node
                 cell.value.set_name_hint(name)
         elif cell is None and name in self.code.co_cellvars:
