@@ -141,15 +141,37 @@ def a_print_backward(x):
     return _PrintBwd.apply(x) + 1
 
 
+class _TensorAttrBwd(torch.autograd.Function):
+    """backward reads a tensor kept as a ctx attribute and a saved one: both traceable."""
+
+    @staticmethod
+    def forward(ctx, t):
+        ctx.scale = t.abs() + 1
+        ctx.save_for_backward(t)
+        return t * ctx.scale
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            return g * ctx.scale * 2 + t * 0
+        return None
+
+
+def a_print_backward_after_an_op(x):
+    y = x.exp()
+    return _PrintBwd.apply(y) * 2
+
+
+def a_tensor_attribute_in_backward(x):
+    return _TensorAttrBwd.apply(x.cos()) + 1
+
+
 PROGRAMS = {name: fn for name, fn in dict(globals()).items() if name.startswith("a_")}
 NEEDS_GRAD = {n for n in PROGRAMS if not n.endswith("_no_grad")}
 
 # Where we still differ from torch, and why (each a strict xfail).
-KNOWN: dict[str, str] = {
-    "a_print_backward": "torch's AutogradFunctionApplyVariable speculates backward too: the printing backward "
-                        "breaks, so torch falls back (a break at .apply, before any op) and compiles the forward "
-                        "frame (2 graphs); ours speculates forward only and records .apply as one node (1 graph)",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _marks(n):

@@ -16,11 +16,11 @@ Note [autograd.Function.apply is speculated, then falls back]
     ``_ALLOW_FALLBACK_TO_EAGER``), with the inner break's type and message and the line
     ``Higher Order Operator: autograd.Function``. The eager ``.apply`` then runs the user's
     ``forward`` frame, which passes the frame hook and is compiled on its own (a printing forward:
-    2 graphs). Ours takes both paths; on the second it speculates ``forward`` only, then, when the
-    speculation succeeds, records the call as the one opaque node it always made (Note [A custom
-    autograd.Function in the graph], torch.py) rather than torch's ``autograd_function_apply`` node
-    with forward and backward subgraphs. ``backward`` is not speculated: a ``backward`` that cannot
-    be traced does not break at ``.apply`` here (torch's does).
+    2 graphs). Ours takes both paths; on the second it speculates ``forward``, then ``backward``
+    (with a gradient like each forward output, and a ctx whose saved tensors and tensor attributes
+    are placeholders of its own), and where both trace it discards the subgraphs and records the
+    call as the one opaque node it always made (Note [A custom autograd.Function in the graph],
+    torch.py), not torch's ``autograd_function_apply`` node over the two subgraphs.
 """
 
 from __future__ import annotations
@@ -101,6 +101,32 @@ class _ForwardWithCtx(VariableTracker):
         return self.forward.call_function(tx, ([self.ctx] if self.ctx is not None else []) + list(args), kwargs)
 
 
+class _BackwardWithCtx(VariableTracker):
+    """``backward`` called with its operands: the gradients, then a ctx whose saved tensors and tensor
+    attributes are the remaining operands (the backward subgraph's own placeholders)."""
+
+    def __init__(self, backward: VariableTracker, ctx: AutogradFunctionContextVariable, n_grads: int,
+                 tensor_attrs: list, **kwargs):
+        super().__init__(**kwargs)
+        self.backward, self.ctx, self.n_grads, self.tensor_attrs = backward, ctx, n_grads, tensor_attrs
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        grads, rest = args[: self.n_grads], args[self.n_grads :]
+        ctx = AutogradFunctionContextVariable(self.ctx.needs_input_grad)
+        ctx.saved, rest = rest[: len(self.ctx.saved)], rest[len(self.ctx.saved) :]
+        ctx.attrs = {**self.ctx.attrs, **dict(zip(self.tensor_attrs, rest))}
+        return self.backward.call_function(tx, [ctx, *grads], {})
+
+
+def _tagged(e: Unsupported) -> Unsupported:
+    """torch's ``add_hop_context``: the break names the HOP it fell back from (the deepest one only)."""
+    if not e.hop_name:
+        e.hop_name = HOP_NAME
+        if e.explanation is not None:
+            e.explanation.hop_name = HOP_NAME
+    return e
+
+
 class AutogradFunctionApplyVariable(VariableTracker):
     """``cls.apply`` (Note [autograd.Function.apply is speculated, then falls back])."""
 
@@ -147,19 +173,36 @@ class AutogradFunctionApplyVariable(VariableTracker):
         return _ForwardWithCtx(forward, ctx).call_function(tx, args, {})
 
     def _speculate_forward(self, tx, forward, ctx, args: list) -> None:
-        """Trace ``forward`` as a HOP body; a break inside it is a break at ``.apply`` (torch's fallback)."""
+        """Trace ``forward``, then ``backward``, as HOP bodies; a break inside either is a break at
+        ``.apply`` (torch's fallback)."""
         if not all(isinstance(a, TensorVariable) or a.is_python_constant() for a in args):
             return  # operands a subgraph cannot take: the opaque node, as before
         try:
-            speculate_subgraph(tx, _ForwardWithCtx(forward, ctx), args, HOP_NAME, fallback_to_eager=True)
+            body = speculate_subgraph(tx, _ForwardWithCtx(forward, ctx), args, HOP_NAME, fallback_to_eager=True)
         except UncapturedHigherOrderOpError:
             return  # a forward whose outputs a subgraph cannot hold (None among them): the opaque node
         except Unsupported as e:
-            if not e.hop_name:  # torch's add_hop_context tags the deepest HOP only
-                e.hop_name = HOP_NAME
-                if e.explanation is not None:
-                    e.explanation.hop_name = HOP_NAME
-            raise
+            raise _tagged(e) from None
+        self._speculate_backward(tx, body.outputs, ctx)
+
+    def _speculate_backward(self, tx, grads: list, ctx) -> None:
+        """``backward(ctx, *grads)`` with a gradient like each forward output, the saved tensors and the
+        ctx's tensor attributes as its operands (torch speculates ``bwd_fn`` the same way)."""
+        backward = inspect.getattr_static(self.fn_cls, "backward", None)
+        backward = backward.__func__ if isinstance(backward, staticmethod) else backward
+        if not isinstance(backward, types.FunctionType) or ctx is None:
+            return
+        attrs = [k for k, v in ctx.attrs.items() if isinstance(v, TensorVariable)]
+        operands = [*grads, *ctx.saved, *(ctx.attrs[k] for k in attrs)]
+        if not all(isinstance(a, TensorVariable) or a.is_python_constant() for a in operands):
+            return
+        try:
+            speculate_subgraph(tx, _BackwardWithCtx(UserFunctionVariable(backward), ctx, len(grads), attrs),
+                               operands, HOP_NAME, fallback_to_eager=True)
+        except UncapturedHigherOrderOpError:
+            return  # ``return g, None``: a result a subgraph cannot hold; nothing broke
+        except Unsupported as e:
+            raise _tagged(e) from None
 
     def __repr__(self) -> str:
         return f"AutogradFunctionApplyVariable({self.fn_cls.__name__})"
