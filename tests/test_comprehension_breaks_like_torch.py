@@ -142,8 +142,52 @@ def in_try(x):
     return r[1] * 2
 
 
+def _closure():
+    k = 2.0
+
+    def reads_a_free_variable(x):
+        y = x + 1
+        r = [print(i) or y * k for i in range(2)]
+        return r[1] - k
+
+    return reads_a_free_variable
+
+
+def break_before_too(x):
+    y = x.sin()
+    print("before")
+    r = [print(i) or y * i for i in range(2)]
+    return r[1].cos()
+
+
+def helper_with_a_comprehension(y):
+    return [print(i) or y * i for i in range(2)]
+
+
+def in_a_helper(x):
+    r = helper_with_a_comprehension(x + 1)
+    return r[1] * 2
+
+
+class Heads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = torch.nn.ModuleList([torch.nn.Linear(4, 2), torch.nn.Linear(4, 2)])
+
+    def forward(self, x):
+        h = x.relu()
+        outs = [print("head") or head(h) for head in self.heads]
+        return torch.cat(outs).sum()
+
+
 SCALE = 3.0
 X = torch.arange(4.0) - 1.5
+torch.manual_seed(0)
+HEADS = Heads()
+
+
+def module_heads(x):  # a function around the call: torch's explain of a Module instance compiles no graph
+    return HEADS(x) + 1
 PROGRAMS = {
     "stored": (stored, (X,)),
     "discarded": (discarded, (X,)),
@@ -162,11 +206,19 @@ PROGRAMS = {
     "break_after_too": (break_after_too, (X,)),
     "nothing_before": (nothing_before, (X,)),
     "reads_a_global_and_unpacks": (reads_a_global_and_unpacks, (X,)),
+    "reads_a_free_variable": (_closure(), (X,)),
+    "break_before_too": (break_before_too, (X,)),
+    "in_a_helper": (in_a_helper, (X,)),
+    "module_heads": (module_heads, (X,)),
     "walrus": (walrus, (X,)),
     "in_try": (in_try, (X,)),
 }
 
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "module_heads": ("iterating a ModuleList: at the break torch cannot rebuild the iterator (\"Reconstruction "
+                     "failure ... sourceless variable DictValuesIterator()\", gb0092) and skips forward's frame (1 "
+                     "graph); ours rebuilds it and compiles forward around the comprehension (3 graphs); 3.11 too"),
+}
 if sys.version_info < (3, 12):
     KNOWN["walrus"] = ("3.11: the <listcomp> frame assigns z, a cell of the function: torch resumes after the "
                        "call with the cell; ours runs the frame eagerly (a resume function that receives cells)")
