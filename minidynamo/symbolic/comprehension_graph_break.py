@@ -33,6 +33,14 @@ Note [A break inside an inlined comprehension]
     - the transformed function calls it with the frame hook on (every frame it calls is
       compiled), then the resume function at the offset after the comprehension.
 
+    ``md.explain`` then counts as torch's: the graph before the comprehension (none if it
+    holds no op, Note [An empty graph is not compiled]) carries the break reason, the
+    graph of the resume function none. Torch speculates only where its
+    ``should_compile_partial_graph()`` is false at the break, which for a call or a jump
+    means the comprehension's exception-table entry covers it; 3.13 leaves jumps out of
+    that entry, so a data-dependent ``if`` filter breaks in a loop there and the frame runs
+    eagerly, in torch and in ours (``InstructionTranslator.break_in_comprehension``).
+
     What ours leaves to the old path (the whole frame eagerly): a set comprehension (torch
     speculates only at ``BUILD_LIST`` and ``BUILD_MAP``), a comprehension inside a
     try/with block, one that assigns a variable of the function (a walrus ``:=``) or a

@@ -196,6 +196,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         data-dependent ``if`` in a 3.13 comprehension breaks in a loop and skips the frame, as ours does.
         """
         if self.comprehension is not None and (at is None or self.in_try_block(at)):
+            explanation.reason += (" (inside a comprehension, torch's comprehension_graph_break: the graph before it "
+                                   "is compiled, the comprehension runs eagerly, the frame resumes after it)")
             raise RestartAnalysis(self.comprehension.start, explanation)
 
     def RETURN_VALUE(self, inst) -> None:
