@@ -43,7 +43,8 @@ Note [A break inside an inlined comprehension]
 
     What ours leaves to the old path (the whole frame eagerly): a set comprehension (torch
     speculates only at ``BUILD_LIST`` and ``BUILD_MAP``), a comprehension inside a
-    try/with block, one that assigns a variable of the function (a walrus ``:=``) or a
+    try block (inside a grad-mode, autocast or inference_mode ``with`` block it runs and
+    resumes in the block, Note [A break inside a with block]), one that assigns a variable of the function (a walrus ``:=``) or a
     closure cell, a function with cell variables, and a run without the frame hook. Torch
     handles the walrus and cells too.
 """
@@ -57,7 +58,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from minidynamo.bytecode import exception_table, find_exception_handler, get_instructions, offset_to_index
+from minidynamo.bytecode import get_instructions, offset_to_index
 from minidynamo.bytecode.continue_at import _NOT_PLAIN, _VARARGS, _VARKEYWORDS, MARK, _header, _no_location
 
 _OP = dis.opmap
@@ -73,6 +74,7 @@ RESULT = "<result>"
 class ComprehensionAnalysis:
     """What the bytecode says about one inlined comprehension (torch's ``ComprehensionAnalysis``)."""
 
+    setup: int                 # offset of the GET_ITER before it (a handler there: inside a try or with block)
     start: int                 # offset of its BUILD_LIST / BUILD_MAP
     end_for: int               # offset of its outermost END_FOR
     end: int                   # offset where the function resumes after it
@@ -108,8 +110,8 @@ def analyze(code: types.CodeType, offset: int) -> Optional[ComprehensionAnalysis
     j = i - 2
     while j > 0 and insts[j - 1].opname == "LOAD_FAST_AND_CLEAR":
         j -= 1
-    if insts[j - 1].opname != "GET_ITER" or find_exception_handler(exception_table(code), insts[j - 1].offset):
-        return None  # inside a try or with block: torch's block_stack check, the old path here
+    if insts[j - 1].opname != "GET_ITER":
+        return None
     roles = [ITER]
     for inst in insts[j:i]:
         if inst.opname == "LOAD_FAST_AND_CLEAR":
@@ -173,7 +175,7 @@ def analyze(code: types.CodeType, offset: int) -> Optional[ComprehensionAnalysis
         k += 1
     else:
         return None
-    return ComprehensionAnalysis(insts[i].offset, insts[end_for].offset, insts[k].offset, tuple(roles),
+    return ComprehensionAnalysis(insts[j - 1].offset, insts[i].offset, insts[end_for].offset, insts[k].offset, tuple(roles),
                                  iterator_vars, tuple(reads), disposition, result_var)
 
 

@@ -285,7 +285,7 @@ def finish(tx, frame, config) -> CacheEntry:
         tail.append(f"    return {taken}")
         tail.append(f"return {fall}")
     side_effects = tx.output.side_effects.codegen(cg)
-    if kind == "call":  # the graph leaves the blocks open at the break, innermost first, as torch's
+    if kind in ("call", "comprehension"):  # the graph leaves the blocks open at the break, innermost first, as torch's
         exits = [v for v in tx.stack if isinstance(v, WithExitVariable)
                  or isinstance(v, ContextExitVariable) and v.resumable()]
         outermost_grad = next((v for v in exits if isinstance(v, WithExitVariable)), None)
@@ -397,16 +397,18 @@ def _codegen_comprehension_break(cg, tx, frame, config, a) -> list[str]:
     name = cg.install(fn, fn.__name__)
     reads = [(n, v) for n, v in _live(tx, frame, a.start) if n in a.reads]
     args = [cg.expr(slots[a.roles.index(ITER)])] + _keyword_args(cg, reads)
-    stack_exprs = [cg.expr(v) for v in below] + (["___r"] if a.result_on_stack else [])
-    assigned = {a.result_var: "___r"} if a.result_var else None
-    return [f"___r = {name}({', '.join(args)})   # graph break: the comprehension runs eagerly",
-            f"return {_resume_call(cg, tx, frame, config, a.end, stack_exprs, assigned)}"]
+    line = f"___r = {name}({', '.join(args)})   # graph break: the comprehension runs eagerly"
+    return _eager_then_resume(cg, tx, frame, config, None, below, line, pushes=a.result_on_stack, offset=a.end,
+                              assigned={a.result_var: "___r"} if a.result_var else None)
 
 
-def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True) -> list[str]:
-    """``line`` (the instruction run eagerly, into ``___r`` if it ``pushes``), then the resume function after ``inst``."""
+def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True,
+                       offset: int | None = None, assigned: dict | None = None) -> list[str]:
+    """``line`` (the instruction run eagerly, into ``___r`` if it ``pushes``), then the resume function after
+    ``inst`` (or at ``offset``, with the locals the line ``assigned``: a comprehension's)."""
     stack_exprs = [cg.expr(v) for v in below] + (["___r"] if pushes else [])
-    resume = f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"
+    offset = _next_offset(tx, inst) if offset is None else offset
+    resume = f"return {_resume_call(cg, tx, frame, config, offset, stack_exprs, assigned)}"
     blocks = [v.ctx for v in below if isinstance(v, WithExitVariable)]
     contexts = [cg.expr(v) for v in below if isinstance(v, ContextExitVariable) and v.resumable()]
     call = [line]

@@ -178,6 +178,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         analysis = analyze_comprehension(self.code, inst.offset)
         if analysis is None:
             return False
+        setup = self.instructions[self.indexof[analysis.setup]]
+        if self.in_try_block(setup) and not (self.resumable_blocks() and self.only_with_blocks()):
+            return False  # inside a try block (torch's block_stack can_restore check): a break runs the frame eagerly
         if inst.offset in self.break_at:
             self.stack[:] = [self.realize(v) for v in self.stack]  # as at a call's break
             self.result = ("comprehension", inst, analysis, self.break_at[inst.offset])
