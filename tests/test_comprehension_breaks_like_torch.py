@@ -392,3 +392,19 @@ def test_no_graph_reads_minus_one_breaks_as_torch():
         theirs, _ = dynamo_explain_with_gb_types(print_in_a_loop, X)
     assert ours.graph_count == theirs.graph_count == 0
     assert ours.graph_break_count == theirs.graph_break_count == -1
+
+
+def test_an_unbound_local_the_comprehension_reads_raises_as_in_eager():
+    def fn(x, flag):
+        y = x + 1
+        if flag:
+            z = 2
+        return [print(i) or y * z for i in range(2)]  # noqa: F821 - z is unbound when flag is false
+
+    md.reset()
+    with contextlib.redirect_stdout(io.StringIO()):
+        with pytest.raises(UnboundLocalError) as eager:
+            fn(X, False)
+        with pytest.raises(UnboundLocalError) as ours:
+            md.compile(fn, backend="eager")(X, False)
+    assert str(ours.value) == str(eager.value)
