@@ -394,7 +394,7 @@ def test_no_graph_reads_minus_one_breaks_as_torch():
     assert ours.graph_break_count == theirs.graph_break_count == -1
 
 
-def test_an_unbound_local_the_comprehension_reads_raises_as_in_eager():
+def test_an_unbound_variable_the_comprehension_reads_raises_as_in_eager():
     def fn(x, flag):
         y = x + 1
         if flag:
@@ -403,8 +403,8 @@ def test_an_unbound_local_the_comprehension_reads_raises_as_in_eager():
 
     md.reset()
     with contextlib.redirect_stdout(io.StringIO()):
-        with pytest.raises(UnboundLocalError) as eager:
+        with pytest.raises(NameError) as eager:  # 3.12+: UnboundLocalError; 3.11: the <listcomp>'s free variable
             fn(X, False)
-        with pytest.raises(UnboundLocalError) as ours:
+        with pytest.raises(NameError) as ours:
             md.compile(fn, backend="eager")(X, False)
-    assert str(ours.value) == str(eager.value)
+    assert (type(ours.value), str(ours.value)) == (type(eager.value), str(eager.value))
