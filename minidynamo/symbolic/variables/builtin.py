@@ -188,10 +188,11 @@ class BuiltinVariable(VariableTracker):
 
         # zero-argument super(): the __class__ cell and the frame's first argument. An
         # inlined method has the cell among its closure cells; the top frame (or a resume
-        # function) received it as the input L['__class__'].
+        # function) received it as its cell, its contents the input L['__class__'] (Note [A resume
+        # function receives the frame's cells], resume_execution.py).
         cls = tx.closure_cells.get("__class__")
         if cls is None and "__class__" in tx.code.co_freevars:
-            cls = tx.symbolic_locals.get("__class__")
+            cls = tx.cells.get("__class__") or tx.symbolic_locals.get("__class__")
         if isinstance(cls, CellVariable):
             cls = cls.value
         first = tx.code.co_varnames[0] if tx.code.co_argcount and tx.code.co_varnames else None
