@@ -268,6 +268,9 @@ def accessor(source: Source, parent_type: Optional[type] = None, local_index: Op
         return "GlobalsGuardAccessor"
     if isinstance(source, GlobalSource):
         return f"DictGetItemGuardAccessor({source.global_name!r})"
+    if isinstance(source, (AttrSource, GetItemSource)) and source.table:  # torch's last hop: an item of the table
+        key = source.member if isinstance(source, AttrSource) else str(source.index)
+        return f"DictGetItemGuardAccessor({key!r})"
     if isinstance(source, AttrSource):
         return f"GetAttrGuardAccessor({source.member})"
     if isinstance(source, GetItemSource):

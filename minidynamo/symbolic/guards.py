@@ -406,8 +406,11 @@ class ModuleLayout:
 #     torch's guard sources do (``L['m']._modules['fc']._parameters['weight']``). Only
 #     where the class does not define the name itself (no property, no class
 #     attribute) and does not override ``__getattr__``/``__getitem__``; Module's own
-#     ``__setattr__`` keeps a table's names out of the instance ``__dict__``. The
-#     guards you read (``entry.guards``, ``md.explain``) keep the attribute names.
+#     ``__setattr__`` keeps a table's names out of the instance ``__dict__``. A member the
+#     trace found in a table is named by that table's item already (Note [A module's
+#     member is an item of its table], source.py); what is left for this read is an item
+#     of a Sequential whose children have names of their own (``seq[0]`` is
+#     ``seq._modules['conv']``).
 def _module_layout(value: torch.nn.Module, tables: tuple) -> ModuleLayout:
     cls = type(value)
     members: dict[str, str] = {}
