@@ -112,7 +112,16 @@ def p_buffer_reshaped(api):
     yield lambda: f(X)
 
 
-MODULE_PROGRAMS = [p_nested_train_flag, p_modulelist_item_replaced, p_buffer_reshaped]
+def p_nested_param_requires_grad(api):
+    torch.manual_seed(0)
+    m = Outer().eval()
+    f = api.compile(m)
+    yield lambda: f(X)
+    m.layers[0].bias.requires_grad_(False)
+    yield lambda: f(X)
+
+
+MODULE_PROGRAMS = [p_nested_train_flag, p_modulelist_item_replaced, p_buffer_reshaped, p_nested_param_requires_grad]
 
 
 @pytest.mark.parametrize("program", MODULE_PROGRAMS, ids=lambda p: p.__name__[2:])

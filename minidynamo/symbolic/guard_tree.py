@@ -537,6 +537,9 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
         except Exception:  # noqa: BLE001
             value = None
         text = tensor_mismatch(strip_local_scope(name), tensor_specs[name], value)
+        if text is not None and isinstance(value, torch.nn.Parameter):  # guards.cpp TENSOR_MATCH::check_verbose
+            text += (". Guard failed on a parameter, consider using torch._dynamo.config.force_parameter_static_shapes"
+                     " = False to allow dynamism on parameters.")
         if text is not None:
             return text
     if g.kind == "NO_TENSOR_ALIASING" and g.operands:  # guards.py: recompilation_reason_for_no_tensor_aliasing_guard
