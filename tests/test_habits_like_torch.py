@@ -1410,8 +1410,6 @@ KNOWN: dict[str, str] = {
     "shape_mismatch_error": "on purpose: an op that fails on its fake inputs is the user's error and reaches them as "
                             "eager raises it (RuntimeError); torch wraps it in TorchRuntimeError",
     # sources spelled otherwise than torch's
-    "namedtuple": "a namedtuple's items are 'p[0]' in ours, torch's 'p.a'; and ours lists the aliasing guard as "
-                  "'p[1] is p[0]', torch's 'p.a is p.b'",
     "global_function_replaced": "ours guards a global function by identity ('G['g_scale'] is ___g_scale_0'); torch "
                                 "guards its __code__ (___check_obj_id(G['g_scale'].__code__, ...)), so a new function "
                                 "of the same code would not recompile in torch",

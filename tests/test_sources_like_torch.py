@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections import namedtuple
 
 import pytest
 import torch
@@ -135,3 +136,94 @@ def test_a_modules_guard_tree_names_its_members_as_torchs():
     assert ours == theirs
     assert ("L['self']._modules['layers']._modules['0']._parameters['weight']",
             "<class 'torch.nn.parameter.Parameter'>") in ours
+
+
+# --- a namedtuple's items are its fields: p.a, not p[0] ----------------------------------------------------
+
+Span = namedtuple("Span", ["start", "stop", "scale"])
+
+
+def scaled_span(s):
+    # the fields read in their order: ours wraps a tuple's items when it wraps the tuple, torch's when the
+    # trace reads each (its items are LazyVariableTrackers), so a duplicate's first source is the first read
+    return (s.start - s.stop) * s.scale
+
+
+def p_namedtuple_field_reshaped(api):
+    f = api.compile(scaled_span)
+    yield lambda: f(Span(torch.zeros(3), torch.ones(3), 2.0))
+    yield lambda: f(Span(torch.zeros(4), torch.ones(4), 2.0))
+    yield lambda: f(Span(torch.zeros(3), torch.ones(3), 3.0))
+
+
+def p_namedtuple_duplicate_field(api):
+    """The same tensor in two fields: one input, ``s.start is s.stop`` checked after the managers, as torch's
+    DUPLICATE_INPUT lambda guard (Note [A duplicate input is one guard over two sources], output_graph.py)."""
+    t = torch.ones(3)
+    f = api.compile(scaled_span)
+    yield lambda: f(Span(t, t, 2.0))
+    yield lambda: f(Span(t, torch.ones(3), 2.0))
+    yield lambda: f(Span(torch.ones(5), torch.ones(5), 2.0))
+    yield lambda: f(Span(t, t, 2.0))
+
+
+NAMEDTUPLE_PROGRAMS = [p_namedtuple_field_reshaped, p_namedtuple_duplicate_field]
+
+
+@pytest.mark.parametrize("program", NAMEDTUPLE_PROGRAMS, ids=lambda p: p.__name__[2:])
+def test_a_namedtuples_fields_are_named_as_torchs_in_recompile_reasons(program):
+    same_as_torch(program)
+
+
+def test_a_namedtuples_guard_tree_names_its_fields_as_torchs():
+    t = torch.ones(3)
+    ours, theirs = tree_managers(scaled_span, Span(t, t, 2.0))
+    assert ours == theirs
+    assert ("L['s'].start", "<class 'torch.Tensor'>") in ours and not any(s == "L['s'].stop" for s, _ in ours)
+    assert "+- LAMBDA_GUARD: L['s'].start is L['s'].stop" in str(md.explain(scaled_span, Span(t, t, 2.0)).guards)
+
+
+# --- which tensors read through an attribute stay static (torch/_dynamo/utils.py tensor_always_has_static_shape) --
+
+
+class Masked(torch.nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.mask = torch.ones(n)  # a plain attribute: neither a parameter nor a buffer
+
+    def forward(self, x):
+        return x * self.mask
+
+
+def p_a_user_modules_plain_tensor_changes_size(api):
+    """torch keeps parameters, buffers and torch.nn modules' tensors static; this one becomes dynamic."""
+    m = Masked(3)
+    f = api.compile(m)
+    for n in (3, 4, 5):
+        m.mask = torch.ones(n)
+        yield lambda n=n: f(torch.ones(n))
+
+
+class Normed(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(3).eval()
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+def p_a_torch_nn_modules_buffer_changes_size(api):
+    torch.manual_seed(0)
+    m = Normed()
+    f = api.compile(m)
+    for n in (3, 4, 5):
+        m.bn.running_mean = torch.zeros(n)
+        m.bn.running_var, m.bn.weight, m.bn.bias = torch.ones(n), torch.nn.Parameter(torch.ones(n)), None
+        yield lambda n=n: f(torch.ones(2, n))
+
+
+@pytest.mark.parametrize("program", [p_a_user_modules_plain_tensor_changes_size, p_a_torch_nn_modules_buffer_changes_size],
+                         ids=lambda p: p.__name__[2:])
+def test_tensors_read_through_attributes_are_static_where_torchs_are(program):
+    same_as_torch(program)

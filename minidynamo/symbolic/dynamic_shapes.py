@@ -18,8 +18,9 @@ Note [Automatic dynamic]
     (``None``), and the new trace gives it a symbol. Later sizes then pass the
     entry's guards (``2 <= L['x'].size()[0]``) and reuse the graph.
     ``dynamic=True`` gives every dim a symbol from the first trace,
-    ``dynamic=False`` none, ever. Parameters and attributes of modules stay
-    static, as in torch (``force_parameter_static_shapes``).
+    ``dynamic=False`` none, ever. Parameters, buffers and tensors of torch.nn's
+    own modules stay static, as in torch (``force_parameter_static_shapes``,
+    ``force_nn_module_property_static_shapes``; ``_static_by_rule``).
 """
 
 from __future__ import annotations
@@ -92,13 +93,29 @@ def mark_static(t: torch.Tensor, dim=None) -> None:
 # --- which dims are dynamic -----------------------------------------------------------
 
 
-def _static_by_rule(source: Source, value: torch.Tensor) -> bool:
-    """Parameters (``force_parameter_static_shapes``) and module attributes stay static (Note [Automatic dynamic])."""
+def _static_by_rule(output, source: Source, value: torch.Tensor) -> bool:
+    """The tensors whose sizes torch keeps static (``tensor_always_has_static_shape``, torch/_dynamo/utils.py).
+
+    A parameter, or a tensor of a module's ``_parameters`` / ``_buffers``
+    (``force_parameter_static_shapes``); a tensor read from a module of ``torch.nn`` itself
+    (``force_nn_module_property_static_shapes``). A tensor attribute of any other object, a
+    namedtuple's field or a user module's plain attribute, is an input as any other.
+    """
     from minidynamo import config
 
-    if isinstance(value, torch.nn.Parameter):
-        return config.force_parameter_static_shapes
-    return isinstance(source, AttrSource) or any(isinstance(s, AttrSource) for s in source.bases())
+    chain = [source, *source.bases()]
+    if config.force_parameter_static_shapes and (isinstance(value, torch.nn.Parameter) or any(
+            getattr(s, "table", "") in ("_parameters", "_buffers") for s in chain)):
+        return True
+    if config.force_nn_module_property_static_shapes:
+        for base in chain[1:]:
+            try:
+                owner = base.get(output.L, output.root_globals)
+            except Exception:  # noqa: BLE001 - a source we cannot read back: not a module's
+                continue
+            if isinstance(owner, torch.nn.Module):  # the nearest module: is it torch.nn's own?
+                return type(owner).__module__.startswith("torch.nn.")
+    return False
 
 
 def effective_dynamic(output) -> tuple[bool, bool]:
@@ -131,7 +148,7 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     # dynamic=False turns automatic dynamic off, but a dim marked dynamic is still dynamic (torch.compile's
     # dynamic=False patches automatic_dynamic_shapes=False; builder.py still reads the marks)
     if getattr(output, "dynamic", None) is False and not marked or output.frame_state.get(_STATIC_NOW) \
-            or value.dim() == 0 or _static_by_rule(source, value):
+            or value.dim() == 0 or _static_by_rule(output, source, value):
         return ()
     name = source.name()
     shape = tuple(int(s) for s in value.shape)

@@ -198,7 +198,8 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
             lines += [f"    if not {matcher}({local}):", "        return False"]
     longest_first = sorted(bound, key=len, reverse=True)
     for g in guards:  # sizes of the inputs whose types and ranks are checked above (dynamic_shapes.py)
-        if g.kind == "SHAPE_ENV":  # read from the locals bound above: 2 <= L['x'].size()[0] is 2 <= ___s4.size()[0]
+        if g.kind in ("SHAPE_ENV", "DUPLICATE_INPUT"):  # from the locals bound above: 2 <= L['x'].size()[0] is
+            # 2 <= ___s4.size()[0] (Note [A duplicate input is one guard over two sources], output_graph.py)
             expr = g.expr
             for name in longest_first:
                 if name in expr:
@@ -441,7 +442,7 @@ def torch_guard_order(guard: Guard) -> tuple:
     """
     source = guard.source
     if source is None:
-        return (9, 0, "") if guard.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING") else (-1, 0, "")
+        return (9, 0, "") if guard.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING", "DUPLICATE_INPUT") else (-1, 0, "")
     root = source
     for root in source.bases():
         pass

@@ -60,8 +60,10 @@ import torch
 from .guards import Guard
 from .source import AttrSource, GetItemSource, GlobalSource, LocalSource, Source
 
-_AFTER_CHILDREN = ("SHAPE_ENV", "NO_TENSOR_ALIASING")  # root leaves our walk runs last (aliasing: when no node holds it)
-_TORCH_KIND = {"TORCH_FUNCTION_STATE": "TORCH_FUNCTION_MODE_STACK", "SHAPE_ENV": "LAMBDA_GUARD"}  # Note [The tree prints ...]
+# root leaves our walk runs last (aliasing: when no node holds it)
+_AFTER_CHILDREN = ("SHAPE_ENV", "DUPLICATE_INPUT", "NO_TENSOR_ALIASING")
+_TORCH_KIND = {"TORCH_FUNCTION_STATE": "TORCH_FUNCTION_MODE_STACK", "SHAPE_ENV": "LAMBDA_GUARD",  # Note [The tree
+               "DUPLICATE_INPUT": "LAMBDA_GUARD"}  # prints as torch's]
 
 
 @dataclass

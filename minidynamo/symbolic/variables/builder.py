@@ -125,8 +125,11 @@ class VariableBuilder:
                 _untraced_tensor(source, value)  # (our own FakeTensor passes: the converter takes it as it is)
             from ..dynamic_shapes import dynamic_dims_for
 
-            dims = dynamic_dims_for(tx.output, source, value) if id(value) not in tx.output._tensor_ids else ()
-            guards.TENSOR_MATCH(source, value, "tensor input: the graph was traced for its metadata", dynamic_dims=dims)
+            duplicate = id(value) in tx.output._tensor_ids  # one input already: DUPLICATE_INPUT (output_graph.py)
+            dims = dynamic_dims_for(tx.output, source, value) if not duplicate else ()
+            if not duplicate:
+                guards.TENSOR_MATCH(source, value, "tensor input: the graph was traced for its metadata",
+                                    dynamic_dims=dims)
             var = tx.output.add_graph_input(source, value, dynamic_dims=dims)
             var.class_type = type(value)  # what type(x) and isinstance see: Tensor, Parameter, a subclass
             return var
@@ -152,7 +155,11 @@ class VariableBuilder:
             if type(value) not in (list, tuple) and not named:
                 unimplemented(f"a {type(value).__name__} (list/tuple subclass) input", gb_id=gb.SOURCELESS)
             guards.LENGTH_CHECK(source, value, "the trace unrolled this sequence")
-            items = [VariableBuilder(tx, GetItemSource(source, i))(v) for i, v in enumerate(value)]
+            # a namedtuple's items are its fields, ``L['p'].a``, as torch's builder reads them (``AttrSource`` for
+            # each of ``namedtuple_fields``, torch/_dynamo/variables/builder.py ``VariableBuilder._wrap``)
+            item_sources = [AttrSource(source, f) for f in type(value)._fields] if named and \
+                len(type(value)._fields) == len(value) else [GetItemSource(source, i) for i in range(len(value))]
+            items = [VariableBuilder(tx, s)(v) for s, v in zip(item_sources, value)]
             if isinstance(value, list):
                 return ListVariable(items, source=source)
             return TupleVariable(items, tuple_cls=type(value), source=source)
