@@ -1409,10 +1409,6 @@ KNOWN: dict[str, str] = {
     # Note [The user's exception reaches them unchanged] (frame_cache.py): on purpose
     "shape_mismatch_error": "on purpose: an op that fails on its fake inputs is the user's error and reaches them as "
                             "eager raises it (RuntimeError); torch wraps it in TorchRuntimeError",
-    # sources spelled otherwise than torch's
-    "global_function_replaced": "ours guards a global function by identity ('G['g_scale'] is ___g_scale_0'); torch "
-                                "guards its __code__ (___check_obj_id(G['g_scale'].__code__, ...)), so a new function "
-                                "of the same code would not recompile in torch",
     # shape guards
     "mark_dynamic_bounded_by_code": "both raise ConstraintViolationError when the code's bounds pin the marked dim to "
                                     "2, but torch's graph (compiled before the error) has x of size 2 as its input "

@@ -227,3 +227,61 @@ def p_a_torch_nn_modules_buffer_changes_size(api):
                          ids=lambda p: p.__name__[2:])
 def test_tensors_read_through_attributes_are_static_where_torchs_are(program):
     same_as_torch(program)
+
+
+# --- a function is guarded by its code: G['f'].__code__ (Note [A function is guarded by its code], builder.py) ----
+
+
+def make_scale(k, offset=0.0):
+    def scale(x):
+        return x * k + offset
+    return scale
+
+
+def shifted(x, by=1.0):
+    return x + by
+
+
+SCALE = make_scale(2)
+SHIFT = shifted
+
+
+def uses_globals(x):
+    return SHIFT(SCALE(x))
+
+
+def _rebinding(values):
+    def program(api):
+        global SCALE, SHIFT
+        old = SCALE, SHIFT
+        f = api.compile(uses_globals)
+        try:
+            for scale, shift in values:
+                def call(scale=scale, shift=shift):
+                    global SCALE, SHIFT
+                    SCALE, SHIFT = scale, shift
+                    return f(torch.ones(3))
+                yield call
+        finally:
+            SCALE, SHIFT = old
+    return program
+
+
+def _shifted_by_two(x, by=2.0):
+    return x + by
+
+
+_same_code_other_default = type(shifted)(shifted.__code__, globals(), "shifted", (2.0,))
+
+GLOBAL_FUNCTION_PROGRAMS = {
+    # a new closure of the same code and the same cell: no recompile; another cell value: the cell's guard
+    "closure_made_again": _rebinding([(make_scale(2), shifted), (make_scale(2), shifted), (make_scale(3), shifted)]),
+    # another function of other code: its __code__'s guard; the same code with another default: the default's
+    "function_rebound": _rebinding([(SCALE, shifted), (SCALE, _shifted_by_two), (SCALE, _same_code_other_default),
+                                    (SCALE, shifted)]),
+}
+
+
+@pytest.mark.parametrize("name", GLOBAL_FUNCTION_PROGRAMS)
+def test_a_global_function_is_guarded_by_its_code_as_torchs(name):
+    same_as_torch(GLOBAL_FUNCTION_PROGRAMS[name])

@@ -273,6 +273,8 @@ def accessor(source: Source, parent_type: Optional[type] = None, local_index: Op
     if isinstance(source, (AttrSource, GetItemSource)) and source.table:  # torch's last hop: an item of the table
         key = source.member if isinstance(source, AttrSource) else str(source.index)
         return f"DictGetItemGuardAccessor({key!r})"
+    if isinstance(source, AttrSource) and source.member == "__code__":  # torch's accessor of a function's code
+        return "CodeGuardAccessor"
     if isinstance(source, AttrSource):
         return f"GetAttrGuardAccessor({source.member})"
     if isinstance(source, GetItemSource):

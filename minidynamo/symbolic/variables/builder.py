@@ -242,16 +242,16 @@ class VariableBuilder:
             guards.ID_MATCH(source, value, "the trace inlined this compiled function's body")
             return UserFunctionVariable(value.fn, source=AttrSource(source, "fn"))
         if isinstance(value, types.FunctionType):
-            if value.__closure__ and not value.__defaults__ and not value.__kwdefaults__:
-                # a closure is made anew by each call of its parent (and rebuilt at a graph
-                # break): guard its code, as Dynamo's CLOSURE_MATCH; its cells are read through
-                # sources, so they are guarded themselves
-                guards.TYPE_MATCH(source, value, "the trace inlined this nested function")
-                code = guards.name_for(value.__code__, f"code_{value.__code__.co_name}")
-                guards.add(source, "CLOSURE_MATCH", f"{source.name()}.__code__ is {code}",
-                           "the trace inlined this nested function's code", source.name())
-            else:
-                guards.ID_MATCH(source, value, "the trace inlined this function")
+            # Note [A function is guarded by its code]
+            #     Torch guards a function it inlines by its ``__code__`` alone (``CLOSURE_MATCH``,
+            #     torch/_dynamo/guards.py; ``UserFunctionVariable.create_with_source``,
+            #     variables/functions.py): its defaults and closure cells are read through
+            #     sources (``G['f'].__defaults__[0]``, ``G['f'].__closure__[0].cell_contents``) and
+            #     guarded where the trace reads them, and what else the trace took from the
+            #     function is its code. So a closure made anew by each call of its parent, or a
+            #     global rebound to another function of the same code, serves the same entry;
+            #     one of other code recompiles, naming ``___check_obj_id(G['f'].__code__, ...)``.
+            guards.ID_MATCH(AttrSource(source, "__code__"), value.__code__, "the trace inlined this function's code")
             return UserFunctionVariable(value, source=source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
             # both halves through their sources: ``m.forward = MethodType(g, m)`` later must fail
