@@ -1418,10 +1418,6 @@ KNOWN: dict[str, str] = {
     "sliced_stride": "torch makes a changed stride automatic-dynamic (a stride symbol in the graph); ours keeps "
                      "strides static",
     # resume functions
-    "tolist_off": "a resume function's stack arguments are numbered with the call's NULL slot in ours "
-                  "('___stack2'), without it in torch ('___stack1')",
-    "tolist_on": "a resume function's stack arguments are numbered with the NULL slot in ours ('___stack2')",
-    "tolist_int_off": "a resume function's stack arguments are numbered with the NULL slot in ours ('___stack2')",
     "print_in_function": "after the size changes torch compiles the part before print as a graph of its own with no "
                          "inputs (it returns the symbolic size the print reads); ours has no graph there",
     "item_in_if_off": "torch's resume graph for the branch that returns x takes x as an input; ours has no input",
