@@ -54,6 +54,24 @@ def tree_managers(fn, *args) -> tuple[set, set]:
     return managers(ours), managers(theirs)
 
 
+def ordered_roots(fn, *args) -> list:
+    """The frame's locals in the order our tree checks them; torch's order is the same (asserted here)."""
+    code = (type(fn).forward if isinstance(fn, torch.nn.Module) else fn).__code__
+    roots = lambda tree: [m.group(1) for m in map(_MANAGER.search, tree.splitlines())  # noqa: E731
+                          if m and re.fullmatch(r"L\['\w+'\]", m.group(1))]
+    dynamo_reset()
+    md.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.compile(fn, backend="eager")(*args)
+        theirs = roots(dynamo_guard_tree(code))
+        dynamo_reset()
+        ours = roots(str(md.explain(fn, *args).guards))
+    md.reset()
+    assert ours == theirs
+    return ours
+
+
 def same_as_torch(program) -> None:
     theirs, ours = run(program, "torch"), run(program, "ours")
     for field in ("calls", "graphs", "reasons"):
@@ -135,6 +153,7 @@ def test_a_modules_guard_tree_names_its_members_as_torchs():
     torch.manual_seed(0)
     ours, theirs = tree_managers(Outer().eval(), X)
     assert ours == theirs
+    assert ordered_roots(Outer().eval(), X) == ["L['x']", "L['self']"]  # a module's guards after the plain locals
     assert ("L['self']._modules['layers']._modules['0']._parameters['weight']",
             "<class 'torch.nn.parameter.Parameter'>") in ours
 
@@ -224,8 +243,20 @@ def p_a_torch_nn_modules_buffer_changes_size(api):
         yield lambda n=n: f(torch.ones(2, n))
 
 
-@pytest.mark.parametrize("program", [p_a_user_modules_plain_tensor_changes_size, p_a_torch_nn_modules_buffer_changes_size],
-                         ids=lambda p: p.__name__[2:])
+def p_a_module_in_a_closure(api):
+    """``m`` sorts before ``x`` by name, but torch checks a module's guards after the plain locals
+    (Note [Guards in torch's order], guard_codegen.py): the recompile names ``x``, not ``m``'s weight."""
+    torch.manual_seed(0)
+    m = torch.nn.BatchNorm1d(3).eval()
+    f = api.compile(lambda x: m(x))
+    for n in (3, 4, 5):
+        m.running_mean = torch.zeros(n)
+        m.running_var, m.weight, m.bias = torch.ones(n), torch.nn.Parameter(torch.ones(n)), None
+        yield lambda n=n: f(torch.ones(2, n))
+
+
+@pytest.mark.parametrize("program", [p_a_user_modules_plain_tensor_changes_size, p_a_torch_nn_modules_buffer_changes_size,
+                                     p_a_module_in_a_closure], ids=lambda p: p.__name__[2:])
 def test_tensors_read_through_attributes_are_static_where_torchs_are(program):
     same_as_torch(program)
 

@@ -163,6 +163,7 @@ class GuardSet:
         self._obj_names: dict[int, str] = {}
         self.tensor_names: dict[str, None] = {}  # TENSOR_MATCH'd sources in order, for NO_TENSOR_ALIASING
         self.duplicate_sources: set[str] = set()  # ID_MATCHed to an earlier tensor input: the same object
+        self.module_sources: dict[str, bool] = {}  # a module's source -> torch.nn's own (Note [Guards in torch's order])
         self.mutated_sources: Optional[set[str]] = None  # inputs the graph writes to; None: not known, all
         # TENSOR_MATCH'd source -> (dtype, device or None for the CPU, sizes, strides or None for
         # "is_contiguous()", requires_grad): what its Python guards test, for the C++ TensorMatch

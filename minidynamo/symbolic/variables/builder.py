@@ -77,6 +77,12 @@ def _dict_with_object_keys(tx, source: Source, value: dict) -> VariableTracker:
     return ConstDictVariable(items, user_cls=type(value), source=source)
 
 
+def _builtin_module(value) -> bool:
+    """A module of torch.nn itself, not a container (torch's ``UnspecializedBuiltinNNModuleSource``, builder.py)."""
+    module = type(value).__module__
+    return module.startswith(("torch.nn.modules", "torch.ao.")) and not module.startswith("torch.nn.modules.container")
+
+
 class VariableBuilder:
     """Wrap a real value that came from ``source`` (installs guards; see the Note)."""
 
@@ -209,6 +215,7 @@ class VariableBuilder:
             # Note [Modules are guarded by type and structure]: not by identity, so one entry
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
             # the trace reads is guarded through its own source, parameters are graph inputs.
+            guards.module_sources[source.name()] = _builtin_module(value)  # Note [Guards in torch's order]
             guards.TYPE_MATCH(source, value, "the trace inlined this module's forward")
             guards.NN_MODULE_LAYOUT(source, value, "the trace read this module's children, parameters and buffers")
             # hooks and forward: the NN_MODULE_CALL guard of each module the trace calls (nn_module.py)
