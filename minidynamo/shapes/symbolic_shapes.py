@@ -75,6 +75,7 @@ Note [Duck sizing]
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -191,6 +192,7 @@ class ShapeEnv:
     # torch's ``unbacked_renamings`` (``_rename_unbacked_to``); a renaming, not a decision, so no guard
     unbacked_renamings: dict = field(default_factory=dict)
     allow_dynamic_output_shape_ops: bool = False
+    unique_ids: set = field(default_factory=set)  # the numbers backed symbols took (Note [A symbol's name])
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -251,6 +253,25 @@ class ShapeEnv:
         return {s: tuple(r) for s, r in self.var_to_range.items()}
 
     # -- symbols ---------------------------------------------------------------------------
+    def _generate_unique_id(self, source: str) -> int:
+        """Note [A symbol's name]
+
+        A backed symbol is named after where its value was read, not after how many came
+        before it: torch's ``ShapeEnv._generate_unique_id`` (torch/fx/experimental/symbolic_shapes.py,
+        called from ``create_symbol``) takes the sha256 of the source's name (``L['x'].size()[0]``),
+        mod 100, and steps up by one while that number is taken in this ShapeEnv (so ``s100`` can
+        follow ``s99``). ``L['x'].size()[0]`` is therefore ``s77`` in every program, and a guard or
+        a recompile reason reads the same in torch and here. Sizes (``s``), int inputs (``s``)
+        and float inputs (``zf``) share the numbers; unbacked symbols still count up (``u0``,
+        ``u1``: ``create_unbacked_symint``), and a size that is duck-sized with an earlier one
+        takes that one's symbol, so which source is hashed depends on the order sizes are read.
+        """
+        attempt = int(hashlib.sha256(str(source).encode()).hexdigest(), 16) % 100
+        while attempt in self.unique_ids:
+            attempt += 1
+        self.unique_ids.add(attempt)
+        return attempt
+
     def create_symbol(self, val: int, source: str, duck: bool = True) -> "sympy.Symbol | int":
         """The symbol for the size ``val`` read at ``source`` (or ``val`` itself for 0 and 1).
 
@@ -267,7 +288,7 @@ class ShapeEnv:
             self.var_to_sources[sym].append(source)
             self.duck_guards.append((source, self.var_to_sources[sym][0]))
             return sym
-        sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True, positive=True)
+        sym = sympy.Symbol(f"s{self._generate_unique_id(source)}", integer=True, positive=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.backed_var_to_range[sym] = [2, None]  # Note [0/1 specialization]
@@ -286,7 +307,7 @@ class ShapeEnv:
         int, so it has no ``>= 2`` guard; a decision on it (``n > 3``) is a guard, and one that
         bounds it prints as its range (Note [A symbol's range guard]).
         """
-        sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True)
+        sym = sympy.Symbol(f"s{self._generate_unique_id(source)}", integer=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.backed_var_to_range[sym] = [None, None]
@@ -303,7 +324,7 @@ class ShapeEnv:
         ``zf1``...). Its range is every float: no ``>= 2`` guard, no 0/1 specialization,
         and a decision on it (``scale > 1``) is a guard over the argument (``L['scale'] > 1``).
         """
-        sym = sympy.Symbol(f"zf{len(self.float_symbols)}", real=True)
+        sym = sympy.Symbol(f"zf{self._generate_unique_id(source)}", real=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.float_symbols.add(sym)
@@ -498,7 +519,9 @@ class ShapeEnv:
         """After ``Eq(s1, s0)`` held, write ``s1`` as ``s0`` from now on (Note [Duck sizing])."""
         lhs, rhs = eq.lhs, eq.rhs
         if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
-            new, old = sorted((lhs, rhs), key=lambda s: (len(s.name), s.name))  # s2 before s10, s0 before zf0
+            # torch's ``_maybe_guard_rel`` solves for the symbol sorting last by (hint, name); the two
+            # hints are equal here, so the name decides: ``Eq(s27, s77)`` writes s77 as s27
+            new, old = sorted((lhs, rhs), key=lambda s: s.name)
             self.replacements[old] = new
         elif isinstance(lhs, sympy.Symbol) and not rhs.has(lhs):
             self.replacements[lhs] = rhs
