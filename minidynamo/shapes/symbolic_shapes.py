@@ -193,6 +193,7 @@ class ShapeEnv:
     unbacked_renamings: dict = field(default_factory=dict)
     allow_dynamic_output_shape_ops: bool = False
     unique_ids: set = field(default_factory=set)  # the numbers backed symbols took (Note [A symbol's name])
+    tracked_fakes: list = field(default_factory=list)  # (source, fake or SymInt/SymFloat): Note [Guards walk the inputs]
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -532,40 +533,90 @@ class ShapeEnv:
     def source_names(self) -> dict:
         return {s: srcs[0] for s, srcs in self.var_to_sources.items()}
 
-    def produce_guards(self) -> list[tuple[str, str]]:
-        """Every shape guard as ``(python expression, why)``, over the inputs' sizes.
+    def track_fake(self, source: str, value) -> None:
+        """An input the trace made symbolic (a fake tensor, a SymInt, a SymFloat), in the order the trace wrapped
+        it: torch's ``ShapeEnv.tracked_fakes``, which ``produce_guards`` walks (Note [Guards walk the inputs])."""
+        self.tracked_fakes.append((source, value))
 
-        In torch's order (``ShapeEnv.produce_guards_verbose``): first the sizes found equal
-        (duck-sized pairs ``L['y'].size()[0] == L['x'].size()[0]``, unified symbols), then the
-        trace's decisions, simplified with the replacements, minus those the symbols' ranges
-        settle, then each symbol's range (``2 <= L['x'].size()[0] <= 3``: Note [A symbol's range guard]).
+    def _tracked_exprs(self) -> list:
+        """(source, simplified expression, is a tensor property) for every size, stride, offset and scalar tracked."""
+        def expr(v):
+            if isinstance(v, (torch.SymInt, torch.SymFloat)):
+                return self.simplify(v.node.expr)
+            return sympy.Float(v) if isinstance(v, float) else sympy.Integer(v)
+
+        out = []
+        for source, v in self.tracked_fakes:
+            if isinstance(v, torch.Tensor):
+                out += [(f"{source}.size()[{i}]", expr(s), True) for i, s in enumerate(v.shape)]
+                out += [(f"{source}.stride()[{i}]", expr(s), True) for i, s in enumerate(v.stride())]
+                out.append((f"{source}.storage_offset()", expr(v.storage_offset()), True))
+            else:
+                out.append((source, expr(v), False))
+        if not self.tracked_fakes:  # a ShapeEnv used on its own (no trace tracked inputs): its symbols' sources
+            out = [(src, self.simplify(sym), True) for sym, srcs in self.var_to_sources.items() for src in srcs]
+        return out
+
+    def produce_guards(self) -> list[tuple[str, str]]:
+        """Note [Guards walk the inputs]
+
+        Every shape guard as ``(python expression, why)``, over the inputs' sizes, in torch's
+        order (``ShapeEnv.produce_guards_verbose``, torch/fx/experimental/symbolic_shapes.py):
+
+        1. every tracked input's sizes, strides and storage offset, then each symbolic int and
+           float, in the order the trace wrapped them, each as its expression after the
+           replacements: the first source where a symbol appears names it, and any later
+           source of a symbol or an expression is a guard (``L['y'].size()[0] == L['x'].size()[0]``
+           from duck sizing or a unification, ``L['x'].stride()[0] == L['x'].size()[1]`` for a
+           contiguous 2-D input); a constant of a tensor is left to its TENSOR_MATCH;
+        2. the trace's decisions, simplified, minus those the symbols' ranges settle;
+        3. each symbol's range, in the order of step 1 (``2 <= L['x'].size()[0] <= 3``: Note
+           [A symbol's range guard]), and ``not math.isnan(L['s'])`` for a float symbol.
         """
-        names = self.source_names()
+        tracked = self._tracked_exprs()
+        symbol_to_source: dict = {}
+        for source, e, _ in tracked:
+            if isinstance(e, sympy.Symbol):
+                symbol_to_source.setdefault(e, []).append(source)
+        names = {**self.source_names(), **{s: srcs[0] for s, srcs in symbol_to_source.items()}}
         out: list[tuple[str, str]] = []
-        for source, first in self.duck_guards:
-            out.append((f"{source} == {first}", "duck sizing: these sizes were equal when traced"))
-        for sym, repl in self.replacements.items():
-            out.append((f"{names[sym]} == {python_expr(repl, names)}",
-                        f"the trace needed {sym} == {repl} (the two sizes were unified)"))
+        for source, e, is_property in tracked:
+            if isinstance(e, sympy.Symbol) and symbol_to_source[e][0] == source:
+                continue
+            if is_property and e.is_number:
+                continue
+            if isinstance(e, sympy.Symbol) and e in self.var_to_val and len(self.var_to_sources[e]) > 1 \
+                    and source in self.var_to_sources[e]:
+                why = "duck sizing: these sizes were equal when traced"
+            elif isinstance(e, sympy.Symbol):
+                why = f"the trace needed the two sizes equal (unified as {e})"
+            else:
+                why = f"the trace computed {source} as {e}"
+            out.append((f"{source} == {python_expr(e, names)}", why))
+        issued = set()
         for g in self.guards:
             e = self.simplify(g.expr)
             # a guard is dropped when the ranges settle it (its bounds print as the range guard below), not
             # when it only follows from another guard (a divisibility guard stays: it may be a fact used by others)
-            if e in (sympy.true, sympy.false) or self.statically_known(e, use_guards=False) is True:
+            if e in (sympy.true, sympy.false) or e in issued or self.statically_known(e, use_guards=False) is True:
                 continue
-            if isinstance(e, sympy.Eq) and (isinstance(e.lhs, sympy.Symbol) or isinstance(e.rhs, sympy.Symbol)):
-                if g.expr.free_symbols <= set(self.replacements):
-                    continue  # already printed as a replacement
+            issued.add(e)
             out.append((python_expr(e, names), f"{g.expr}: {g.why}"))
-        for sym, (lo, hi) in self.backed_var_to_range.items():
-            if sym in self.replacements or (lo is None and hi is None):
+        order = list(symbol_to_source) + [s for s in self.backed_var_to_range if s not in symbol_to_source]
+        for sym in order:
+            lo, hi = self.backed_var_to_range.get(sym, (None, None))
+            if sym in self.replacements:
                 continue
             src = names[sym]
-            expr = f"{lo} <= {src} <= {hi}" if lo is not None and hi is not None else \
-                f"{lo} <= {src}" if lo is not None else f"{src} <= {hi}"
-            why = ([f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"] if sym not in self.int_symbols
-                   else []) + self.range_why.get(sym, [])
-            out.append((expr, "; ".join(why)))
+            if lo is not None or hi is not None:
+                expr = f"{lo} <= {src} <= {hi}" if lo is not None and hi is not None else \
+                    f"{lo} <= {src}" if lo is not None else f"{src} <= {hi}"
+                why = ([f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"] if sym not in self.int_symbols
+                       else []) + self.range_why.get(sym, [])
+                out.append((expr, "; ".join(why)))
+            if sym in self.float_symbols:
+                out.append((f"not math.isnan({src})", "implicit guard for float input due to NaN specialization "
+                                                      "in the framework (torch's words)"))
         return out
 
     def format_guards(self) -> str:

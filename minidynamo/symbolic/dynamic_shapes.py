@@ -237,6 +237,7 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     kinds = getattr(output, "dim_kinds", {})
     duck = {i: kinds.get((source.name(), i), "DUCK") == "DUCK" for i in dynamic_dims}  # Note [Duck sizing]
     fake = output.fake_mode.from_tensor(value, dynamic_dims=duck, source=source.name())
+    env.track_fake(source.name(), fake)  # Note [Guards walk the inputs]
     from .source import TensorPropertySource
 
     properties = [(SizeSource(source, i), fake.shape[i], int(value.shape[i])) for i in dynamic_dims]
@@ -260,18 +261,16 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
 
 
 def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
-    """A non-contiguous dynamic input's strides: each one's expression (``L['x'].stride()[0] == 5 * L['x'].stride()[1]``).
+    """A non-contiguous dynamic input's strides in its TENSOR_MATCH: the plain ints checked there.
 
     The TENSOR_MATCH guard checks the strides that are plain ints (Note [A symbolic fake]);
-    a stride that is a symbol of its own has its range guard (``2 <= L['x'].stride()[0]``) from the
-    ShapeEnv; the rest are expressions of the sizes and stride symbols, guarded here as torch's ``produce_guards`` does.
+    a symbolic stride is any stride there, and the ShapeEnv guards it: its range
+    (``2 <= L['x'].stride()[0]``) or its expression (``L['x'].stride()[0] == 5*L['x'].stride()[1]``),
+    as torch's ``produce_guards`` does (Note [Guards walk the inputs]).
     """
-    from minidynamo.shapes.symbolic_shapes import python_expr
-
     if value.is_contiguous():
         return
-    env, n, guards = output.shape_env, source.name(), output.guards
-    names = env.source_names()
+    n, guards = source.name(), output.guards
     spec = []
     for i, st in enumerate(fake.stride()):
         if not isinstance(st, torch.SymInt):
@@ -279,10 +278,7 @@ def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
             guards.add(source, "TENSOR_MATCH", f"{n}.stride()[{i}] == {int(st)}", "tensor input: the graph was "
                        "traced for its metadata", f"{n}.stride()")
             continue
-        spec.append(-1)  # any stride in the C++ check; the expression below, or the symbol's own guard
-        if not st.node.expr.is_Symbol:
-            guards.add(None, "SHAPE_ENV", f"{n}.stride()[{i}] == {python_expr(st.node.expr, names)}",
-                       "the stride the trace computed from the sizes", f"{n}.stride()")
+        spec.append(-1)  # any stride in the C++ check; its expression is a shape guard (Note [Guards walk the inputs])
     if n in guards.tensor_specs:
         dtype, device, sizes, _, requires_grad = guards.tensor_specs[n]
         guards.tensor_specs[n] = (dtype, device, sizes, tuple(spec), requires_grad)
@@ -343,6 +339,7 @@ def int_input(tx, source: Source, value: int):
     output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
     sym = env.create_int_symbol(value, name)
     symint = env.create_symint(sym, value)
+    env.track_fake(name, symint)
     node = output._new_placeholder(source.fx_name(), torch.SymInt)
     node.meta["example_value"] = symint
     node.meta["source"] = name
@@ -409,6 +406,7 @@ def float_input(tx, source: Source, value: float):
     output.guards.TYPE_MATCH(source, value, "a float input lifted to a graph input (specialize_float=False)")
     sym = env.create_float_symbol(value, name)
     symfloat = torch.SymFloat(SymNode(sym, env, float, value))
+    env.track_fake(name, symfloat)
 
     def make_proxy():  # the graph input and its .item(), made when the trace first uses the float
         tensor_source = FloatTensorSource(source)
