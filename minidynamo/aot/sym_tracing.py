@@ -14,7 +14,7 @@ Dynamo's]); SymFloat and SymBool arguments become nodes too (Notes [A SymFloat a
 nodes too], [A SymBool becomes nodes]).
 
 Note [AOT traces Dynamo's symbols]
-    A dynamic Dynamo graph takes its sizes as inputs (``s0: torch.SymInt``) and its
+    A dynamic Dynamo graph takes its sizes as inputs (``s77: torch.SymInt``) and its
     tensors' fakes have sizes over those symbols. Torch's ``aot_module_simplified``
     receives those fakes and traces with *their* fake mode and ShapeEnv. Ours gets
     real example inputs (the backend contract of this book), so it rebuilds fakes
@@ -22,16 +22,16 @@ Note [AOT traces Dynamo's symbols]
     Dynamo's: every decision AOT makes on a size (a kernel's broadcast check, the
     backward of ``expand``) lands in the same ShapeEnv, whose guards Dynamo installs
     after the backend returns. The SymInt placeholders get the SymInts themselves
-    (Dynamo's ``example_value``), so ``primals_1`` of the joint graph *is* ``s0``.
+    (Dynamo's ``example_value``), so ``primals_1`` of the joint graph *is* ``s77``.
 
 Note [A SymInt argument becomes a node]
-    When a traced op gets a SymInt argument (``view(x, [s0, 12])``, the backward's
-    ``expand(g, [s0, 3])``), the graph must compute that value from its inputs.
+    When a traced op gets a SymInt argument (``view(x, [s77, 12])``, the backward's
+    ``expand(g, [s77, 3])``), the graph must compute that value from its inputs.
     Torch traces every SymNode operation as it happens; ours rebuilds the value
     from its sympy expression: a symbol is the placeholder that carries it (the
-    SymInt inputs of the graph), ``2*s0`` an ``operator.mul`` node over it, ``s0 // 2``
+    SymInt inputs of the graph), ``2*s77`` an ``operator.mul`` node over it, ``s77 // 2``
     ``operator.floordiv``. The nodes are memoized per expression, so the graph
-    reads like torch's (``mul = s0 * 2``). A symbol no placeholder carries is read
+    reads like torch's (``mul = s77 * 2``). A symbol no placeholder carries is read
     off a tensor input that has it as a size (``aten.sym_size.int``, as torch).
 """
 

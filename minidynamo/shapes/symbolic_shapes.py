@@ -3,9 +3,9 @@
 Place in the pipeline: under the fake tensors of a dynamic trace. Dynamo asks the
 ShapeEnv for a symbol per dynamic dimension of an input (``create_symbol``), the
 converter builds a meta tensor whose sizes are ``torch.SymInt``s over those symbols,
-meta kernels compute output sizes as expressions (``2*s0``), and whenever a kernel or
+meta kernels compute output sizes as expressions (``2*s77``), and whenever a kernel or
 the user's code needs a *decision* (``if x.size(0) > 4``, a broadcast check
-``s0 == s1``) the ShapeEnv answers it from the example sizes and records the answer
+``Eq(s17, s77)``) the ShapeEnv answers it from the example sizes and records the answer
 as a guard. At the end of the trace the guards are printed as Python over the
 inputs' sizes (``2 <= L['x'].size()[0]``) and join the entry's check function.
 
@@ -26,7 +26,7 @@ Note [Our SymNode inside torch.SymInt]
     ``node.guard_int``, ``node.wrap_int(3)``, ``node.is_int()``, ``node.str()``...
     and the Python magic methods of ``torch.SymInt`` (installed by torch's
     ``sym_node.py``) call the same names. So a meta kernel computing
-    ``x.size(0) * 2`` in C++ builds *our* node ``SymNode(2*s0)``, and a kernel's
+    ``x.size(0) * 2`` in C++ builds *our* node ``SymNode(2*s77)``, and a kernel's
     ``TORCH_CHECK(a == b)`` lands in our ``guard_bool``/``expect_true``. This is the
     one place we lean on torch's machinery: the ``torch.SymInt`` wrapper and the
     C++ plumbing that carries a SymInt through the dispatcher into meta kernels.
@@ -65,9 +65,11 @@ Note [Duck sizing]
     (torch's ``duck_shape``): ``x + y`` with ``x: [5]`` and ``y: [5]`` needs no
     broadcast decision then, and the guard ``L['y'].size()[0] == L['x'].size()[0]``
     records the assumption. Sizes that are different get different symbols; if the
-    trace then needs them equal (a broadcast of ``s0`` against ``s1``), the decision
-    ``Eq(s0, s1)`` is a guard and ``s1`` is *replaced* by ``s0`` from then on, so
-    later expressions are simplified (``replacements``). A dim made dynamic by
+    trace then needs them equal (a broadcast of ``s77`` against ``s17``), the decision
+    ``Eq(s17, s77)`` is a guard and the symbol whose name sorts last (``s77``) is *replaced* by
+    the other (``s17``) from then on, as torch's ``_maybe_guard_rel`` picks it, so later
+    expressions are simplified (``replacements``); the guards still name each symbol after the
+    first input it appears in (Note [Guards walk the inputs]). A dim made dynamic by
     automatic dynamic or ``mark_dynamic`` is ``DimDynamic.DYNAMIC``: a symbol of its
     own even when its size equals another's (torch/_dynamo/variables/builder.py,
     ``_automatic_dynamic``), so ``cat([x, y])`` seen with (6, 6) serves (6, 7) too.
@@ -193,7 +195,7 @@ class ShapeEnv:
     unbacked_renamings: dict = field(default_factory=dict)
     allow_dynamic_output_shape_ops: bool = False
     unique_ids: set = field(default_factory=set)  # the numbers backed symbols took (Note [A symbol's name])
-    tracked_fakes: list = field(default_factory=list)  # (source, fake or SymInt/SymFloat): Note [Guards walk the inputs]
+    tracked_fakes: list = field(default_factory=list)  # (source, fake or SymInt): Note [Guards walk the inputs]
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -321,8 +323,8 @@ class ShapeEnv:
 
         A float argument lifted to a graph input (``dynamic_shapes.float_input``) is read
         in the graph as ``.item()`` of a 0-d float64 tensor, whose value is this backed
-        symbol (torch's ``create_unspecified_symbol`` of ``SymT.FLOAT``, named ``zf0``,
-        ``zf1``...). Its range is every float: no ``>= 2`` guard, no 0/1 specialization,
+        symbol (torch's ``create_unspecified_symbol`` of ``SymT.FLOAT``, named after a hash of its
+        source as a size is: ``zf72`` for ``L['s']``, Note [A symbol's name]). Its range is every float: no ``>= 2`` guard, no 0/1 specialization,
         and a decision on it (``scale > 1``) is a guard over the argument (``L['scale'] > 1``).
         """
         sym = sympy.Symbol(f"zf{self._generate_unique_id(source)}", real=True)
@@ -517,7 +519,7 @@ class ShapeEnv:
         return lo, hi
 
     def _unify(self, eq: sympy.Eq) -> None:
-        """After ``Eq(s1, s0)`` held, write ``s1`` as ``s0`` from now on (Note [Duck sizing])."""
+        """After ``Eq(s17, s77)`` held, write ``s77`` as ``s17`` from now on (Note [Duck sizing])."""
         lhs, rhs = eq.lhs, eq.rhs
         if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
             # torch's ``_maybe_guard_rel`` solves for the symbol sorting last by (hint, name); the two
@@ -628,7 +630,7 @@ class ShapeEnv:
 
         Strides are visited smallest first. A stride of 0 or 1 stays itself (unless it
         is also the product of the next dim's size and stride); a stride equal to an
-        earlier dim's ``size * stride`` is that expression (``x.t()``: ``(1, s0)``); any
+        earlier dim's ``size * stride`` is that expression (``x.t()``: ``(1, s77)``); any
         other becomes a DUCK symbol of its own, read from ``L['x'].stride()[i]``, once
         some size of ``t`` is symbolic. The storage offset is a DUCK symbol
         (``L['x'].storage_offset()``) when some size is, with 0/1 specialization.

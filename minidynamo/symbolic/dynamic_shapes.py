@@ -251,7 +251,7 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
         if sym in output.symbol_proxies:
             continue
         node = new_placeholder(str(sym))
-        node.type = torch.SymInt  # prints as `s0: torch.SymInt`, as torch's graphs
+        node.type = torch.SymInt  # prints as `s77: torch.SymInt`, as torch's graphs
         node.meta["example_value"] = size
         node.meta["source"] = prop_source.name()
         output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
@@ -278,7 +278,7 @@ def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
             guards.add(source, "TENSOR_MATCH", f"{n}.stride()[{i}] == {int(st)}", "tensor input: the graph was "
                        "traced for its metadata", f"{n}.stride()")
             continue
-        spec.append(-1)  # any stride in the C++ check; its expression is a shape guard (Note [Guards walk the inputs])
+        spec.append(-1)  # any stride in the C++ check; a shape guard checks it (Note [Guards walk the inputs])
     if n in guards.tensor_specs:
         dtype, device, sizes, _, requires_grad = guards.tensor_specs[n]
         guards.tensor_specs[n] = (dtype, device, sizes, tuple(spec), requires_grad)
@@ -362,7 +362,7 @@ def float_input(tx, source: Source, value: float):
     lifts it (``VariableBuilder.wrap_symfloat``, torch/_dynamo/variables/builder.py): the
     graph takes a 0-d float64 tensor (``L_scale_``, read at the call as
     ``torch.tensor(L['scale'], dtype=torch.float64)``: torch's ``FloatTensorSource``) and
-    calls ``.item()`` on it, a ``SymFloat`` over a backed symbol ``zf0`` (Note [A float
+    calls ``.item()`` on it, a ``SymFloat`` over a backed symbol (``zf72`` for ``L['s']``) (Note [A float
     input becomes a symbol]). Later values reuse that graph. A decision on it
     (``if scale > 1``) is a guard (``L['scale'] > 1``), so a value on the other side
     compiles one more graph, which later values on that side reuse. ``dynamic=True``
