@@ -1428,8 +1428,6 @@ KNOWN: dict[str, str] = {
                                     "where ours has no input",
     "maybe_mark_dynamic_specialized_by_code": "torch's graph for the branch that returns x keeps x as an input "
                                               "beside its size symbol; ours keeps only the symbol",
-    "sliced_stride": "torch makes a changed stride automatic-dynamic (a stride symbol in the graph); ours keeps "
-                     "strides static",
     # resume functions
     "tolist_off": "a resume function's stack arguments are numbered with the call's NULL slot in ours "
                   "('___stack2'), without it in torch ('___stack1')",

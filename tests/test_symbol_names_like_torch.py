@@ -216,6 +216,14 @@ def sliced_input_stride_symbol():
 
 
 @program
+def stride_changes_automatic_dynamic():
+    """The sizes stay, the stride changes: the next graph takes the stride as a symbol (Note [Automatic dynamic
+    strides]), named from ``L['x'].stride()[0]``."""
+    return _plain(scale, (torch.arange(8.0),), (torch.arange(16.0)[::2],), (torch.arange(24.0)[::3],),
+                  (torch.arange(8.0),))
+
+
+@program
 def mark_dynamic_dim0():
     return scale, [_marked([0])], {}, {}, scale.__code__
 

@@ -133,7 +133,8 @@ class FakeTensorConverter:
         if hit is not None:
             return hit
         device = torch.device(device) if device is not None else t.device
-        if dynamic_dims and mode.shape_env is not None and can_be_dynamic(t):
+        strides = mode.shape_env is not None and source in mode.shape_env.dynamic_strides  # dynamic_shapes.py
+        if (dynamic_dims or strides) and mode.shape_env is not None and can_be_dynamic(t):
             fake = self._convert_symbolic(mode, t, device, dynamic_dims, source)
         else:
             fake = self._convert(mode, t, device)

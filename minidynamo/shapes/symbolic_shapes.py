@@ -196,6 +196,9 @@ class ShapeEnv:
     allow_dynamic_output_shape_ops: bool = False
     unique_ids: set = field(default_factory=set)  # the numbers backed symbols took (Note [A symbol's name])
     tracked_fakes: list = field(default_factory=list)  # (source, fake or SymInt): Note [Guards walk the inputs]
+    # tensor source -> the dims whose stride is a symbol of its own (DimDynamic.DYNAMIC strides: torch's
+    # automatic dynamic of a stride that changed while every size stayed, Note [Automatic dynamic strides])
+    dynamic_strides: dict = field(default_factory=dict)
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -644,7 +647,9 @@ class ShapeEnv:
         for val, neg_i in sorted((v, -i) for i, v in enumerate(ex_stride)):
             i = -neg_i
             contiguous = i != n - 1 and ex_stride[i] == ex_size[i + 1] * ex_stride[i + 1]
-            if val in (0, 1) and not contiguous:
+            if i in self.dynamic_strides.get(source, ()):  # a stride that changed: its own symbol, as torch's
+                out = _sympify(self.create_symbol(val, f"{source}.stride()[{i}]", duck=False))
+            elif val in (0, 1) and not contiguous:
                 out = sympy.Integer(val)
             elif val in candidates:
                 out = candidates[val]

@@ -153,7 +153,8 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
         elif all_dynamic:
             kinds[i] = "DUCK"
     wanted = list(kinds)
-    if not wanted:
+    strides = _changed_strides(output, name, value, state, automatic, static)
+    if not wanted and not strides:
         return ()
     env = shape_env_of(output)
     if not can_be_dynamic(value) or _shares_storage(output, value):
@@ -162,6 +163,8 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
                                              "it shares its storage with another input, or has autograd history "
                                              "and a layout a clone would not keep: our symbolic fakes own their storage"))
         return ()
+    if strides:
+        env.dynamic_strides[name] = strides
     dims = []
     for i in wanted:
         if shape[i] in (0, 1):
@@ -177,7 +180,39 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
         if not hasattr(output, "marked_dynamic"):
             output.marked_dynamic = set()
         output.marked_dynamic.update(f"{name}.size()[{i}]" for i in hard & set(dims))
-    return tuple(dims)
+    return tuple(dims) if dims or not strides else _OnlyStrides()
+
+
+class _OnlyStrides(tuple):
+    """No dynamic size, but a dynamic stride (Note [Automatic dynamic strides]): still the symbolic path."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_STRIDES = "___strides"  # frame_state[_STRIDES]: {source: each stride traced, ("infer", i+1), or None once it changed}
+
+
+def _changed_strides(output, name: str, value: torch.Tensor, sizes: list, automatic: bool, static: set) -> set:
+    """Note [Automatic dynamic strides]
+
+    A stride that changed between calls while every size of the tensor stayed the same
+    (``arange(8)`` then ``arange(16)[::2]``: stride 1, then 2) gets a symbol of its own in
+    the next trace, read from ``L['x'].stride()[0]`` (torch's ``FrameStateSizeEntry.is_stride_dynamic``,
+    torch/_dynamo/pgo.py, and ``DimDynamic.DYNAMIC`` strides in builder.py ``_automatic_dynamic``).
+    A stride that is the next dim's ``stride * size`` is recorded as that (torch's ``InferStride``),
+    so a contiguous tensor whose sizes change never makes one; once a size has changed, no stride does.
+    """
+    strides, shape = [int(s) for s in value.stride()], [int(s) for s in value.shape]
+    seen = [("infer", i + 1) if i + 1 < len(strides) and strides[i] == strides[i + 1] * shape[i + 1] else st
+            for i, st in enumerate(strides)]
+    record = output.frame_state.setdefault(_STRIDES, {})
+    old = record.get(name)
+    record[name] = seen if old is None or len(old) != len(seen) else \
+        [None if o is None or o != n else o for o, n in zip(old, seen)]
+    if not automatic or any(s is None for s in sizes):
+        return set()
+    return {i for i, st in enumerate(record[name]) if st is None and i not in static}
 
 
 def _shares_storage(output, value: torch.Tensor) -> bool:
