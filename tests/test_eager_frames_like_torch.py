@@ -199,3 +199,69 @@ def test_eager_frames_run_like_eager(name, capsys):
     md.reset()
     got = md.compile(fn, backend="eager")(x)
     torch.testing.assert_close(got, expected)
+
+
+# --- builtins that read their caller's frame, in a frame our interpreter runs -----------------------
+# (Note [A builtin that reads its caller's frame], resume_execution.py)
+
+import collections  # noqa: E402
+
+
+class _Record(collections.OrderedDict):
+    """transformers' ModelOutput pattern: an attribute that is also a key, written through super()."""
+
+    def __setattr__(self, name, value):
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+
+class _Frames:
+    scale = 2
+
+    def after_break(self, x):
+        y = x * 3
+        print("break")
+        return y + 1, sorted(locals()), "__name__" in globals(), super().__repr__() == object.__repr__(self)
+
+
+def _record_writes(setattr_fn, setitem_fn):
+    rec = _Record()
+    rec["a"] = torch.zeros(2)
+    x = torch.ones(2)
+    setattr_fn(rec, "a", x + 1)
+    setattr_fn(rec, "b", 3)
+    setitem_fn(rec, "c", x * 2)
+    return dict(rec), {k: v for k, v in vars(rec).items()}
+
+
+def test_super_in_an_ordered_dict_subclass_frame_writes_as_eager():
+    expected = _record_writes(_Record.__setattr__, _Record.__setitem__)
+    md.reset()
+    got = _record_writes(md.compile(_Record.__setattr__, backend="eager"),
+                         md.compile(_Record.__setitem__, backend="eager"))
+    torch._dynamo.reset()
+    theirs = _record_writes(torch.compile(_Record.__setattr__, backend="eager"),
+                            torch.compile(_Record.__setitem__, backend="eager"))
+    for other in (got, theirs):
+        assert [list(d) for d in other] == [list(d) for d in expected]
+        for d_exp, d_got in zip(expected, other):
+            for k in d_exp:
+                torch.testing.assert_close(d_got[k], d_exp[k])
+
+
+def test_locals_globals_and_super_after_a_break_read_the_users_frame(capsys):
+    obj = _Frames()
+    x = torch.ones(2)
+    expected = obj.after_break(x)
+    md.reset()
+    got = md.compile(_Frames.after_break, backend="eager")(obj, x)
+    torch.testing.assert_close(got[0], expected[0])
+    # locals(): the user's variables (those still live after the break: torch's resume function, too,
+    # passes only those, and adds its own), never our interpreter's
+    assert "y" in got[1] and set(got[1]) <= set(expected[1])
+    assert got[2:] == expected[2:] == (True, True)

@@ -39,6 +39,15 @@ class Net(torch.nn.Module):
         return self.lin(x).relu()
 
 
+class ConvNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 2, 3, stride=(2, 1), padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
 def a_global(x):
     return x + W
 
@@ -59,6 +68,7 @@ def _cases():
         "global": (a_global, (torch.ones(3),)),
         "list": (a_list, ([torch.ones(3), torch.ones(3)],)),
         "aliasable": (may_alias, (torch.ones(3), torch.ones(3))),
+        "conv": (ConvNet(), (torch.ones(1, 2, 6, 6),)),
     }
 
 
@@ -152,3 +162,23 @@ def test_the_guards_log_prints_the_tree_as_torchs_guards_log():
     body = [line.split("[__guards] ", 1)[1] for line in proc.stderr.splitlines() if "[__guards] " in line]
     assert body[:4] == ["GUARDS:", "", "TREE_GUARD_MANAGER:", "+- RootGuardManager"]
     assert any(line.startswith("| | +- NO_TENSOR_ALIASING: check_no_aliasing(L['x'], L['y'])") for line in body)
+
+
+def test_a_modules_tuple_of_constants_is_one_equals_guard_as_torchs():
+    """A conv's ``stride``/``padding``/``dilation``: torch guards each tuple whole (type, length,
+    ``== (2, 1)``: ``VariableBuilder.wrap_listlike``, builder.py), never its items; so does ours
+    (Note [A module's tuple of constants is one guard])."""
+    ours, theirs = trees("conv")
+    root = re.compile(r"^L\['self'\]\.conv")
+
+    def tuple_leaves(text, rename=lambda s: s):
+        out = []
+        for r in rows(text, rename):
+            if r[1] != "manager" and r[2] and re.search(r"\.(stride|padding|dilation)\b", r[2]):
+                out.append((r[1], root.sub("M", r[2])))
+        return sorted(out)
+
+    theirs_leaves = tuple_leaves(theirs, _torch_module_path)
+    assert ("EQUALS_MATCH", "M.stride == (2, 1)") in theirs_leaves
+    assert tuple_leaves(ours) == theirs_leaves, f"ours:\n{ours}\n\ntorch:\n{theirs}"
+    assert "stride[0]" not in ours and "stride[0]" not in theirs

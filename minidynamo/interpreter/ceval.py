@@ -126,6 +126,10 @@ class VirtualMachine(NameOpcodes, DataOpcodes, ControlOpcodes, CallOpcodes, Gene
                 return super(self.frame.cells["__class__"].cell_contents, self.frame.locals[self.frame.code.co_varnames[0]])
             if fn is globals and not args:
                 return self.frame.globals
+            if fn in (locals, vars) and not args and not kwargs:  # the interpreted frame's, as CPython's
+                return dict(self.frame.locals)
+            if fn is dir and not args and not kwargs:
+                return sorted(self.frame.locals)
             return fn(*self_arg, *args, **kwargs)
         locals_ = bind_arguments(fn, [*self_arg, *args], kwargs)
         frame = Frame(fn.__code__, fn.__globals__, locals_, fn.__closure__ or (), back=self.frame)

@@ -115,6 +115,17 @@ class ResumeIterator:
         return self.resume_items[self.resume_index - 1]
 
 
+# Note [A builtin that reads its caller's frame]
+#     ``super()``, ``globals()``, ``locals()``, ``vars()`` and ``dir()`` with no arguments read the
+#     frame that calls them. In our interpreter that frame is a ``Frame`` object, not a CPython
+#     frame, so ``VirtualMachine.call_function`` answers them from it. Sent through the
+#     frame hook (``compiled_callee``, Note [An eager call at a break runs with the hook on]),
+#     they would read the innermost CPython frame, which is ours: ``super()`` became
+#     ``super(InterceptingVM, vm)`` and a ``super().__setitem__`` in an OrderedDict
+#     subclass raised AttributeError.
+_FRAME_READERS = (super, globals, locals, vars, dir)
+
+
 def _vm_class():
     from minidynamo import interpreter
 
@@ -140,6 +151,9 @@ def _vm_class():
             return super().unwind(frame, inst, exc)
 
         def call_function(self, fn, args, kwargs):
+            if fn in _FRAME_READERS and not args and not kwargs:
+                # Note [A builtin that reads its caller's frame]: not through the hook's C call
+                return super().call_function(fn, args, kwargs)
             target = self.config.compiled_callee(fn)
             if target is not fn:
                 return target(*args, **kwargs)
