@@ -355,3 +355,31 @@ def test_the_programs_show_symbols():
                     if any(t[0] != "tensor" or any(not s.isdigit() for s in t[1])
                            for g in run_ours(PROGRAMS[n])["graphs"] for _, _, t in g)]
     assert len(with_symbols) >= len(PROGRAMS) - 1, sorted(set(PROGRAMS) - set(with_symbols))
+
+
+def _sum_scale(x):
+    return x * 2 + x.sum()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_stride_symbol_reaches_the_backends(backend):
+    """A graph whose only symbol is a stride (Note [Automatic dynamic strides]) runs through AOTAutograd and
+    Inductor with that stride symbolic: every later stride gives eager's values and gradients."""
+    grads, entries = [], []
+    for system in ("eager", "ours", "torch"):
+        base = torch.arange(16.0).requires_grad_()
+        md.reset()
+        dynamo_reset()
+        f = {"eager": _sum_scale, "ours": md.compile(_sum_scale, backend=backend),
+             "torch": torch.compile(_sum_scale, backend="aot_eager")}[system]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for x in (base[:8], base[::2], base[::3][:5], base[1::2]):
+                (f(x) * torch.arange(float(x.numel()))).sum().backward()
+        grads.append(base.grad.clone())
+        entries.append(len(f.cache.entries) if system == "ours" else
+                       len(dynamo_cache_entries(_sum_scale.__code__)) if system == "torch" else None)
+    md.reset()
+    dynamo_reset()
+    assert torch.equal(grads[0], grads[1])
+    assert entries[1] == entries[2]  # the static graph, one for a changed stride, one once the size changed

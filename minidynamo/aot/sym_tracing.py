@@ -443,7 +443,8 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
             if v.node.hint is not None and v.node.hint != real:  # an unbacked input size (mark_unbacked): no hint
                 raise RuntimeError(f"placeholder {n.name}: example value {real} but the symbol's hint is {v.node.hint}")
             out.append(v)
-        elif isinstance(v, FakeTensor) and isinstance(real, torch.Tensor) and not sym_free(tuple(v.shape)):
+        elif isinstance(v, FakeTensor) and isinstance(real, torch.Tensor) \
+                and not sym_free((*v.shape, *v.stride())):  # a stride symbol too (Note [Automatic dynamic strides])
             if id(v) not in made:
                 if any(hint(s) is not None and hint(s) != r for s, r in zip(v.shape, real.shape, strict=True)):
                     raise RuntimeError(f"placeholder {n.name}: fake sizes {tuple(v.shape)} do not match {tuple(real.shape)}")
