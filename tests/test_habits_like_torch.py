@@ -28,7 +28,6 @@ import contextlib
 import dataclasses
 import io
 import re
-import sys
 import warnings
 from collections import namedtuple
 
@@ -1472,9 +1471,6 @@ EXPLAIN = {
 
 KNOWN_EXPLAIN: dict[str, str] = {
 }
-if sys.version_info >= (3, 12):  # PEP 709 inlines the comprehension into the lambda's own frame
-    KNOWN_EXPLAIN["print_in_loop"] = ("a print inside an inlined list comprehension (3.12+): ours breaks in a loop "
-                                      "and runs the frame eagerly (0 graphs); torch traces 1 graph")
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_EXPLAIN[n]))

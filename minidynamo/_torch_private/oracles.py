@@ -89,10 +89,13 @@ def dynamo_explain_with_gb_types(fn, *args, **kwargs):
     none is found). A reason's text starts with its ``gb_type`` (exc.py
     ``format_graph_break_message``), except a data-dependent jump's (``generic_jump
     TensorVariable()``, symbolic_convert.py ``jump_graph_break``): its ``gb_type`` is read
-    from the ``graph_breaks`` log record torch writes for the same user line.
+    from the ``graph_breaks`` log record torch writes for the same user line; a 3.12+
+    comprehension's (``comprehension_graph_break``, torch/_dynamo/comprehension_graph_break.py)
+    from the record at its line, else the one whose user traceback passes through that line.
     """
     import json
     import logging
+    import re
     from pathlib import Path
 
     import torch._dynamo
@@ -101,6 +104,7 @@ def dynamo_explain_with_gb_types(fn, *args, **kwargs):
     registry = json.loads((Path(torch._dynamo.__file__).parent / "graph_break_registry.json").read_text())
     known = {e["Gb_type"] for entries in registry.values() for e in entries}
     logged: list[tuple[str, int, str]] = []
+    outer: list[tuple[str, int, str]] = []
 
     class Collect(logging.Handler):
         def emit(self, record):
@@ -113,6 +117,13 @@ def dynamo_explain_with_gb_types(fn, *args, **kwargs):
             gb = next((t for t in texts if t in known), None)
             if line.isdigit():
                 logged.append((file, int(line), gb))
+            # the frames of its user traceback, matched second: a break inside a call made from a
+            # 3.12+ comprehension is reported at the comprehension's line (comprehension_graph_break.py)
+            if "User code traceback:" in texts:
+                for text in texts[texts.index("User code traceback:") + 1 :]:
+                    m = re.match(r'File "(.*)", line (\d+)', text)
+                    if m:
+                        outer.append((m.group(1), int(m.group(2)), gb))
 
     logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
     handler, old = Collect(), (logger.level, logger.propagate)
@@ -133,7 +144,7 @@ def dynamo_explain_with_gb_types(fn, *args, **kwargs):
             gb_types.append(first)
             continue
         last = reason.user_stack[-1] if reason.user_stack else None
-        match = [gb for file, line, gb in logged if last is not None and (file, line) == (last.filename, last.lineno)]
+        match = [gb for file, line, gb in logged + outer if last is not None and (file, line) == (last.filename, last.lineno)]
         gb_types.append(match[0] if match else None)
     return out, gb_types
 

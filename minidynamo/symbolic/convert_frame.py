@@ -25,6 +25,7 @@ from minidynamo.bytecode import call_target
 from . import counters
 from . import graph_break_registry as gb
 from .codegen import PyCodegen, assemble, graph_args
+from .comprehension_graph_break import ITER, ComprehensionFunction
 from .dynamic_shapes import install_shape_guards
 from .exc import (EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, TensorifyScalarRestartAnalysis,
                   Unsupported, unimplemented, warn_internal)
@@ -94,7 +95,8 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
             if not name.startswith("___stack")
         }
         tx = InstructionTranslator(frame.code, frame.f_globals, symbolic_locals, output,
-                                   break_at=break_at, stop_at=stop_at, start_offset=frame.offset)
+                                   break_at=break_at, stop_at=stop_at, start_offset=frame.offset,
+                                   comprehensions=config.hook is not None)
         with events.pass_scope("dynamo", function=frame.__name__):
             try:
                 _setup_resume(tx, frame, L)
@@ -217,14 +219,21 @@ def _live(tx, frame, offset: int) -> list[tuple[str, Any]]:
 
 
 def _keyword_args(cg, live) -> list[str]:
-    """``name=expr`` per live local; a name that is no identifier (pytest's ``@py_assert1``) via ``**{...}``."""
-    plain = [f"{n}={cg.expr(v)}" for n, v in live if n.isidentifier()]
-    odd = [f"{n!r}: {cg.expr(v)}" for n, v in live if not n.isidentifier()]
+    """``name=expr`` per live local; a name that is no identifier (pytest's ``@py_assert1``) via ``**{...}``.
+    A value that is a string is already an expression (a local the eager code assigned)."""
+    expr = lambda v: v if isinstance(v, str) else cg.expr(v)  # noqa: E731
+    plain = [f"{n}={expr(v)}" for n, v in live if n.isidentifier()]
+    odd = [f"{n!r}: {expr(v)}" for n, v in live if not n.isidentifier()]
     return plain + ([f"**{{{', '.join(odd)}}}"] if odd else [])
 
 
-def _resume_call(cg, tx, frame, config, offset: int, stack_exprs: list[str]) -> str:
+def _resume_call(cg, tx, frame, config, offset: int, stack_exprs: list[str], assigned: dict | None = None) -> str:
+    """The resume function's call; ``assigned``: locals the eager code set, name -> expression."""
     live = _live(tx, frame, offset)
+    if assigned:
+        wanted = live_locals(frame.code, offset)
+        live = sorted([(n, v) for n, v in live if n not in assigned] + [(n, e) for n, e in assigned.items() if n in wanted],
+                      key=lambda nv: nv[0])
     key = (frame.code, offset, len(stack_exprs), tuple(n for n, _ in live))
     resume = config.resumes.get(key)
     if resume is None:
@@ -263,6 +272,9 @@ def finish(tx, frame, config) -> CacheEntry:
     elif kind == "call":
         _, inst, explanation = tx.result
         tail += _codegen_call_break(cg, tx, frame, config, inst)
+    elif kind == "comprehension":
+        _, inst, analysis, explanation = tx.result
+        tail += _codegen_comprehension_break(cg, tx, frame, config, analysis)
     else:
         _, inst, value, jump_if, pop, explanation = tx.result
         cond = cg.expr(value)
@@ -273,7 +285,7 @@ def finish(tx, frame, config) -> CacheEntry:
         tail.append(f"    return {taken}")
         tail.append(f"return {fall}")
     side_effects = tx.output.side_effects.codegen(cg)
-    if kind == "call":  # the graph leaves the blocks open at the break, innermost first, as torch's
+    if kind in ("call", "comprehension"):  # the graph leaves the blocks open at the break, innermost first, as torch's
         exits = [v for v in tx.stack if isinstance(v, WithExitVariable)
                  or isinstance(v, ContextExitVariable) and v.resumable()]
         outermost_grad = next((v for v in exits if isinstance(v, WithExitVariable)), None)
@@ -372,10 +384,33 @@ def _codegen_call_break(cg, tx, frame, config, inst) -> list[str]:
     return _eager_then_resume(cg, tx, frame, config, inst, below, line)
 
 
-def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True) -> list[str]:
-    """``line`` (the instruction run eagerly, into ``___r`` if it ``pushes``), then the resume function after ``inst``."""
+def _codegen_comprehension_break(cg, tx, frame, config, a) -> list[str]:
+    """Note [A break inside an inlined comprehension] (comprehension_graph_break.py): the comprehension
+    as a function of its own, run by CPython, then the resume function after it (torch's
+    ``_handle_comprehension_graph_break``)."""
+    n = len(a.roles)
+    below, slots = tx.stack[:-n], tx.stack[-n:]
+    key = ("comprehension", frame.code, a.start)
+    fn = config.resumes.get(key)
+    if fn is None:
+        fn = config.resumes[key] = ComprehensionFunction(frame.code, frame.f_globals, a, config)
+    name = cg.install(fn, fn.__name__)
+    reads = [(n, v) for n, v in _live(tx, frame, a.start) if n in a.reads]
+    if len(reads) < len(a.reads):  # a local it reads is unbound here: CPython's run of the frame raises for it
+        unimplemented(f"a comprehension reads a local that is not bound ({', '.join(sorted(set(a.reads) - {n for n, _ in reads}))})")
+    args = [cg.expr(slots[a.roles.index(ITER)])] + _keyword_args(cg, reads)
+    line = f"___r = {name}({', '.join(args)})   # graph break: the comprehension runs eagerly"
+    return _eager_then_resume(cg, tx, frame, config, None, below, line, pushes=a.result_on_stack, offset=a.end,
+                              assigned={a.result_var: "___r"} if a.result_var else None)
+
+
+def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True,
+                       offset: int | None = None, assigned: dict | None = None) -> list[str]:
+    """``line`` (the instruction run eagerly, into ``___r`` if it ``pushes``), then the resume function after
+    ``inst`` (or at ``offset``, with the locals the line ``assigned``: a comprehension's)."""
     stack_exprs = [cg.expr(v) for v in below] + (["___r"] if pushes else [])
-    resume = f"return {_resume_call(cg, tx, frame, config, _next_offset(tx, inst), stack_exprs)}"
+    offset = _next_offset(tx, inst) if offset is None else offset
+    resume = f"return {_resume_call(cg, tx, frame, config, offset, stack_exprs, assigned)}"
     blocks = [v.ctx for v in below if isinstance(v, WithExitVariable)]
     contexts = [cg.expr(v) for v in below if isinstance(v, ContextExitVariable) and v.resumable()]
     call = [line]

@@ -16,6 +16,7 @@ import torch
 from minidynamo.bytecode import find_exception_handler
 
 from . import graph_break_registry as gb
+from .comprehension_graph_break import analyze as analyze_comprehension
 from .exc import EagerFallback, ObservedException, RestartAnalysis, Unsupported, explain_unsupported, unimplemented
 from .resume_execution import vm_can_run
 from .inlining import InliningInstructionTranslator
@@ -35,8 +36,13 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     inlining_translator_class = InliningInstructionTranslator  # traces the calls it inlines (opcodes_calls.py)
 
-    def __init__(self, *args, break_at: Optional[dict] = None, stop_at=None, start_offset: int = 0, **kwargs):
+    def __init__(self, *args, break_at: Optional[dict] = None, stop_at=None, start_offset: int = 0,
+                 comprehensions: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        # Note [A break inside an inlined comprehension] (comprehension_graph_break.py): the outermost
+        # comprehension being traced, if a break in it can compile the graph before it (3.12+, the frame hook on)
+        self.comprehensions = comprehensions and not self.output.fullgraph
+        self.comprehension = None
         self.break_at = break_at or {}
         self.stop_at = stop_at
         self.ip = self.indexof[start_offset]
@@ -60,12 +66,16 @@ class InstructionTranslator(InstructionTranslatorBase):
         # symbolic_convert.py step): an unsupported instruction before that runs the whole frame eagerly
         if not self.stack and not self.in_try_block(inst) and self.output.count_calls() > 1:
             self.checkpoint = (inst.offset, visit)
+        c = self.comprehension
+        if c is not None and not c.start <= inst.offset <= c.end_for:
+            self.comprehension = None  # left it (an exhausted FOR_ITER jumps past END_FOR)
         try:
             super().step()
         except Unsupported as e:
             # Not at a call or a jump (Note [Where a graph can break]): cut at the last
             # checkpoint and let the rest of the frame run eagerly, as Dynamo does.
             explanation = explain_unsupported(self, e)
+            self.break_in_comprehension(explanation)
             if self.checkpoint is None or not vm_can_run(self.code, self.checkpoint[0]):
                 raise
             raise RestartAnalysis(-1, explanation, stop_at=self.checkpoint) from e
@@ -150,6 +160,48 @@ class InstructionTranslator(InstructionTranslatorBase):
         if self.maybe_has_backedge():
             explanation.reason += " (graph break in a for/while loop: the whole frame runs eagerly, as in Dynamo)"
             raise EagerFallback(explanation)
+
+    # Note [A break inside an inlined comprehension] (comprehension_graph_break.py): torch's
+    # maybe_setup_comprehension_speculation at BUILD_LIST / BUILD_MAP (symbolic_convert.py)
+    def BUILD_LIST(self, inst) -> None:
+        if not self._comprehension_start(inst):
+            super().BUILD_LIST(inst)
+
+    def BUILD_MAP(self, inst) -> None:
+        if not self._comprehension_start(inst):
+            super().BUILD_MAP(inst)
+
+    def _comprehension_start(self, inst) -> bool:
+        """At the start of an outermost comprehension: stop here if an earlier attempt broke inside it."""
+        if not self.comprehensions or self.comprehension is not None or inst.arg != 0:
+            return False
+        analysis = analyze_comprehension(self.code, inst.offset)
+        if analysis is None:
+            return False
+        setup = self.instructions[self.indexof[analysis.setup]]
+        if self.in_try_block(setup) and not (self.resumable_blocks() and self.only_with_blocks()):
+            return False  # inside a try block (torch's block_stack can_restore check): a break runs the frame eagerly
+        if inst.offset in self.break_at:
+            self.stack[:] = [self.realize(v) for v in self.stack]  # as at a call's break
+            self.result = ("comprehension", inst, analysis, self.break_at[inst.offset])
+            self.done = True
+            return True
+        self.comprehension = analysis
+        return False
+
+    def break_in_comprehension(self, explanation, at=None) -> None:
+        """A break inside a comprehension we can run on its own: trace again, stopping at its start.
+
+        ``at``: the call or jump that broke. Torch's ``break_graph_if_unsupported`` and
+        ``jump_graph_break`` reach the comprehension's speculation only where
+        ``should_compile_partial_graph()`` is false, which on 3.11+ it is for an instruction that the
+        comprehension's exception-table entry covers; 3.13 leaves a jump out of that entry, so a
+        data-dependent ``if`` in a 3.13 comprehension breaks in a loop and skips the frame, as ours does.
+        """
+        if self.comprehension is not None and (at is None or self.in_try_block(at)):
+            explanation.reason += (" (inside a comprehension, torch's comprehension_graph_break: the graph before it "
+                                   "is compiled, the comprehension runs eagerly, the frame resumes after it)")
+            raise RestartAnalysis(self.comprehension.start, explanation)
 
     def RETURN_VALUE(self, inst) -> None:
         self.result = ("return", self.pop())
@@ -252,12 +304,14 @@ class InstructionTranslator(InstructionTranslatorBase):
             explanation = explain_unsupported(self, e)
             if self.output.fullgraph:
                 raise
+            self.break_in_comprehension(explanation, at=inst)
             self.check_can_break(explanation, at_call=True)
             raise RestartAnalysis(inst.offset, explanation) from e
 
     def break_graph_at_jump(self, inst, value, jump_if, pop, e: Unsupported) -> None:
         if self.output.fullgraph:
             raise e
+        self.break_in_comprehension(e.explanation, at=inst)
         self.check_can_break(e.explanation)
         self.stack[:] = [self.realize(v) for v in self.stack]  # as at a call's break, above
         self.result = ("jump", inst, value, jump_if, pop, e.explanation)
