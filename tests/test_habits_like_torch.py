@@ -1414,8 +1414,6 @@ KNOWN: dict[str, str] = {
                                     "where ours has no input",
     "maybe_mark_dynamic_specialized_by_code": "torch's graph for the branch that returns x keeps x as an input "
                                               "beside its size symbol; ours keeps only the symbol",
-    "sliced_stride": "torch makes a changed stride automatic-dynamic (a stride symbol in the graph); ours keeps "
-                     "strides static",
     # resume functions
     "print_in_function": "after the size changes torch compiles the part before print as a graph of its own with no "
                          "inputs (it returns the symbolic size the print reads); ours has no graph there",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import math
 import sys
 import weakref
 from dataclasses import dataclass
@@ -140,7 +141,7 @@ _DEFAULT_DEVICE_WHY = "the default device when traced (torch.set_default_device)
 
 # Names a guard expression may use besides L and G; objects matched by identity are
 # added per guard set as ___obj<N>.
-_BASE_SCOPE = {"torch": torch, "sys": sys, "___check_not_aliased": check_not_aliased, "___autocast_state": autocast_state,
+_BASE_SCOPE = {"torch": torch, "sys": sys, "math": math, "___check_not_aliased": check_not_aliased, "___autocast_state": autocast_state,
                "___deterministic_algorithms": deterministic_algorithms,
                "___cublas_reduced_precision": _private.cublas_reduced_precision,
                "___torch_function_state": _private.torch_function_state,
