@@ -250,13 +250,9 @@ PROGRAMS = {
 _LAZY_ITEMS = ("torch wraps each item of a list or tuple argument lazily (builder.py wrap_listlike makes a "
                "LazyVariableTracker per item), so an item's placeholder comes when the item is first used; ours "
                "wraps every item when the list is first read, so the items' placeholders keep the list's order")
-_SYMBOL_NAMES = ("torch names a size's symbol after a hash of its source (ShapeEnv._generate_unique_id in "
-                 "torch/fx/experimental/symbolic_shapes.py: s13, s77); ours counts them (s0, s1)")
 XFAIL: dict[str, str] = {
     "list_of_tensors": _LAZY_ITEMS,
     "tuple_arg": _LAZY_ITEMS,
-    "mark_dynamic": _SYMBOL_NAMES,
-    "automatic_dynamic": _SYMBOL_NAMES,
     "batchnorm_training": ("torch.compile of a torch.nn module whose forward trace_rules skip (OptimizedModule._initialize, "
                            "torch/_dynamo/eval_frame.py) compiles external_utils.wrap_inline(module): its sources are "
                            "L['fn'] and L['args'][0]; ours compiles type(m).forward: L['self'], L['input']"),

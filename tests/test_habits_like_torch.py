@@ -1408,32 +1408,13 @@ KNOWN: dict[str, str] = {
     # Note [The user's exception reaches them unchanged] (frame_cache.py): on purpose
     "shape_mismatch_error": "on purpose: an op that fails on its fake inputs is the user's error and reaches them as "
                             "eager raises it (RuntimeError); torch wraps it in TorchRuntimeError",
-    # sources spelled otherwise than torch's
-    "module_train_flag_flipped": "a submodule's source is 'self.drop' in ours, torch's is \"self._modules['drop']\" "
-                                 "(in the recompile reason)",
-    "batchnorm_train_eval": "a submodule's source is 'self.bn' in ours, torch's is \"self._modules['bn']\"",
-    "param_requires_grad_flipped": "a parameter's source is 'self.lin.weight' in ours, torch's is "
-                                   "\"self._modules['lin']._parameters['weight']\", and torch's reason adds a hint on "
-                                   "force_parameter_static_shapes",
-    "module_replaced_submodule": "a submodule's source is 'self.drop' in ours, torch's is \"self._modules['drop']\"",
-    "namedtuple": "a namedtuple's items are 'p[0]' in ours, torch's 'p.a'; and ours lists the aliasing guard as "
-                  "'p[1] is p[0]', torch's 'p.a is p.b'",
-    "global_function_replaced": "ours guards a global function by identity ('G['g_scale'] is ___g_scale_0'); torch "
-                                "guards its __code__ (___check_obj_id(G['g_scale'].__code__, ...)), so a new function "
-                                "of the same code would not recompile in torch",
     # shape guards
     "mark_dynamic_bounded_by_code": "both raise ConstraintViolationError when the code's bounds pin the marked dim to "
                                     "2, but torch's graph (compiled before the error) has x of size 2 as its input "
                                     "where ours has no input",
     "maybe_mark_dynamic_specialized_by_code": "torch's graph for the branch that returns x keeps x as an input "
                                               "beside its size symbol; ours keeps only the symbol",
-    "sliced_stride": "torch makes a changed stride automatic-dynamic (a stride symbol in the graph); ours keeps "
-                     "strides static",
     # resume functions
-    "tolist_off": "a resume function's stack arguments are numbered with the call's NULL slot in ours "
-                  "('___stack2'), without it in torch ('___stack1')",
-    "tolist_on": "a resume function's stack arguments are numbered with the NULL slot in ours ('___stack2')",
-    "tolist_int_off": "a resume function's stack arguments are numbered with the NULL slot in ours ('___stack2')",
     "print_in_function": "after the size changes torch compiles the part before print as a graph of its own with no "
                          "inputs (it returns the symbolic size the print reads); ours has no graph there",
     "item_in_if_off": "torch's resume graph for the branch that returns x takes x as an input; ours has no input",

@@ -14,7 +14,7 @@ Dynamo's]); SymFloat and SymBool arguments become nodes too (Notes [A SymFloat a
 nodes too], [A SymBool becomes nodes]).
 
 Note [AOT traces Dynamo's symbols]
-    A dynamic Dynamo graph takes its sizes as inputs (``s0: torch.SymInt``) and its
+    A dynamic Dynamo graph takes its sizes as inputs (``s77: torch.SymInt``) and its
     tensors' fakes have sizes over those symbols. Torch's ``aot_module_simplified``
     receives those fakes and traces with *their* fake mode and ShapeEnv. Ours gets
     real example inputs (the backend contract of this book), so it rebuilds fakes
@@ -22,16 +22,16 @@ Note [AOT traces Dynamo's symbols]
     Dynamo's: every decision AOT makes on a size (a kernel's broadcast check, the
     backward of ``expand``) lands in the same ShapeEnv, whose guards Dynamo installs
     after the backend returns. The SymInt placeholders get the SymInts themselves
-    (Dynamo's ``example_value``), so ``primals_1`` of the joint graph *is* ``s0``.
+    (Dynamo's ``example_value``), so ``primals_1`` of the joint graph *is* ``s77``.
 
 Note [A SymInt argument becomes a node]
-    When a traced op gets a SymInt argument (``view(x, [s0, 12])``, the backward's
-    ``expand(g, [s0, 3])``), the graph must compute that value from its inputs.
+    When a traced op gets a SymInt argument (``view(x, [s77, 12])``, the backward's
+    ``expand(g, [s77, 3])``), the graph must compute that value from its inputs.
     Torch traces every SymNode operation as it happens; ours rebuilds the value
     from its sympy expression: a symbol is the placeholder that carries it (the
-    SymInt inputs of the graph), ``2*s0`` an ``operator.mul`` node over it, ``s0 // 2``
+    SymInt inputs of the graph), ``2*s77`` an ``operator.mul`` node over it, ``s77 // 2``
     ``operator.floordiv``. The nodes are memoized per expression, so the graph
-    reads like torch's (``mul = s0 * 2``). A symbol no placeholder carries is read
+    reads like torch's (``mul = s77 * 2``). A symbol no placeholder carries is read
     off a tensor input that has it as a size (``aten.sym_size.int``, as torch).
 """
 
@@ -443,7 +443,8 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
             if v.node.hint is not None and v.node.hint != real:  # an unbacked input size (mark_unbacked): no hint
                 raise RuntimeError(f"placeholder {n.name}: example value {real} but the symbol's hint is {v.node.hint}")
             out.append(v)
-        elif isinstance(v, FakeTensor) and isinstance(real, torch.Tensor) and not sym_free(tuple(v.shape)):
+        elif isinstance(v, FakeTensor) and isinstance(real, torch.Tensor) \
+                and not sym_free((*v.shape, *v.stride())):  # a stride symbol too (Note [Automatic dynamic strides])
             if id(v) not in made:
                 if any(hint(s) is not None and hint(s) != r for s, r in zip(v.shape, real.shape, strict=True)):
                     raise RuntimeError(f"placeholder {n.name}: fake sizes {tuple(v.shape)} do not match {tuple(real.shape)}")

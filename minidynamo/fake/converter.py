@@ -133,7 +133,8 @@ class FakeTensorConverter:
         if hit is not None:
             return hit
         device = torch.device(device) if device is not None else t.device
-        if dynamic_dims and mode.shape_env is not None and can_be_dynamic(t):
+        strides = mode.shape_env is not None and source in mode.shape_env.dynamic_strides  # dynamic_shapes.py
+        if (dynamic_dims or strides) and mode.shape_env is not None and can_be_dynamic(t):
             fake = self._convert_symbolic(mode, t, device, dynamic_dims, source)
         else:
             fake = self._convert(mode, t, device)
@@ -163,12 +164,12 @@ class FakeTensorConverter:
         return fake
 
     def _convert_symbolic(self, mode, t: torch.Tensor, device, dynamic_dims, source: str) -> FakeTensor:
-        """Note [A symbolic fake]: sizes, strides and storage offset from the ShapeEnv (SymInts over s0, s1...).
+        """Note [A symbolic fake]: sizes, strides and storage offset from the ShapeEnv (SymInts over s77, s27...).
 
         As torch's ``ShapeEnv.create_symbolic_sizes_strides_storage_offset`` followed by
         ``empty_strided`` on meta: the storage is the meta tensor's own (its byte size an
         expression too). A stride is an expression of the sizes where the layout allows
-        (``x.t()``: ``(1, s0)``), else a symbol of its own (``x[:, ::2]``'s step), as torch's
+        (``x.t()``: ``(1, s77)``), else a symbol of its own (``x[:, ::2]``'s step), as torch's
         ``_compute_symbolic_stride``; a storage offset of 2 or more is a symbol too. The
         fake owns its storage, so it is not a view of another input: the symbolic layer
         keeps inputs that share a storage static (``dynamic_shapes.dynamic_dims_for``).

@@ -43,7 +43,8 @@ def unbacked_output(mode: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         if func is aten.nonzero.default:
             x = args[0]
             u = env.create_unbacked_symint("Tensor.nonzero()", 0, _numel(x))
-            return torch.empty((u, x.dim()), dtype=torch.int64, device=x.device)
+            # column-major, as torch's (torch/_subclasses/fake_impls.py ``nonzero``: strides (1, u0))
+            return torch.empty_strided((u, x.dim()), (1, u), dtype=torch.int64, device=x.device)
         if func is aten.masked_select.default:
             x, mask = args
             shape = torch.broadcast_shapes(x.shape, mask.shape)

@@ -3,9 +3,9 @@
 Place in the pipeline: under the fake tensors of a dynamic trace. Dynamo asks the
 ShapeEnv for a symbol per dynamic dimension of an input (``create_symbol``), the
 converter builds a meta tensor whose sizes are ``torch.SymInt``s over those symbols,
-meta kernels compute output sizes as expressions (``2*s0``), and whenever a kernel or
+meta kernels compute output sizes as expressions (``2*s77``), and whenever a kernel or
 the user's code needs a *decision* (``if x.size(0) > 4``, a broadcast check
-``s0 == s1``) the ShapeEnv answers it from the example sizes and records the answer
+``Eq(s17, s77)``) the ShapeEnv answers it from the example sizes and records the answer
 as a guard. At the end of the trace the guards are printed as Python over the
 inputs' sizes (``2 <= L['x'].size()[0]``) and join the entry's check function.
 
@@ -26,7 +26,7 @@ Note [Our SymNode inside torch.SymInt]
     ``node.guard_int``, ``node.wrap_int(3)``, ``node.is_int()``, ``node.str()``...
     and the Python magic methods of ``torch.SymInt`` (installed by torch's
     ``sym_node.py``) call the same names. So a meta kernel computing
-    ``x.size(0) * 2`` in C++ builds *our* node ``SymNode(2*s0)``, and a kernel's
+    ``x.size(0) * 2`` in C++ builds *our* node ``SymNode(2*s77)``, and a kernel's
     ``TORCH_CHECK(a == b)`` lands in our ``guard_bool``/``expect_true``. This is the
     one place we lean on torch's machinery: the ``torch.SymInt`` wrapper and the
     C++ plumbing that carries a SymInt through the dispatcher into meta kernels.
@@ -65,9 +65,11 @@ Note [Duck sizing]
     (torch's ``duck_shape``): ``x + y`` with ``x: [5]`` and ``y: [5]`` needs no
     broadcast decision then, and the guard ``L['y'].size()[0] == L['x'].size()[0]``
     records the assumption. Sizes that are different get different symbols; if the
-    trace then needs them equal (a broadcast of ``s0`` against ``s1``), the decision
-    ``Eq(s0, s1)`` is a guard and ``s1`` is *replaced* by ``s0`` from then on, so
-    later expressions are simplified (``replacements``). A dim made dynamic by
+    trace then needs them equal (a broadcast of ``s77`` against ``s17``), the decision
+    ``Eq(s17, s77)`` is a guard and the symbol whose name sorts last (``s77``) is *replaced* by
+    the other (``s17``) from then on, as torch's ``_maybe_guard_rel`` picks it, so later
+    expressions are simplified (``replacements``); the guards still name each symbol after the
+    first input it appears in (Note [Guards walk the inputs]). A dim made dynamic by
     automatic dynamic or ``mark_dynamic`` is ``DimDynamic.DYNAMIC``: a symbol of its
     own even when its size equals another's (torch/_dynamo/variables/builder.py,
     ``_automatic_dynamic``), so ``cat([x, y])`` seen with (6, 6) serves (6, 7) too.
@@ -75,6 +77,7 @@ Note [Duck sizing]
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -191,6 +194,11 @@ class ShapeEnv:
     # torch's ``unbacked_renamings`` (``_rename_unbacked_to``); a renaming, not a decision, so no guard
     unbacked_renamings: dict = field(default_factory=dict)
     allow_dynamic_output_shape_ops: bool = False
+    unique_ids: set = field(default_factory=set)  # the numbers backed symbols took (Note [A symbol's name])
+    tracked_fakes: list = field(default_factory=list)  # (source, fake or SymInt): Note [Guards walk the inputs]
+    # tensor source -> the dims whose stride is a symbol of its own (DimDynamic.DYNAMIC strides: torch's
+    # automatic dynamic of a stride that changed while every size stayed, Note [Automatic dynamic strides])
+    dynamic_strides: dict = field(default_factory=dict)
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -251,6 +259,25 @@ class ShapeEnv:
         return {s: tuple(r) for s, r in self.var_to_range.items()}
 
     # -- symbols ---------------------------------------------------------------------------
+    def _generate_unique_id(self, source: str) -> int:
+        """Note [A symbol's name]
+
+        A backed symbol is named after where its value was read, not after how many came
+        before it: torch's ``ShapeEnv._generate_unique_id`` (torch/fx/experimental/symbolic_shapes.py,
+        called from ``create_symbol``) takes the sha256 of the source's name (``L['x'].size()[0]``),
+        mod 100, and steps up by one while that number is taken in this ShapeEnv (so ``s100`` can
+        follow ``s99``). ``L['x'].size()[0]`` is therefore ``s77`` in every program, and a guard or
+        a recompile reason reads the same in torch and here. Sizes (``s``), int inputs (``s``)
+        and float inputs (``zf``) share the numbers; unbacked symbols still count up (``u0``,
+        ``u1``: ``create_unbacked_symint``), and a size that is duck-sized with an earlier one
+        takes that one's symbol, so which source is hashed depends on the order sizes are read.
+        """
+        attempt = int(hashlib.sha256(str(source).encode()).hexdigest(), 16) % 100
+        while attempt in self.unique_ids:
+            attempt += 1
+        self.unique_ids.add(attempt)
+        return attempt
+
     def create_symbol(self, val: int, source: str, duck: bool = True) -> "sympy.Symbol | int":
         """The symbol for the size ``val`` read at ``source`` (or ``val`` itself for 0 and 1).
 
@@ -267,7 +294,7 @@ class ShapeEnv:
             self.var_to_sources[sym].append(source)
             self.duck_guards.append((source, self.var_to_sources[sym][0]))
             return sym
-        sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True, positive=True)
+        sym = sympy.Symbol(f"s{self._generate_unique_id(source)}", integer=True, positive=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.backed_var_to_range[sym] = [2, None]  # Note [0/1 specialization]
@@ -286,7 +313,7 @@ class ShapeEnv:
         int, so it has no ``>= 2`` guard; a decision on it (``n > 3``) is a guard, and one that
         bounds it prints as its range (Note [A symbol's range guard]).
         """
-        sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True)
+        sym = sympy.Symbol(f"s{self._generate_unique_id(source)}", integer=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.backed_var_to_range[sym] = [None, None]
@@ -299,11 +326,11 @@ class ShapeEnv:
 
         A float argument lifted to a graph input (``dynamic_shapes.float_input``) is read
         in the graph as ``.item()`` of a 0-d float64 tensor, whose value is this backed
-        symbol (torch's ``create_unspecified_symbol`` of ``SymT.FLOAT``, named ``zf0``,
-        ``zf1``...). Its range is every float: no ``>= 2`` guard, no 0/1 specialization,
+        symbol (torch's ``create_unspecified_symbol`` of ``SymT.FLOAT``, named after a hash of its
+        source as a size is: ``zf72`` for ``L['s']``, Note [A symbol's name]). Its range is every float: no ``>= 2`` guard, no 0/1 specialization,
         and a decision on it (``scale > 1``) is a guard over the argument (``L['scale'] > 1``).
         """
-        sym = sympy.Symbol(f"zf{len(self.float_symbols)}", real=True)
+        sym = sympy.Symbol(f"zf{self._generate_unique_id(source)}", real=True)
         self.var_to_val[sym] = val
         self.var_to_sources[sym] = [source]
         self.float_symbols.add(sym)
@@ -495,10 +522,12 @@ class ShapeEnv:
         return lo, hi
 
     def _unify(self, eq: sympy.Eq) -> None:
-        """After ``Eq(s1, s0)`` held, write ``s1`` as ``s0`` from now on (Note [Duck sizing])."""
+        """After ``Eq(s17, s77)`` held, write ``s77`` as ``s17`` from now on (Note [Duck sizing])."""
         lhs, rhs = eq.lhs, eq.rhs
         if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
-            new, old = sorted((lhs, rhs), key=lambda s: (len(s.name), s.name))  # s2 before s10, s0 before zf0
+            # torch's ``_maybe_guard_rel`` solves for the symbol sorting last by (hint, name); the two
+            # hints are equal here, so the name decides: ``Eq(s27, s77)`` writes s77 as s27
+            new, old = sorted((lhs, rhs), key=lambda s: s.name)
             self.replacements[old] = new
         elif isinstance(lhs, sympy.Symbol) and not rhs.has(lhs):
             self.replacements[lhs] = rhs
@@ -509,40 +538,90 @@ class ShapeEnv:
     def source_names(self) -> dict:
         return {s: srcs[0] for s, srcs in self.var_to_sources.items()}
 
-    def produce_guards(self) -> list[tuple[str, str]]:
-        """Every shape guard as ``(python expression, why)``, over the inputs' sizes.
+    def track_fake(self, source: str, value) -> None:
+        """An input the trace made symbolic (a fake tensor, a SymInt, a SymFloat), in the order the trace wrapped
+        it: torch's ``ShapeEnv.tracked_fakes``, which ``produce_guards`` walks (Note [Guards walk the inputs])."""
+        self.tracked_fakes.append((source, value))
 
-        In torch's order (``ShapeEnv.produce_guards_verbose``): first the sizes found equal
-        (duck-sized pairs ``L['y'].size()[0] == L['x'].size()[0]``, unified symbols), then the
-        trace's decisions, simplified with the replacements, minus those the symbols' ranges
-        settle, then each symbol's range (``2 <= L['x'].size()[0] <= 3``: Note [A symbol's range guard]).
+    def _tracked_exprs(self) -> list:
+        """(source, simplified expression, is a tensor property) for every size, stride, offset and scalar tracked."""
+        def expr(v):
+            if isinstance(v, (torch.SymInt, torch.SymFloat)):
+                return self.simplify(v.node.expr)
+            return sympy.Float(v) if isinstance(v, float) else sympy.Integer(v)
+
+        out = []
+        for source, v in self.tracked_fakes:
+            if isinstance(v, torch.Tensor):
+                out += [(f"{source}.size()[{i}]", expr(s), True) for i, s in enumerate(v.shape)]
+                out += [(f"{source}.stride()[{i}]", expr(s), True) for i, s in enumerate(v.stride())]
+                out.append((f"{source}.storage_offset()", expr(v.storage_offset()), True))
+            else:
+                out.append((source, expr(v), False))
+        if not self.tracked_fakes:  # a ShapeEnv used on its own (no trace tracked inputs): its symbols' sources
+            out = [(src, self.simplify(sym), True) for sym, srcs in self.var_to_sources.items() for src in srcs]
+        return out
+
+    def produce_guards(self) -> list[tuple[str, str]]:
+        """Note [Guards walk the inputs]
+
+        Every shape guard as ``(python expression, why)``, over the inputs' sizes, in torch's
+        order (``ShapeEnv.produce_guards_verbose``, torch/fx/experimental/symbolic_shapes.py):
+
+        1. every tracked input's sizes, strides and storage offset, then each symbolic int and
+           float, in the order the trace wrapped them, each as its expression after the
+           replacements: the first source where a symbol appears names it, and any later
+           source of a symbol or an expression is a guard (``L['y'].size()[0] == L['x'].size()[0]``
+           from duck sizing or a unification, ``L['x'].stride()[0] == L['x'].size()[1]`` for a
+           contiguous 2-D input); a constant of a tensor is left to its TENSOR_MATCH;
+        2. the trace's decisions, simplified, minus those the symbols' ranges settle;
+        3. each symbol's range, in the order of step 1 (``2 <= L['x'].size()[0] <= 3``: Note
+           [A symbol's range guard]), and ``not math.isnan(L['s'])`` for a float symbol.
         """
-        names = self.source_names()
+        tracked = self._tracked_exprs()
+        symbol_to_source: dict = {}
+        for source, e, _ in tracked:
+            if isinstance(e, sympy.Symbol):
+                symbol_to_source.setdefault(e, []).append(source)
+        names = {**self.source_names(), **{s: srcs[0] for s, srcs in symbol_to_source.items()}}
         out: list[tuple[str, str]] = []
-        for source, first in self.duck_guards:
-            out.append((f"{source} == {first}", "duck sizing: these sizes were equal when traced"))
-        for sym, repl in self.replacements.items():
-            out.append((f"{names[sym]} == {python_expr(repl, names)}",
-                        f"the trace needed {sym} == {repl} (the two sizes were unified)"))
+        for source, e, is_property in tracked:
+            if isinstance(e, sympy.Symbol) and symbol_to_source[e][0] == source:
+                continue
+            if is_property and e.is_number:
+                continue
+            if isinstance(e, sympy.Symbol) and e in self.var_to_val and len(self.var_to_sources[e]) > 1 \
+                    and source in self.var_to_sources[e]:
+                why = "duck sizing: these sizes were equal when traced"
+            elif isinstance(e, sympy.Symbol):
+                why = f"the trace needed the two sizes equal (unified as {e})"
+            else:
+                why = f"the trace computed {source} as {e}"
+            out.append((f"{source} == {python_expr(e, names)}", why))
+        issued = set()
         for g in self.guards:
             e = self.simplify(g.expr)
             # a guard is dropped when the ranges settle it (its bounds print as the range guard below), not
             # when it only follows from another guard (a divisibility guard stays: it may be a fact used by others)
-            if e in (sympy.true, sympy.false) or self.statically_known(e, use_guards=False) is True:
+            if e in (sympy.true, sympy.false) or e in issued or self.statically_known(e, use_guards=False) is True:
                 continue
-            if isinstance(e, sympy.Eq) and (isinstance(e.lhs, sympy.Symbol) or isinstance(e.rhs, sympy.Symbol)):
-                if g.expr.free_symbols <= set(self.replacements):
-                    continue  # already printed as a replacement
+            issued.add(e)
             out.append((python_expr(e, names), f"{g.expr}: {g.why}"))
-        for sym, (lo, hi) in self.backed_var_to_range.items():
-            if sym in self.replacements or (lo is None and hi is None):
+        order = list(symbol_to_source) + [s for s in self.backed_var_to_range if s not in symbol_to_source]
+        for sym in order:
+            lo, hi = self.backed_var_to_range.get(sym, (None, None))
+            if sym in self.replacements:
                 continue
             src = names[sym]
-            expr = f"{lo} <= {src} <= {hi}" if lo is not None and hi is not None else \
-                f"{lo} <= {src}" if lo is not None else f"{src} <= {hi}"
-            why = ([f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"] if sym not in self.int_symbols
-                   else []) + self.range_why.get(sym, [])
-            out.append((expr, "; ".join(why)))
+            if lo is not None or hi is not None:
+                expr = f"{lo} <= {src} <= {hi}" if lo is not None and hi is not None else \
+                    f"{lo} <= {src}" if lo is not None else f"{src} <= {hi}"
+                why = ([f"{sym} is a dynamic size, never 0 or 1 (0/1 specialization)"] if sym not in self.int_symbols
+                       else []) + self.range_why.get(sym, [])
+                out.append((expr, "; ".join(why)))
+            if sym in self.float_symbols:
+                out.append((f"not math.isnan({src})", "implicit guard for float input due to NaN specialization "
+                                                      "in the framework (torch's words)"))
         return out
 
     def format_guards(self) -> str:
@@ -554,7 +633,7 @@ class ShapeEnv:
 
         Strides are visited smallest first. A stride of 0 or 1 stays itself (unless it
         is also the product of the next dim's size and stride); a stride equal to an
-        earlier dim's ``size * stride`` is that expression (``x.t()``: ``(1, s0)``); any
+        earlier dim's ``size * stride`` is that expression (``x.t()``: ``(1, s77)``); any
         other becomes a DUCK symbol of its own, read from ``L['x'].stride()[i]``, once
         some size of ``t`` is symbolic. The storage offset is a DUCK symbol
         (``L['x'].storage_offset()``) when some size is, with 0/1 specialization.
@@ -568,7 +647,9 @@ class ShapeEnv:
         for val, neg_i in sorted((v, -i) for i, v in enumerate(ex_stride)):
             i = -neg_i
             contiguous = i != n - 1 and ex_stride[i] == ex_size[i + 1] * ex_stride[i + 1]
-            if val in (0, 1) and not contiguous:
+            if i in self.dynamic_strides.get(source, ()):  # a stride that changed: its own symbol, as torch's
+                out = _sympify(self.create_symbol(val, f"{source}.stride()[{i}]", duck=False))
+            elif val in (0, 1) and not contiguous:
                 out = sympy.Integer(val)
             elif val in candidates:
                 out = candidates[val]

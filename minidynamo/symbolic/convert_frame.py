@@ -32,7 +32,7 @@ from .exc import (EagerFallback, FullGraphError, GraphBreak, RestartAnalysis, Te
 from .guard_codegen import CheckFunction
 from .guards import Guard
 from .output_graph import OutputGraph
-from .resume_execution import CLOSURE, NULL, ResumeFunction, cell_names, live_locals
+from .resume_execution import CLOSURE, ResumeFunction, cell_names, live_locals, stack_names
 from .source import LocalSource
 from .symbolic_convert import InstructionTranslator, LazyVariableTracker, explain_unsupported
 from .variables.ctx_manager import (ContextExitVariable, GradModeExit, GradModeVariable, ResumedContext, WithExitVariable,
@@ -138,16 +138,14 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
 
 def _setup_resume(tx, frame, L: dict) -> None:
     """A resume function starts mid-frame: its stack and cells come from its arguments."""
-    for i in range(frame.stack_depth):
-        value = L[f"___stack{i}"]
-        if value is NULL:
-            tx.output.guards.add(LocalSource(f"___stack{i}"), "ID_MATCH", f"L['___stack{i}'] is ___NULL",
-                                 "a NULL slot of a call", f"L['___stack{i}']")
-            tx.output.guards.scope["___NULL"] = NULL
+    for arg in stack_names(frame):
+        if arg is None:  # a NULL it pushes itself (Note [A NULL on the stack is no argument], resume_execution.py)
             tx.stack.append(NullVariable())
-        elif type(value) is GradModeExit:  # the resume function starts inside a grad-mode block
-            name = f"L['___stack{i}']"
-            tx.output.guards.add(LocalSource(f"___stack{i}"), "TYPE_MATCH",
+            continue
+        value = L[arg]
+        if type(value) is GradModeExit:  # the resume function starts inside a grad-mode block
+            name = f"L[{arg!r}]"
+            tx.output.guards.add(LocalSource(arg), "TYPE_MATCH",
                                  f"type({name}) is ___GradModeExit and {name}.target_mode is {value.target_mode} "
                                  f"and {name}.initial_mode is {value.initial_mode}",
                                  "the with-block this resume function starts in", name)
@@ -157,15 +155,15 @@ def _setup_resume(tx, frame, L: dict) -> None:
             ctx.initial_mode = value.initial_mode
             tx.stack.append(WithExitVariable(ctx))
         elif type(value) is ResumedContext:  # Note [A resume function re-enters autocast and inference_mode]
-            name = f"L['___stack{i}']"
-            tx.output.guards.add(LocalSource(f"___stack{i}"), "TYPE_MATCH",
+            name = f"L[{arg!r}]"
+            tx.output.guards.add(LocalSource(arg), "TYPE_MATCH",
                                  f"type({name}) is ___ResumedContext and {name} == "
                                  f"{tx.output.guards.name_for(value, 'resumed_' + value.kind)}",
                                  "the with-block this resume function starts in", name)
             tx.output.guards.scope["___ResumedContext"] = ResumedContext
             tx.stack.append(value.variable(tx))
         else:
-            tx.stack.append(LazyVariableTracker(value, LocalSource(f"___stack{i}")))
+            tx.stack.append(LazyVariableTracker(value, LocalSource(arg)))
     closure = L.get(CLOSURE)
     if closure is not None:  # Note [A resume function receives the frame's cells]
         for i, (name, cell) in enumerate(zip(frame.cell_names, closure)):
@@ -273,11 +271,13 @@ def _resume_call(cg, tx, frame, config, offset: int, stack_exprs: list[str], ass
         wanted = live_locals(frame.code, offset) - cells
         live = sorted([(n, v) for n, v in live if n not in assigned] + [(n, e) for n, e in assigned.items() if n in wanted],
                       key=lambda nv: nv[0])
-    key = (frame.code, offset, len(stack_exprs), tuple(n for n, _ in live))
+    null_idxes = tuple(i for i, e in enumerate(stack_exprs) if e == "___NULL")  # pushed by the resume function
+    key = (frame.code, offset, len(stack_exprs), tuple(n for n, _ in live), null_idxes)
     resume = config.resumes.get(key)
     if resume is None:
         resume = config.resumes[key] = ResumeFunction(frame.code, frame.f_globals, offset, len(stack_exprs),
-                                                      key[3], config)
+                                                      key[3], config, null_idxes=null_idxes)
+    stack_exprs = [e for e in stack_exprs if e != "___NULL"]  # Note [A NULL on the stack is no argument]
     name = cg.install(resume, resume.__name__)
     args = [f"___stack{i}={e}" for i, e in enumerate(stack_exprs)] + _keyword_args(cg, live, tx, frame, filled)
     return f"{name}({', '.join(args)})"

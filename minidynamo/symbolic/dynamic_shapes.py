@@ -18,8 +18,9 @@ Note [Automatic dynamic]
     (``None``), and the new trace gives it a symbol. Later sizes then pass the
     entry's guards (``2 <= L['x'].size()[0]``) and reuse the graph.
     ``dynamic=True`` gives every dim a symbol from the first trace,
-    ``dynamic=False`` none, ever. Parameters and attributes of modules stay
-    static, as in torch (``force_parameter_static_shapes``).
+    ``dynamic=False`` none, ever. Parameters, buffers and tensors of torch.nn's
+    own modules stay static, as in torch (``force_parameter_static_shapes``,
+    ``force_nn_module_property_static_shapes``; ``_static_by_rule``).
 """
 
 from __future__ import annotations
@@ -92,13 +93,29 @@ def mark_static(t: torch.Tensor, dim=None) -> None:
 # --- which dims are dynamic -----------------------------------------------------------
 
 
-def _static_by_rule(source: Source, value: torch.Tensor) -> bool:
-    """Parameters (``force_parameter_static_shapes``) and module attributes stay static (Note [Automatic dynamic])."""
+def _static_by_rule(output, source: Source, value: torch.Tensor) -> bool:
+    """The tensors whose sizes torch keeps static (``tensor_always_has_static_shape``, torch/_dynamo/utils.py).
+
+    A parameter, or a tensor of a module's ``_parameters`` / ``_buffers``
+    (``force_parameter_static_shapes``); a tensor read from a module of ``torch.nn`` itself
+    (``force_nn_module_property_static_shapes``). A tensor attribute of any other object, a
+    namedtuple's field or a user module's plain attribute, is an input as any other.
+    """
     from minidynamo import config
 
-    if isinstance(value, torch.nn.Parameter):
-        return config.force_parameter_static_shapes
-    return isinstance(source, AttrSource) or any(isinstance(s, AttrSource) for s in source.bases())
+    chain = [source, *source.bases()]
+    if config.force_parameter_static_shapes and (isinstance(value, torch.nn.Parameter) or any(
+            getattr(s, "table", "") in ("_parameters", "_buffers") for s in chain)):
+        return True
+    if config.force_nn_module_property_static_shapes:
+        for base in chain[1:]:
+            try:
+                owner = base.get(output.L, output.root_globals)
+            except Exception:  # noqa: BLE001 - a source we cannot read back: not a module's
+                continue
+            if isinstance(owner, torch.nn.Module):  # the nearest module: is it torch.nn's own?
+                return type(owner).__module__.startswith("torch.nn.")
+    return False
 
 
 def effective_dynamic(output) -> tuple[bool, bool]:
@@ -131,7 +148,7 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     # dynamic=False turns automatic dynamic off, but a dim marked dynamic is still dynamic (torch.compile's
     # dynamic=False patches automatic_dynamic_shapes=False; builder.py still reads the marks)
     if getattr(output, "dynamic", None) is False and not marked or output.frame_state.get(_STATIC_NOW) \
-            or value.dim() == 0 or _static_by_rule(source, value):
+            or value.dim() == 0 or _static_by_rule(output, source, value):
         return ()
     name = source.name()
     shape = tuple(int(s) for s in value.shape)
@@ -153,7 +170,8 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
         elif all_dynamic:
             kinds[i] = "DUCK"
     wanted = list(kinds)
-    if not wanted:
+    strides = _changed_strides(output, name, value, state, automatic, static)
+    if not wanted and not strides:
         return ()
     env = shape_env_of(output)
     if not can_be_dynamic(value) or _shares_storage(output, value):
@@ -162,6 +180,8 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
                                              "it shares its storage with another input, or has autograd history "
                                              "and a layout a clone would not keep: our symbolic fakes own their storage"))
         return ()
+    if strides:
+        env.dynamic_strides[name] = strides
     dims = []
     for i in wanted:
         if shape[i] in (0, 1):
@@ -177,7 +197,39 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
         if not hasattr(output, "marked_dynamic"):
             output.marked_dynamic = set()
         output.marked_dynamic.update(f"{name}.size()[{i}]" for i in hard & set(dims))
-    return tuple(dims)
+    return tuple(dims) if dims or not strides else _OnlyStrides()
+
+
+class _OnlyStrides(tuple):
+    """No dynamic size, but a dynamic stride (Note [Automatic dynamic strides]): still the symbolic path."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_STRIDES = "___strides"  # frame_state[_STRIDES]: {source: each stride traced, ("infer", i+1), or None once it changed}
+
+
+def _changed_strides(output, name: str, value: torch.Tensor, sizes: list, automatic: bool, static: set) -> set:
+    """Note [Automatic dynamic strides]
+
+    A stride that changed between calls while every size of the tensor stayed the same
+    (``arange(8)`` then ``arange(16)[::2]``: stride 1, then 2) gets a symbol of its own in
+    the next trace, read from ``L['x'].stride()[0]`` (torch's ``FrameStateSizeEntry.is_stride_dynamic``,
+    torch/_dynamo/pgo.py, and ``DimDynamic.DYNAMIC`` strides in builder.py ``_automatic_dynamic``).
+    A stride that is the next dim's ``stride * size`` is recorded as that (torch's ``InferStride``),
+    so a contiguous tensor whose sizes change never makes one; once a size has changed, no stride does.
+    """
+    strides, shape = [int(s) for s in value.stride()], [int(s) for s in value.shape]
+    seen = [("infer", i + 1) if i + 1 < len(strides) and strides[i] == strides[i + 1] * shape[i + 1] else st
+            for i, st in enumerate(strides)]
+    record = output.frame_state.setdefault(_STRIDES, {})
+    old = record.get(name)
+    record[name] = seen if old is None or len(old) != len(seen) else \
+        [None if o is None or o != n else o for o, n in zip(old, seen)]
+    if not automatic or any(s is None for s in sizes):
+        return set()
+    return {i for i, st in enumerate(record[name]) if st is None and i not in static}
 
 
 def _shares_storage(output, value: torch.Tensor) -> bool:
@@ -237,6 +289,7 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     kinds = getattr(output, "dim_kinds", {})
     duck = {i: kinds.get((source.name(), i), "DUCK") == "DUCK" for i in dynamic_dims}  # Note [Duck sizing]
     fake = output.fake_mode.from_tensor(value, dynamic_dims=duck, source=source.name())
+    env.track_fake(source.name(), fake)  # Note [Guards walk the inputs]
     from .source import TensorPropertySource
 
     properties = [(SizeSource(source, i), fake.shape[i], int(value.shape[i])) for i in dynamic_dims]
@@ -250,7 +303,7 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
         if sym in output.symbol_proxies:
             continue
         node = new_placeholder(str(sym))
-        node.type = torch.SymInt  # prints as `s0: torch.SymInt`, as torch's graphs
+        node.type = torch.SymInt  # prints as `s77: torch.SymInt`, as torch's graphs
         node.meta["example_value"] = size
         node.meta["source"] = prop_source.name()
         output.symbol_proxies[sym] = torch.fx.Proxy(node, output.tracer)
@@ -260,18 +313,16 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
 
 
 def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
-    """A non-contiguous dynamic input's strides: each one's expression (``L['x'].stride()[0] == 5 * L['x'].stride()[1]``).
+    """A non-contiguous dynamic input's strides in its TENSOR_MATCH: the plain ints checked there.
 
     The TENSOR_MATCH guard checks the strides that are plain ints (Note [A symbolic fake]);
-    a stride that is a symbol of its own has its range guard (``2 <= L['x'].stride()[0]``) from the
-    ShapeEnv; the rest are expressions of the sizes and stride symbols, guarded here as torch's ``produce_guards`` does.
+    a symbolic stride is any stride there, and the ShapeEnv guards it: its range
+    (``2 <= L['x'].stride()[0]``) or its expression (``L['x'].stride()[0] == 5*L['x'].stride()[1]``),
+    as torch's ``produce_guards`` does (Note [Guards walk the inputs]).
     """
-    from minidynamo.shapes.symbolic_shapes import python_expr
-
     if value.is_contiguous():
         return
-    env, n, guards = output.shape_env, source.name(), output.guards
-    names = env.source_names()
+    n, guards = source.name(), output.guards
     spec = []
     for i, st in enumerate(fake.stride()):
         if not isinstance(st, torch.SymInt):
@@ -279,10 +330,7 @@ def _stride_guards(output, source: Source, value: torch.Tensor, fake) -> None:
             guards.add(source, "TENSOR_MATCH", f"{n}.stride()[{i}] == {int(st)}", "tensor input: the graph was "
                        "traced for its metadata", f"{n}.stride()")
             continue
-        spec.append(-1)  # any stride in the C++ check; the expression below, or the symbol's own guard
-        if not st.node.expr.is_Symbol:
-            guards.add(None, "SHAPE_ENV", f"{n}.stride()[{i}] == {python_expr(st.node.expr, names)}",
-                       "the stride the trace computed from the sizes", f"{n}.stride()")
+        spec.append(-1)  # any stride in the C++ check; a shape guard checks it (Note [Guards walk the inputs])
     if n in guards.tensor_specs:
         dtype, device, sizes, _, requires_grad = guards.tensor_specs[n]
         guards.tensor_specs[n] = (dtype, device, sizes, tuple(spec), requires_grad)
@@ -343,6 +391,7 @@ def int_input(tx, source: Source, value: int):
     output.frame_state[_TRACED_DYNAMIC] = True  # Note [A failed dynamic trace is retried static]
     sym = env.create_int_symbol(value, name)
     symint = env.create_symint(sym, value)
+    env.track_fake(name, symint)
     node = output._new_placeholder(source.fx_name(), torch.SymInt)
     node.meta["example_value"] = symint
     node.meta["source"] = name
@@ -365,7 +414,7 @@ def float_input(tx, source: Source, value: float):
     lifts it (``VariableBuilder.wrap_symfloat``, torch/_dynamo/variables/builder.py): the
     graph takes a 0-d float64 tensor (``L_scale_``, read at the call as
     ``torch.tensor(L['scale'], dtype=torch.float64)``: torch's ``FloatTensorSource``) and
-    calls ``.item()`` on it, a ``SymFloat`` over a backed symbol ``zf0`` (Note [A float
+    calls ``.item()`` on it, a ``SymFloat`` over a backed symbol (``zf72`` for ``L['s']``) (Note [A float
     input becomes a symbol]). Later values reuse that graph. A decision on it
     (``if scale > 1``) is a guard (``L['scale'] > 1``), so a value on the other side
     compiles one more graph, which later values on that side reuse. ``dynamic=True``
@@ -409,6 +458,7 @@ def float_input(tx, source: Source, value: float):
     output.guards.TYPE_MATCH(source, value, "a float input lifted to a graph input (specialize_float=False)")
     sym = env.create_float_symbol(value, name)
     symfloat = torch.SymFloat(SymNode(sym, env, float, value))
+    env.track_fake(name, symfloat)
 
     def make_proxy():  # the graph input and its .item(), made when the trace first uses the float
         tensor_source = FloatTensorSource(source)

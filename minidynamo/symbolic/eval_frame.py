@@ -438,6 +438,7 @@ class OptimizedFunction:
 
     offset = 0
     stack_depth = 0
+    null_idxes = ()
 
     def __init__(self, fn: Callable, config: CompileConfig):
         self.fn = fn

@@ -198,7 +198,8 @@ def _check_fn_source(guards: list[Guard], scope: dict[str, Any],
             lines += [f"    if not {matcher}({local}):", "        return False"]
     longest_first = sorted(bound, key=len, reverse=True)
     for g in guards:  # sizes of the inputs whose types and ranks are checked above (dynamic_shapes.py)
-        if g.kind == "SHAPE_ENV":  # read from the locals bound above: 2 <= L['x'].size()[0] is 2 <= ___s4.size()[0]
+        if g.kind in ("SHAPE_ENV", "DUPLICATE_INPUT"):  # from the locals bound above: 2 <= L['x'].size()[0] is
+            # 2 <= ___s4.size()[0] (Note [A duplicate input is one guard over two sources], output_graph.py)
             expr = g.expr
             for name in longest_first:
                 if name in expr:
@@ -428,32 +429,43 @@ def _read_from_bound(source: Source, bound: dict[str, str]) -> str:
     return name
 
 
-def torch_guard_order(guard: Guard) -> tuple:
+def torch_guard_order(guard: Guard, module_sources: Optional[dict] = None) -> tuple:
     """Note [Guards in torch's order]
 
     Torch sorts an entry's guards before it builds the tree (``torch/_guards.py``:
-    ``Guard.sort_key``: the guards without a source first, then by where the source
-    starts (locals, then globals), the length of its name, the name), so its managers
-    are ``L['n']`` before ``L['x']`` before ``L['xs']`` before ``G``, and a recompile
-    names the first failure in that order. Ours sorts the same way, so the check
-    function walks the tree in torch's order and names the guard torch names; the
-    size guards of dynamic shapes and NO_TENSOR_ALIASING, over many sources, stay last.
+    ``Guard.sort_key``: the guards without a source first, then by the source's
+    ``GuardSource``, the length of its name, the name), so its managers are ``L['n']``
+    before ``L['x']`` before ``L['xs']`` before ``G``, and a recompile names the first
+    failure in that order. The ``GuardSource`` of a value read through a module is the
+    module's: torch's builder wraps every module's source (``UnspecializedNNModuleSource``,
+    or ``UnspecializedBuiltinNNModuleSource`` for torch.nn's own modules but containers,
+    variables/builder.py), so ``L['self']`` and all it reaches come after the globals:
+    locals 0, globals 1, a user module's locals 12 and globals 13, torch.nn's 14 and 15
+    (``GuardSource`` in torch/_guards.py). Ours sorts the same way (``module_sources``:
+    the sources the builder wrapped as modules), so the check function walks the tree
+    in torch's order and names the guard torch names; the size guards of dynamic shapes,
+    the duplicate inputs and NO_TENSOR_ALIASING, over many sources, stay last.
     """
     source = guard.source
     if source is None:
-        return (9, 0, "") if guard.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING") else (-1, 0, "")
-    root = source
-    for root in source.bases():
-        pass
+        return (99, 0, "") if guard.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING", "DUPLICATE_INPUT") else (-1, 0, "")
+    chain = [source, *source.bases()]
+    rank = 0 if isinstance(chain[-1], LocalSource) else 1
+    for s in chain if module_sources else ():
+        builtin = module_sources.get(s.name())
+        if builtin is not None:  # the nearest module on the way
+            rank += 14 if builtin else 12
+            break
     name = source.name()
-    return (0 if isinstance(root, LocalSource) else 1, len(name), name)
+    return (rank, len(name), name)
 
 
 class CheckFunction:
     """All guards of an entry compiled into one function (``CheckFunctionManager``)."""
 
     def __init__(self, guard_set: GuardSet):
-        self.guards = sorted(guard_set.guards, key=torch_guard_order)  # Note [Guards in torch's order]
+        modules = guard_set.module_sources  # Note [Guards in torch's order]
+        self.guards = sorted(guard_set.guards, key=lambda g: torch_guard_order(g, modules))
         no_aliasing = _no_aliasing_guard(guard_set)
         if no_aliasing is not None:
             self.guards.append(no_aliasing)

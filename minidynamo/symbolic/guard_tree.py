@@ -60,8 +60,10 @@ import torch
 from .guards import Guard
 from .source import AttrSource, GetItemSource, GlobalSource, LocalSource, Source
 
-_AFTER_CHILDREN = ("SHAPE_ENV", "NO_TENSOR_ALIASING")  # root leaves our walk runs last (aliasing: when no node holds it)
-_TORCH_KIND = {"TORCH_FUNCTION_STATE": "TORCH_FUNCTION_MODE_STACK", "SHAPE_ENV": "LAMBDA_GUARD"}  # Note [The tree prints ...]
+# root leaves our walk runs last (aliasing: when no node holds it)
+_AFTER_CHILDREN = ("SHAPE_ENV", "DUPLICATE_INPUT", "NO_TENSOR_ALIASING")
+_TORCH_KIND = {"TORCH_FUNCTION_STATE": "TORCH_FUNCTION_MODE_STACK", "SHAPE_ENV": "LAMBDA_GUARD",  # Note [The tree
+               "DUPLICATE_INPUT": "LAMBDA_GUARD"}  # prints as torch's]
 
 
 @dataclass
@@ -268,6 +270,11 @@ def accessor(source: Source, parent_type: Optional[type] = None, local_index: Op
         return "GlobalsGuardAccessor"
     if isinstance(source, GlobalSource):
         return f"DictGetItemGuardAccessor({source.global_name!r})"
+    if isinstance(source, (AttrSource, GetItemSource)) and source.table:  # torch's last hop: an item of the table
+        key = source.member if isinstance(source, AttrSource) else str(source.index)
+        return f"DictGetItemGuardAccessor({key!r})"
+    if isinstance(source, AttrSource) and source.member == "__code__":  # torch's accessor of a function's code
+        return "CodeGuardAccessor"
     if isinstance(source, AttrSource):
         return f"GetAttrGuardAccessor({source.member})"
     if isinstance(source, GetItemSource):
@@ -534,6 +541,9 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
         except Exception:  # noqa: BLE001
             value = None
         text = tensor_mismatch(strip_local_scope(name), tensor_specs[name], value)
+        if text is not None and isinstance(value, torch.nn.Parameter):  # guards.cpp TENSOR_MATCH::check_verbose
+            text += (". Guard failed on a parameter, consider using torch._dynamo.config.force_parameter_static_shapes"
+                     " = False to allow dynamism on parameters.")
         if text is not None:
             return text
     if g.kind == "NO_TENSOR_ALIASING" and g.operands:  # guards.py: recompilation_reason_for_no_tensor_aliasing_guard

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import math
 import sys
 import weakref
 from dataclasses import dataclass
@@ -140,7 +141,7 @@ _DEFAULT_DEVICE_WHY = "the default device when traced (torch.set_default_device)
 
 # Names a guard expression may use besides L and G; objects matched by identity are
 # added per guard set as ___obj<N>.
-_BASE_SCOPE = {"torch": torch, "sys": sys, "___check_not_aliased": check_not_aliased, "___autocast_state": autocast_state,
+_BASE_SCOPE = {"torch": torch, "sys": sys, "math": math, "___check_not_aliased": check_not_aliased, "___autocast_state": autocast_state,
                "___deterministic_algorithms": deterministic_algorithms,
                "___cublas_reduced_precision": _private.cublas_reduced_precision,
                "___torch_function_state": _private.torch_function_state,
@@ -163,6 +164,7 @@ class GuardSet:
         self._obj_names: dict[int, str] = {}
         self.tensor_names: dict[str, None] = {}  # TENSOR_MATCH'd sources in order, for NO_TENSOR_ALIASING
         self.duplicate_sources: set[str] = set()  # ID_MATCHed to an earlier tensor input: the same object
+        self.module_sources: dict[str, bool] = {}  # a module's source -> torch.nn's own (Note [Guards in torch's order])
         self.mutated_sources: Optional[set[str]] = None  # inputs the graph writes to; None: not known, all
         # TENSOR_MATCH'd source -> (dtype, device or None for the CPU, sizes, strides or None for
         # "is_contiguous()", requires_grad): what its Python guards test, for the C++ TensorMatch
@@ -406,8 +408,11 @@ class ModuleLayout:
 #     torch's guard sources do (``L['m']._modules['fc']._parameters['weight']``). Only
 #     where the class does not define the name itself (no property, no class
 #     attribute) and does not override ``__getattr__``/``__getitem__``; Module's own
-#     ``__setattr__`` keeps a table's names out of the instance ``__dict__``. The
-#     guards you read (``entry.guards``, ``md.explain``) keep the attribute names.
+#     ``__setattr__`` keeps a table's names out of the instance ``__dict__``. A member the
+#     trace found in a table is named by that table's item already (Note [A module's
+#     member is an item of its table], source.py); what is left for this read is an item
+#     of a Sequential whose children have names of their own (``seq[0]`` is
+#     ``seq._modules['conv']``).
 def _module_layout(value: torch.nn.Module, tables: tuple) -> ModuleLayout:
     cls = type(value)
     members: dict[str, str] = {}

@@ -94,8 +94,14 @@ class OutputGraph:
     def add_graph_input(self, source: Source, value: torch.Tensor, dynamic_dims: tuple = ()) -> TensorVariable:
         """A placeholder for a real tensor the frame reads (an argument, a parameter, a global)."""
         if id(value) in self._tensor_ids:  # the same tensor reached twice: one input
+            # Note [A duplicate input is one guard over two sources]
+            #     Torch guards the second source of a tensor it met already with no TENSOR_MATCH of
+            #     its own, only ``first is second`` (``GuardBuilder.DUPLICATE_INPUT``,
+            #     torch/_dynamo/guards.py), a lambda guard over two sources that its tree checks
+            #     after every manager (``use_lamba_guard_for_object_aliasing``). Ours too: the
+            #     guard has no source, and a recompile names it only once the managers hold.
             first = self._tensor_ids[id(value)]
-            self.guards.add(source, "ID_MATCH", f"{first.source.name()} is {source.name()}",
+            self.guards.add(None, "DUPLICATE_INPUT", f"{first.source.name()} is {source.name()}",
                             "the trace saw these two as the same tensor", source.name())
             self.guards.duplicate_sources.add(source.name())
             return first

@@ -34,6 +34,17 @@ Note [A resume function receives the frame's cells]
     ``__closure__``, ``OptimizedFunction.cell_names`` its ``co_freevars``), so a ``nonlocal``
     write, before or after a break, reaches the user's cell, as torch's root frame tracks them
     (``track_cell_existing`` with a ``LocalCellSource``, ``InstructionTranslator.__init__``).
+
+Note [A NULL on the stack is no argument]
+    A break inside ``sum(x.tolist())`` leaves ``[NULL, sum, <the list>]`` on the stack
+    (3.11+: the NULL slot below a call's callable, ``PUSH_NULL`` / ``LOAD_GLOBAL``'s low
+    bit; 3.13 puts it above). Torch does not pass the NULL: its resume function's
+    prologue pushes it again (``PUSH_NULL`` at ``null_idxes``,
+    ``ContinueExecutionCache.generate``; ``create_call_resume_at`` in symbolic_convert.py),
+    and only the other slots are arguments, numbered without it: ``___stack0`` is
+    ``sum``, ``___stack1`` the list, and a guard on the list reads ``___stack1[1]``. Ours
+    is called the same way: ``null_idxes`` are the stack positions the resume function
+    fills with NULL itself (``stack_names``), so its arguments and guards are numbered as torch's.
 """
 
 from __future__ import annotations
@@ -251,15 +262,25 @@ def cell_names(code: types.CodeType) -> tuple[str, ...]:
     return tuple(sorted(code.co_cellvars + code.co_freevars))
 
 
+def stack_names(frame) -> list:
+    """Each stack slot's argument, ``___stack0``...; None for a NULL (Note [A NULL on the stack is no argument])."""
+    names, n = [], 0
+    for i in range(frame.stack_depth):
+        names.append(None if i in frame.null_idxes else f"___stack{n}")
+        n += i not in frame.null_idxes
+    return names
+
+
 class ResumeFunction:
     """``___resume_at_<offset>_<n>(___stack0=..., x=...)``: the rest of a frame after a break."""
 
     def __init__(self, code: types.CodeType, f_globals: dict, offset: int, stack_depth: int, names: tuple,
-                 config: Any, eager_only: bool = False):
+                 config: Any, eager_only: bool = False, null_idxes: tuple = ()):
         self.code = code
         self.f_globals = f_globals
         self.offset = offset
-        self.stack_depth = stack_depth
+        self.stack_depth = stack_depth  # the stack's slots, the NULLs at null_idxes among them
+        self.null_idxes = null_idxes  # Note [A NULL on the stack is no argument]
         self.names = names
         self.config = config
         self.eager_only = eager_only
@@ -311,7 +332,7 @@ class ResumeFunction:
                 frame.locals[name] = value
         for name, cell in cells.items():
             frame.cells.setdefault(name, cell)  # an empty cell (a name not bound yet) is not in L
-        stack = [L[f"___stack{i}"] for i in range(self.stack_depth)]
+        stack = [NULL if name is None else L[name] for name in stack_names(self)]
         # the prologue: an autocast / inference_mode block the rest starts inside is entered here (a
         # ResumedContext, variables/ctx_manager.py: Note [A resume function re-enters autocast and inference_mode])
         stack = [v.enter_for_resume() if type(v).__name__ == "ResumedContext" else v for v in stack]

@@ -6,10 +6,24 @@ written in terms of sources. Mirrors ``torch/_dynamo/source.py``.
 Note [Sources are expressions]
     A source prints as the Python expression that fetches the value again from the
     frame: ``L['x']`` (a local or argument), ``G['scale']`` (a global),
-    ``L['self'].fc.weight`` (an attribute chain), ``L['xs'][0]`` (an item). ``L`` is
+    ``L['cfg'].eps`` (an attribute chain), ``L['xs'][0]`` (an item). ``L`` is
     the dict of the frame's locals (arguments and closure values), ``G`` the function's
     globals. Guards and the transformed function are plain Python over these names,
     so what the reader sees is exactly what runs.
+
+Note [A module's member is an item of its table]
+    ``self.fc.weight`` in a forward is no attribute of the module object: Python finds
+    nothing in the instance ``__dict__`` or the class and calls ``Module.__getattr__``,
+    which looks in ``_parameters``, ``_buffers`` and ``_modules``. Torch's Dynamo reads
+    those tables itself (``UnspecializedNNModuleVariable.manually_trace_nn_module_getattr``
+    in torch/_dynamo/variables/nn_module.py, a ``DictGetItemSource`` over
+    ``AttrSource(module, "_modules")``), so its guards, recompile reasons and graph
+    inputs say ``L['self']._modules['fc']._parameters['weight']``. Ours spells the
+    same: an ``AttrSource`` or ``GetItemSource`` that knows the table it was found in
+    prints as that table's item (``variables/nn_module.py`` sets ``table``), and a
+    placeholder is named after the same text (``L_self_modules_fc_parameters_weight_``,
+    as torch's ``SubgraphTracer.create_graph_input`` names it). ``table`` is not
+    compared: ``self.fc`` read either way is one source, one guard and one graph input.
 """
 
 from __future__ import annotations
@@ -78,11 +92,7 @@ class Source:
 
     def fx_name(self) -> str:
         """The placeholder's target in the fx graph: L['x'] -> L_x_ (Note [A placeholder is named after its source])."""
-        return re.sub(r"[^a-zA-Z0-9]+", "_", self.torch_name())
-
-    def torch_name(self) -> str:
-        """``name()`` as torch spells it where the two differ (an nn.Module's tables, AttrSource)."""
-        return self.name()
+        return re.sub(r"[^a-zA-Z0-9]+", "_", self.name())
 
     def __str__(self) -> str:
         return self.name()
@@ -137,40 +147,34 @@ class ModuleSource(Source):
 @dataclass(frozen=True, repr=False)
 class AttrSource(Source):
     """``base.member``; ``table`` names the nn.Module dict it was found in (``_parameters``,
-    ``_buffers``, ``_modules``), which torch's source spells out and ours reads through
-    (Note [A placeholder is named after its source])."""
+    ``_buffers``, ``_modules``), and then the source is that dict's item, as torch's
+    (Note [A module's member is an item of its table])."""
 
     base: Source
     member: str
     table: str = field(default="", compare=False)
 
     def name(self) -> str:
+        if self.table:
+            return f"{self.base.name()}.{self.table}[{self.member!r}]"
         if self.member.isidentifier():
             return f"{self.base.name()}.{self.member}"
         return f"getattr({self.base.name()}, {self.member!r})"
-
-    def torch_name(self) -> str:
-        if self.table:
-            return f"{self.base.torch_name()}.{self.table}[{self.member!r}]"
-        return f"{self.base.torch_name()}.{self.member}"
 
 
 @dataclass(frozen=True, repr=False)
 class GetItemSource(Source):
     """``base[index]``; ``table`` as AttrSource's: an item of an nn.ModuleList, Sequential or
-    ParameterList is ``base._modules['0']`` in torch's spelling."""
+    ParameterList is ``base._modules['0']``, as torch's (Note [A module's member is an item of its table])."""
 
     base: Source
     index: Any
     table: str = field(default="", compare=False)
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.index!r}]"
-
-    def torch_name(self) -> str:
         if self.table:
-            return f"{self.base.torch_name()}.{self.table}[{str(self.index)!r}]"
-        return f"{self.base.torch_name()}[{self.index!r}]"
+            return f"{self.base.name()}.{self.table}[{str(self.index)!r}]"
+        return f"{self.base.name()}[{self.index!r}]"
 
 
 @dataclass(frozen=True, repr=False)

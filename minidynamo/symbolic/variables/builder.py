@@ -77,6 +77,12 @@ def _dict_with_object_keys(tx, source: Source, value: dict) -> VariableTracker:
     return ConstDictVariable(items, user_cls=type(value), source=source)
 
 
+def _builtin_module(value) -> bool:
+    """A module of torch.nn itself, not a container (torch's ``UnspecializedBuiltinNNModuleSource``, builder.py)."""
+    module = type(value).__module__
+    return module.startswith(("torch.nn.modules", "torch.ao.")) and not module.startswith("torch.nn.modules.container")
+
+
 class VariableBuilder:
     """Wrap a real value that came from ``source`` (installs guards; see the Note)."""
 
@@ -125,8 +131,11 @@ class VariableBuilder:
                 _untraced_tensor(source, value)  # (our own FakeTensor passes: the converter takes it as it is)
             from ..dynamic_shapes import dynamic_dims_for
 
-            dims = dynamic_dims_for(tx.output, source, value) if id(value) not in tx.output._tensor_ids else ()
-            guards.TENSOR_MATCH(source, value, "tensor input: the graph was traced for its metadata", dynamic_dims=dims)
+            duplicate = id(value) in tx.output._tensor_ids  # one input already: DUPLICATE_INPUT (output_graph.py)
+            dims = dynamic_dims_for(tx.output, source, value) if not duplicate else ()
+            if not duplicate:
+                guards.TENSOR_MATCH(source, value, "tensor input: the graph was traced for its metadata",
+                                    dynamic_dims=dims)
             var = tx.output.add_graph_input(source, value, dynamic_dims=dims)
             var.class_type = type(value)  # what type(x) and isinstance see: Tensor, Parameter, a subclass
             return var
@@ -156,7 +165,11 @@ class VariableBuilder:
                 # Note [A module's tuple of constants is one guard]
                 guards.CONSTANT_MATCH(source, value, "a module's tuple of constants, folded into the trace")
                 return TupleVariable([ConstantVariable(v) for v in value], source=source)
-            items = [VariableBuilder(tx, GetItemSource(source, i))(v) for i, v in enumerate(value)]
+            # a namedtuple's items are its fields, ``L['p'].a``, as torch's builder reads them (``AttrSource`` for
+            # each of ``namedtuple_fields``, torch/_dynamo/variables/builder.py ``VariableBuilder._wrap``)
+            item_sources = [AttrSource(source, f) for f in type(value)._fields] if named and \
+                len(type(value)._fields) == len(value) else [GetItemSource(source, i) for i in range(len(value))]
+            items = [VariableBuilder(tx, s)(v) for s, v in zip(item_sources, value)]
             if isinstance(value, list):
                 return ListVariable(items, source=source)
             return TupleVariable(items, tuple_cls=type(value), source=source)
@@ -206,6 +219,7 @@ class VariableBuilder:
             # Note [Modules are guarded by type and structure]: not by identity, so one entry
             # serves every layer of a model (torch: inline_inbuilt_nn_modules); each attribute
             # the trace reads is guarded through its own source, parameters are graph inputs.
+            guards.module_sources[source.name()] = _builtin_module(value)  # Note [Guards in torch's order]
             guards.TYPE_MATCH(source, value, "the trace inlined this module's forward")
             guards.NN_MODULE_LAYOUT(source, value, "the trace read this module's children, parameters and buffers")
             # hooks and forward: the NN_MODULE_CALL guard of each module the trace calls (nn_module.py)
@@ -239,16 +253,16 @@ class VariableBuilder:
             guards.ID_MATCH(source, value, "the trace inlined this compiled function's body")
             return UserFunctionVariable(value.fn, source=AttrSource(source, "fn"))
         if isinstance(value, types.FunctionType):
-            if value.__closure__ and not value.__defaults__ and not value.__kwdefaults__:
-                # a closure is made anew by each call of its parent (and rebuilt at a graph
-                # break): guard its code, as Dynamo's CLOSURE_MATCH; its cells are read through
-                # sources, so they are guarded themselves
-                guards.TYPE_MATCH(source, value, "the trace inlined this nested function")
-                code = guards.name_for(value.__code__, f"code_{value.__code__.co_name}")
-                guards.add(source, "CLOSURE_MATCH", f"{source.name()}.__code__ is {code}",
-                           "the trace inlined this nested function's code", source.name())
-            else:
-                guards.ID_MATCH(source, value, "the trace inlined this function")
+            # Note [A function is guarded by its code]
+            #     Torch guards a function it inlines by its ``__code__`` alone (``CLOSURE_MATCH``,
+            #     torch/_dynamo/guards.py; ``UserFunctionVariable.create_with_source``,
+            #     variables/functions.py): its defaults and closure cells are read through
+            #     sources (``G['f'].__defaults__[0]``, ``G['f'].__closure__[0].cell_contents``) and
+            #     guarded where the trace reads them, and what else the trace took from the
+            #     function is its code. So a closure made anew by each call of its parent, or a
+            #     global rebound to another function of the same code, serves the same entry;
+            #     one of other code recompiles, naming ``___check_obj_id(G['f'].__code__, ...)``.
+            guards.ID_MATCH(AttrSource(source, "__code__"), value.__code__, "the trace inlined this function's code")
             return UserFunctionVariable(value, source=source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
             # both halves through their sources: ``m.forward = MethodType(g, m)`` later must fail

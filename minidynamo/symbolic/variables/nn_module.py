@@ -1,7 +1,8 @@
 """torch.nn.Module while tracing: calls are inlined, parameters become graph inputs.
 
 Place in the pipeline: ``model(x)`` inlines ``forward``; ``self.fc.weight`` is a graph
-input whose source is ``L['self'].fc.weight``, guarded like any input tensor.
+input whose source is ``L['self']._modules['fc']._parameters['weight']``, guarded like any
+input tensor.
 Mirrors ``torch/_dynamo/variables/nn_module.py`` (``NNModuleVariable``,
 ``UnspecializedNNModuleVariable``).
 
@@ -285,9 +286,10 @@ class NNModuleVariable(VariableTracker):
         kind = "parameters" if "param" in name else "buffers"
         items = []
         for qualname, tensor in getattr(self.value, f"named_{kind}")():
-            source = self.source
-            for part in qualname.split("."):
-                source = AttrSource(source, part)
+            source, *path, last = [self.source, *qualname.split(".")]
+            for part in path:  # each a submodule's name: its item of _modules (Note [A module's member ...], source.py)
+                source = AttrSource(source, part, "_modules")
+            source = AttrSource(source, last, f"_{kind}")
             var = tx.variable_builder(source)(tensor)
             items.append(TupleVariable([ConstantVariable(qualname), var]) if name.startswith("named") else var)
         return ListIteratorVariable(items)

@@ -99,7 +99,8 @@ def dynamic_output_shape(tx, func, fargs: tuple, fkwargs: dict):
     with tx.output.fake_mode:
         if name == "nonzero" and not fkwargs:
             u = env.create_unbacked_symint("Tensor.nonzero()", 0, x.numel())
-            return torch.empty((u, x.dim()), dtype=torch.int64, device=x.device)
+            # column-major, as torch's fake nonzero (torch/_subclasses/fake_impls.py ``nonzero``: strides (1, u0))
+            return torch.empty_strided((u, x.dim()), (1, u), dtype=torch.int64, device=x.device)
         if name == "masked_select" and len(fargs) == 2:
             mask = fargs[1]
             n = torch.broadcast_shapes(x.shape, mask.shape).numel()
