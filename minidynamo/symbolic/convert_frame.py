@@ -436,7 +436,8 @@ def _codegen_comprehension_break(cg, tx, frame, config, a) -> list[str]:
     name = cg.install(fn, fn.__name__)
     reads = [(n, v) for n, v in _live(tx, frame, a.start, with_cells=True) if n in a.reads]
     if len(reads) < len(a.reads):  # a local it reads is unbound here: CPython's run of the frame raises for it
-        unimplemented(f"a comprehension reads a local that is not bound ({', '.join(sorted(set(a.reads) - {n for n, _ in reads}))})")
+        unimplemented(f"a comprehension reads a local that is not bound ({', '.join(sorted(set(a.reads) - {n for n, _ in reads}))})",
+                      gb_id=gb.UNDEFINED_LOCAL)
     args = [cg.expr(slots[a.roles.index(ITER)])] + _keyword_args(cg, reads)
     line = f"___r = {name}({', '.join(args)})   # graph break: the comprehension runs eagerly"
     return _eager_then_resume(cg, tx, frame, config, None, below, line, pushes=a.result_on_stack, offset=a.end,
