@@ -113,3 +113,19 @@ def canonical_placeholders(gm, symbol: "re.Pattern", others: bool = False) -> li
         elif others:
             out.append(type(value).__name__)
     return out
+
+
+def explain_both(fn, *args) -> tuple:
+    """``md.explain`` and torch's ``explain`` (with each break's registry gb_type) of one call, stdout
+    swallowed: ``(graph_count, graph_break_count, [gb_type, ...])`` for ours, then torch's, then the
+    two explain outputs themselves."""
+    import minidynamo as md
+    from minidynamo._torch_private import dynamo_explain_with_gb_types, dynamo_reset
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        md.reset()
+        ours = md.explain(fn, *args)
+        dynamo_reset()
+        theirs, gb_types = dynamo_explain_with_gb_types(fn, *args)
+    return ((ours.graph_count, ours.graph_break_count, [r.gb_type for r in ours.break_reasons]),
+            (theirs.graph_count, theirs.graph_break_count, gb_types), ours, theirs)

@@ -23,6 +23,7 @@ import torch
 
 import minidynamo as md
 from minidynamo._torch_private import dynamo_explain_with_gb_types, dynamo_reset
+from _helpers import explain_both  # tests/ is on sys.path
 
 pytestmark = [pytest.mark.ch05, pytest.mark.usefixtures("real_dynamo")]
 
@@ -280,13 +281,7 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("name", _params(PROGRAMS))
 def test_explain_is_torchs(name):
     fn, args = PROGRAMS[name]
-    with contextlib.redirect_stdout(io.StringIO()):
-        md.reset()
-        ours = md.explain(fn, *args)
-        dynamo_reset()
-        theirs, gb_types = dynamo_explain_with_gb_types(fn, *args)
-    mine = (ours.graph_count, ours.graph_break_count, [r.gb_type for r in ours.break_reasons])
-    its = (theirs.graph_count, theirs.graph_break_count, gb_types)
+    mine, its, ours, theirs = explain_both(fn, *args)
     assert mine == its
     if name not in OPS_DIFFER:
         assert [len(ops) for ops in ours.ops_per_graph] == [len(ops) for ops in theirs.ops_per_graph]

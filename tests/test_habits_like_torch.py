@@ -36,13 +36,12 @@ import torch
 
 import minidynamo as md
 from _global_state import default_dtype, deterministic  # tests/ is on sys.path (no package)
-from _helpers import canonical_placeholders
+from _helpers import canonical_placeholders, explain_both
 from minidynamo import events
 from minidynamo._torch_private import (
     dynamo_all_guard_failures,
     dynamo_config_patch,
     dynamo_warnings,
-    dynamo_explain_with_gb_types,
     dynamo_mark_dynamic,
     dynamo_mark_static,
     dynamo_maybe_mark_dynamic,
@@ -1460,13 +1459,7 @@ KNOWN_EXPLAIN: dict[str, str] = {
                                   if n in KNOWN_EXPLAIN else n for n in EXPLAIN])
 def test_explain_counts_and_break_types_are_torchs(name):
     fn, args = EXPLAIN[name]
-    with contextlib.redirect_stdout(io.StringIO()):
-        md.reset()
-        ours = md.explain(fn, *args)
-        dynamo_reset()
-        theirs, gb_types = dynamo_explain_with_gb_types(fn, *args)
-    mine = (ours.graph_count, ours.graph_break_count, [r.gb_type for r in ours.break_reasons])
-    its = (theirs.graph_count, theirs.graph_break_count, gb_types)
+    mine, its, *_ = explain_both(fn, *args)
     assert mine == its
 
 

@@ -59,7 +59,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from minidynamo.bytecode import get_instructions, offset_to_index
-from minidynamo.bytecode.continue_at import _NOT_PLAIN, _VARARGS, _VARKEYWORDS, MARK, _header, _no_location
+from minidynamo.bytecode.continue_at import (_NOT_PLAIN, _VARARGS, _VARKEYWORDS, MARK, _header, _no_location,
+                                             _with_extended_arg)
 
 _OP = dis.opmap
 _STORES = {"STORE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST"}
@@ -177,14 +178,6 @@ def analyze(code: types.CodeType, offset: int) -> Optional[ComprehensionAnalysis
         return None
     return ComprehensionAnalysis(insts[j - 1].offset, insts[i].offset, insts[end_for].offset, insts[k].offset, tuple(roles),
                                  iterator_vars, tuple(reads), disposition, result_var)
-
-
-def _with_extended_arg(op: int, arg: int) -> bytes:
-    out = bytearray()
-    for shift in (24, 16, 8):
-        if arg >> shift:
-            out += bytes([_OP["EXTENDED_ARG"], (arg >> shift) & 0xFF])
-    return bytes(out) + bytes([op, arg & 0xFF])
 
 
 def _varint(value: int) -> bytes:
