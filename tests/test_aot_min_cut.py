@@ -158,3 +158,25 @@ def test_aot_eager_means_torchs():
     fn, make = PROGRAMS["chain"]
     (joint, compiled), = _joints_of(fn, *make())
     assert compiled.artifacts.partition.__class__.__name__ == "MinCutResult"
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv, self.out = torch.nn.Linear(16, 48), torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        q, k, v = (t.view(2, 8, 2, 8).transpose(1, 2) for t in self.qkv(x).split(16, dim=2))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(a.transpose(1, 2).reshape(2, 8, 16))
+
+
+def test_an_attention_forward_is_saved_not_run_again_in_the_backward():
+    """``_scaled_dot_product_flash_attention_for_cpu`` is tagged nondeterministic_seeded; its inputs
+    are saved, so the backward could compute it. Torch's backward reads its saved output and
+    logsumexp (Note [A random op is no effect of the backward], partitioners.py)."""
+    torch.manual_seed(0)
+    (joint, _), = _joints_of(_Attention(), torch.randn(2, 8, 16))
+    ours = _compare(joint)
+    sdpa = "aten._scaled_dot_product_flash_attention_for_cpu.default"
+    assert _ops(ours.fw_module)[sdpa] == 1 and _ops(ours.bw_module)[sdpa] == 0

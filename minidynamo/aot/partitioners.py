@@ -67,6 +67,18 @@ def _extract_graph_with_inputs_outputs(
     every computable node and then ``eliminate_dead_code`` keeps (torch's way),
     without making the dead copies first. A node that needs a placeholder not in
     ``inputs`` cannot be computed; an output that cannot is an error naming it.
+
+    Note [A random op is no effect of the backward]
+        ``Node.is_impure()`` counts an op tagged ``nondeterministic_seeded`` as an effect
+        (a dropout; also ``_scaled_dot_product_flash_attention_for_cpu``, which takes a
+        dropout probability). Its inputs are often saved for the backward, so the backward
+        could compute it, and as an effect it was copied there: GPT-2's backward ran each
+        layer's attention forward again, 20 Inductor kernels where torch's has 17. Torch's
+        partitioner copies every computable node and then ``eliminate_dead_code``, which,
+        inside ``torch.compile``'s tracing context, treats random ops as pure unless
+        ``torch._inductor.config.fallback_random`` (``torch/fx/graph.py``
+        ``Graph.eliminate_dead_code``). The forward keeps them as effects (the RNG is
+        drawn as eager draws it); the backward takes only what its outputs need.
     """
     computable: set[fx.Node] = set(inputs)
     effects: list[fx.Node] = []
@@ -79,7 +91,8 @@ def _extract_graph_with_inputs_outputs(
             continue  # Note [Runtime asserts run in the forward]
         if all(a in computable for a in node.all_input_nodes):
             computable.add(node)
-            if node.is_impure():
+            # Note [A random op is no effect of the backward]
+            if node.is_impure(impure_random=what != "backward"):
                 effects.append(node)
     needed: set[fx.Node] = set(inputs)  # the walk back stops at the inputs
     todo = [o for o in outputs if isinstance(o, fx.Node)] + effects
