@@ -108,14 +108,23 @@ def _static_by_rule(output, source: Source, value: torch.Tensor) -> bool:
             getattr(s, "table", "") in ("_parameters", "_buffers") for s in chain)):
         return True
     if config.force_nn_module_property_static_shapes:
-        for base in chain[1:]:
-            try:
-                owner = base.get(output.L, output.root_globals)
-            except Exception:  # noqa: BLE001 - a source we cannot read back: not a module's
-                continue
+        for owner in base_values(output, source):  # an unreadable base is no module's
             if isinstance(owner, torch.nn.Module):  # the nearest module: is it torch.nn's own?
                 return type(owner).__module__.startswith("torch.nn.")
     return False
+
+
+UNREADABLE = object()  # base_values: a base the source cannot read back now
+
+
+def base_values(output, source: Source):
+    """The value of each base of ``source`` now, nearest first, or ``UNREADABLE`` where reading it fails:
+    the objects a read went through (is one of them an nn.Module?)."""
+    for base in source.bases():
+        try:
+            yield base.get(output.L, output.root_globals)
+        except Exception:  # noqa: BLE001 - the caller decides what an unreadable base means
+            yield UNREADABLE
 
 
 def effective_dynamic(output) -> tuple[bool, bool]:
@@ -350,13 +359,8 @@ def _int_static_by_rule(output, source: Source) -> bool:
         return True
     if any(isinstance(s, AttrSource) and s.member in ("__defaults__", "__kwdefaults__") for s in chain):
         return True
-    for base in chain[1:]:
-        try:
-            if isinstance(base.get(output.L, output.root_globals), torch.nn.Module):
-                return True
-        except Exception:  # noqa: BLE001 - a source we cannot read back: keep the int static
-            return True
-    return False
+    # a source we cannot read back keeps the int static
+    return any(v is UNREADABLE or isinstance(v, torch.nn.Module) for v in base_values(output, source))
 
 
 def int_input(tx, source: Source, value: int):

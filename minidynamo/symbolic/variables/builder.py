@@ -318,12 +318,13 @@ def _constant_tuple_of_a_module(output, source: Source, value: tuple) -> bool:
 
     if not all(literal(v) for v in value):
         return False
-    for base in source.bases():
-        try:
-            if isinstance(base.get(output.L, output.root_globals), torch.nn.Module):
-                return True
-        except Exception:  # noqa: BLE001 - a base we cannot read back: keep the items' own guards
+    from ..dynamic_shapes import UNREADABLE, base_values
+
+    for owner in base_values(output, source):
+        if owner is UNREADABLE:  # a base we cannot read back: keep the items' own guards
             return False
+        if isinstance(owner, torch.nn.Module):
+            return True
     return False
 
 
