@@ -129,3 +129,9 @@ def explain_both(fn, *args) -> tuple:
         theirs, gb_types = dynamo_explain_with_gb_types(fn, *args)
     return ((ours.graph_count, ours.graph_break_count, [r.gb_type for r in ours.break_reasons]),
             (theirs.graph_count, theirs.graph_break_count, gb_types), ours, theirs)
+
+
+def strict_xfails(names, known: dict) -> list:
+    """``names`` as pytest params, each in ``known`` a strict xfail with its reason (it must fail)."""
+    return [pytest.param(n, marks=pytest.mark.xfail(reason=known[n], strict=True)) if n in known else n
+            for n in names]

@@ -23,6 +23,7 @@ import torch
 
 import minidynamo as md
 from test_breaks_like_torch_heldout import compare  # tests/ is on sys.path
+from _helpers import strict_xfails  # tests/ is on sys.path
 
 
 class _PrintFwd(torch.autograd.Function):
@@ -174,13 +175,7 @@ NEEDS_GRAD = {n for n in PROGRAMS if not n.endswith("_no_grad")}
 KNOWN: dict[str, str] = {}
 
 
-def _marks(n):
-    if n in KNOWN:
-        return pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True))
-    return n
-
-
-@pytest.mark.parametrize("name", [_marks(n) for n in PROGRAMS])
+@pytest.mark.parametrize("name", strict_xfails(PROGRAMS, KNOWN))
 def test_autograd_function_breaks_like_torch(name):
     mine, theirs = compare(name, PROGRAMS, NEEDS_GRAD, __file__)
     assert mine == theirs, f"ours (graphs, breaks, gb types, lines) {mine} != torch's {theirs}"

@@ -23,6 +23,7 @@ import torch
 
 import minidynamo as md
 from test_breaks_like_torch_heldout import compare  # tests/ is on sys.path
+from _helpers import strict_xfails  # tests/ is on sys.path
 
 
 def c_class_reads_its_own_name(x):
@@ -132,13 +133,7 @@ PROGRAMS = {name: fn for name, fn in dict(globals()).items() if name.startswith(
 KNOWN: dict[str, str] = {}
 
 
-def _marks(n):
-    if n in KNOWN:
-        return pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True))
-    return n
-
-
-@pytest.mark.parametrize("name", [_marks(n) for n in PROGRAMS])
+@pytest.mark.parametrize("name", strict_xfails(PROGRAMS, KNOWN))
 def test_resume_with_cells_breaks_like_torch(name):
     mine, theirs = compare(name, PROGRAMS, set(), __file__)
     assert mine == theirs, f"ours (graphs, breaks, gb types, lines) {mine} != torch's {theirs}"
