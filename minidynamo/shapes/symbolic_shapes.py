@@ -77,6 +77,7 @@ Note [Duck sizing]
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -199,6 +200,21 @@ class ShapeEnv:
     # tensor source -> the dims whose stride is a symbol of its own (DimDynamic.DYNAMIC strides: torch's
     # automatic dynamic of a stride that changed while every size stayed, Note [Automatic dynamic strides])
     dynamic_strides: dict = field(default_factory=dict)
+    suppressed: int = 0  # inside ``suppress_guards()``: decisions are answered, not recorded
+
+    @contextlib.contextmanager
+    def suppress_guards(self):
+        """Answer decisions from the example values without recording them (torch's ``ShapeEnv.suppress_guards``).
+
+        Torch suppresses the guards of one step only: the ``as_strided`` that replays a view input on its
+        base's fake (torch/_subclasses/meta_utils.py ``view_from_base``), whose bounds check would guard
+        on the base's sizes (Note [A view input is fakified through its base], fake/converter.py).
+        """
+        self.suppressed += 1
+        try:
+            yield
+        finally:
+            self.suppressed -= 1
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -412,6 +428,8 @@ class ShapeEnv:
             if known is not None:
                 return known
             value = bool(hint)
+            if self.suppressed:
+                return value
             self._record(expr if value else sympy.Not(expr), why)
             if value and isinstance(expr, sympy.Eq):
                 self._unify(expr)
@@ -419,6 +437,8 @@ class ShapeEnv:
         # an int needed as a Python int (range(n), a Python list of that length): the symbol is fixed;
         # a float needed as a Python float (Note [A float input becomes a symbol]) the same way
         value = float(hint) if expr.free_symbols & self.float_symbols and not expr.is_integer else int(hint)
+        if self.suppressed:
+            return value
         self._record(sympy.Eq(expr, value), why)
         if isinstance(expr, sympy.Symbol):
             self.replacements[expr] = sympy.Integer(value) if type(value) is int else sympy.Float(value)
