@@ -102,6 +102,8 @@ class ShapeGuard:
 
     expr: sympy.Basic
     why: str  # what asked: "guard_bool" from a kernel, "x.size(0) > 4" from the user's code
+    # ``expr`` with its two sides as asked, where our one spelling reorders them (Note [Two sizes as asked])
+    asked: Optional[sympy.Basic] = None
 
     def __str__(self) -> str:
         return f"{self.expr}  # {self.why}"
@@ -481,9 +483,20 @@ class ShapeEnv:
         return None if known is None else sympy.true if known else sympy.false
 
     def _record(self, expr: sympy.Basic, why: str) -> None:
+        """Note [Two sizes as asked]
+
+        ``_canonical`` gives each decision one spelling, so a question asked twice, either way
+        round, is one guard; an equality or inequality of two symbols is sorted by name
+        (``Ne(s27, s7)``). Torch prints the guard with its two sides as the kernel asked them
+        (``L['x'].stride()[0] != L['x'].size()[1]`` for ``Ne(s7, s27)``: torch/fx/experimental/
+        symbolic_shapes.py ``ShapeEnv.evaluate_expr`` keeps ``Not(Eq(a, b))``), so ours keeps
+        that spelling beside the canonical one, for printing only.
+        """
+        raw = expr
         expr = _canonical(expr)
         if not any(g.expr == expr for g in self.guards):
-            self.guards.append(ShapeGuard(expr, why))
+            two = isinstance(raw, (sympy.Eq, sympy.Ne)) and raw.lhs.is_Symbol and raw.rhs.is_Symbol and raw != expr
+            self.guards.append(ShapeGuard(expr, why, raw if two else None))
         self._refine_ranges(expr, why)
         if isinstance(expr, sympy.Eq) and expr.rhs == 0 and isinstance(expr.lhs, sympy.Mod):
             s, k = expr.lhs.args
@@ -626,7 +639,8 @@ class ShapeEnv:
             if e in (sympy.true, sympy.false) or e in issued or self.statically_known(e, use_guards=False) is True:
                 continue
             issued.add(e)
-            out.append((python_expr(e, names), f"{g.expr}: {g.why}"))
+            shown = self.simplify(g.asked) if g.asked is not None else e  # Note [Two sizes as asked]
+            out.append((python_expr(shown if _canonical(shown) == e else e, names), f"{g.expr}: {g.why}"))
         order = list(symbol_to_source) + [s for s in self.backed_var_to_range if s not in symbol_to_source]
         for sym in order:
             lo, hi = self.backed_var_to_range.get(sym, (None, None))
