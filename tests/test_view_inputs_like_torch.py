@@ -197,6 +197,14 @@ def base_changes_view_stays():
             scale.__code__)
 
 
+@program
+def a_view_then_no_view():
+    """The graph for ``x[1:]`` guards ``L['x']._base``; a tensor that is no view fails it (``_base`` is None), and
+    the recompile reason is the exception's text, as torch's."""
+    return (scale, _calls(lambda: (torch.arange(6.0)[1:],), lambda: (torch.arange(5.0),),
+                          lambda: (torch.arange(7.0)[1:],)), {"dynamic": True}, scale.__code__)
+
+
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_view_inputs_like_torch(name):
     theirs = run_torch(PROGRAMS[name])
