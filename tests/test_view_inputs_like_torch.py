@@ -139,6 +139,15 @@ def reshaped_view_dynamic_true():
 
 
 @program
+def view_as_real_of_a_complex_base():
+    """``view_as_real``: the complex base is read as real first, then the view replayed (its sizes duck-sized
+    against the base's)."""
+    def make():
+        return (torch.view_as_real(torch.complex(torch.arange(5.0), torch.ones(5))),)
+    return scale, _calls(make), {"dynamic": True}, scale.__code__
+
+
+@program
 def two_views_of_one_base():
     """``b[:4]`` and ``b[4:]``: both fakes are views of one fake base; its size is guarded once."""
     def make():
@@ -154,6 +163,27 @@ def a_tensor_and_its_transpose():
         b = torch.randn(3, 5)
         return b, b.t()
     return sums, _calls(make), {"dynamic": True}, sums.__code__
+
+
+@program
+def a_transpose_then_its_base():
+    """``f(b.t(), b)``: the view comes first, so the base's symbols are named from ``L['x']._base``; the base
+    input reuses its fake (one object) and its sizes are guarded equal to them."""
+    def make():
+        b = torch.randn(3, 5)
+        return b.t(), b
+    return sums, _calls(make), {"dynamic": True}, sums.__code__
+
+
+@program
+def a_tensor_and_its_slice_automatic_dynamic():
+    """``f(b, b[1:])`` with sizes that change: the second graph's symbols for both, through one base."""
+    def make(n):
+        def call():
+            b = torch.arange(float(n))
+            return b, b[1:]
+        return call
+    return sums, _calls(make(6), make(8), make(9)), {}, sums.__code__
 
 
 class Holder(torch.nn.Module):

@@ -431,6 +431,7 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
     AOTAutograd reuses Dynamo's fakes) and the view keeps its strides under autograd.
     """
     from minidynamo.fake import FakeTensor, FakeTensorMode
+    from minidynamo.fake.converter import base_as
     from minidynamo._torch_private import DisableTorchDispatch
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -447,8 +448,10 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
         if base is None:
             base = made[id(v._base)] = fresh(v._base, real._base) if not sym_free((*v._base.shape, *v._base.stride())) \
                 else mode.from_tensor(real._base)
-        with env.suppress_guards(), mode._quiet(), mode, torch.set_grad_enabled(real.grad_fn is not None):
-            fake = torch.as_strided(base, v.shape, v.stride(), v.storage_offset())
+        with mode._quiet(), mode, torch.set_grad_enabled(real.grad_fn is not None):
+            base = base_as(base, v.dtype)  # a complex base read as real (view_as_real)
+            with env.suppress_guards():
+                fake = torch.as_strided(base, v.shape, v.stride(), v.storage_offset())
         if real.requires_grad and not fake.requires_grad:
             fake.requires_grad_(True)
         return fake

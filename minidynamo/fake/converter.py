@@ -41,13 +41,15 @@ Note [A view input is fakified through its base]
     branch and ``view_from_base``): the base first, under the source ``L['x']._base`` and
     with the dims Dynamo chose for it (torch's ``view_base_context``), so its sizes get
     symbols of their own, created before the view's (the view's sizes are then duck-sized
-    against them: ``x.t()`` of a (3, 5) base reads ``s83`` from the base's second size);
+    against them: ``x.t()`` of a (3, 5) base has sizes ``(s64, s83)``, ``s64`` hashed from
+    ``L['x']._base.size()[1]``, where the view alone would be ``(s77, s27)``);
     then the view's own symbolic sizes, strides and offset (``L['x'].size()[0]``...), and
     ``base.as_strided(sizes, strides, offset)`` on the base's fake, with the ShapeEnv's
     guards suppressed (its bounds check would guard on the base: torch suppresses it too).
     The fake is a view of the base's fake: two views of one base (or a tensor and its
     transpose) share one fake storage and the base's symbols, and autograd history comes
-    from the replayed view. A view that changes the dtype is fakified alone, as before.
+    from the replayed view. A complex base is read as real first where the view is (``view_as_real``), as
+    torch's; a view that changes the dtype otherwise is fakified alone.
 """
 
 from __future__ import annotations
@@ -80,8 +82,21 @@ def can_be_dynamic(t: torch.Tensor) -> bool:
 def through_base(t: torch.Tensor) -> bool:
     """A view whose symbolic fake is made through its base's (Note [A view input is fakified through its base])."""
     base = t._base if t._is_view() else None
-    return base is not None and base.dtype == t.dtype and base.layout == torch.strided and not base.is_nested \
-        and type(base) in (torch.Tensor, torch.nn.Parameter)
+    return base is not None and (base.dtype == t.dtype or _complex_of_real(base.dtype, t.dtype)
+                                 or _complex_of_real(t.dtype, base.dtype)) \
+        and base.layout == torch.strided and not base.is_nested and type(base) in (torch.Tensor, torch.nn.Parameter)
+
+
+def _complex_of_real(complex_dtype: torch.dtype, real_dtype: torch.dtype) -> bool:
+    return complex_dtype.is_complex and complex_dtype.to_real() == real_dtype
+
+
+def base_as(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The base's fake read in the view's dtype (``view_as_real`` of a complex base), as torch's ``meta_tensor``;
+    call under the fake mode."""
+    if base.dtype == dtype:
+        return base
+    return torch.view_as_real(base) if _complex_of_real(base.dtype, dtype) else torch.view_as_complex(base)
 
 
 def _dense(t: torch.Tensor) -> bool:
@@ -204,8 +219,10 @@ class FakeTensorConverter:
         dims = dynamic_dims if isinstance(dynamic_dims, dict) else set(dynamic_dims)
         sizes = env.symbolic_sizes(t, source, dims)
         strides, offset = env.symbolic_strides_and_offset(t, source, sizes)
-        with env.suppress_guards(), mode._quiet(), mode, torch.set_grad_enabled(t.grad_fn is not None):
-            fake = torch.as_strided(base, sizes, strides, offset)
+        with mode._quiet(), mode, torch.set_grad_enabled(t.grad_fn is not None):
+            base = base_as(base, t.dtype)
+            with env.suppress_guards():
+                fake = torch.as_strided(base, sizes, strides, offset)
         if t.requires_grad and not fake.requires_grad:  # a leaf view made requires_grad by hand
             fake.requires_grad_(True)
         return fake
