@@ -227,6 +227,18 @@ def base_changes_view_stays():
             scale.__code__)
 
 
+def mul_n(x, n):
+    return x * n
+
+
+@program
+def base_changes_view_stays_other_input_recompiles():
+    """``x[:4]`` of 10, 12, 14 with an int that changes: the recompile (for the int) finds the base's size changed,
+    so the base is dynamic while the view stays static: only the base's range is guarded."""
+    return (mul_n, _calls(lambda: (torch.arange(10.0)[:4], 1), lambda: (torch.arange(12.0)[:4], 2),
+                          lambda: (torch.arange(14.0)[:4], 3)), {}, mul_n.__code__)
+
+
 @program
 def a_view_then_no_view():
     """The graph for ``x[1:]`` guards ``L['x']._base``; a tensor that is no view fails it (``_base`` is None), and
