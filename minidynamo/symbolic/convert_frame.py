@@ -193,7 +193,8 @@ def _routes_through_compiler(var) -> bool:
 def _record_break(config, explanation: GraphBreak) -> None:
     """Count and report a graph break (the event log, and so the ``graph_breaks`` log of ``minidynamo/logs.py``)."""
     warn_internal(explanation)
-    counters["graph_breaks"] += 1
+    if explanation.cause is None:  # Note [A break the frame cannot resume from]: not counted, as torch's
+        counters["graph_breaks"] += 1
     events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
                 lineno=explanation.lineno, function=explanation.function, explanation=explanation)
 
