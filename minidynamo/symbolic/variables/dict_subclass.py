@@ -102,6 +102,10 @@ class DictPartMethodVariable(GetAttrVariable):
     """``obj.keys`` / ``super().__setitem__`` of a dict subclass: the base's method, run on the entries."""
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if self.name == "copy" and dict_base(type(self.obj.value)) is not dict:
+            # OrderedDict.copy makes ``self.__class__(self)``: the subclass's __init__ runs
+            unimplemented(f"copy() of a {type(self.obj.value).__name__} (an OrderedDict subclass)",
+                          gb_id=gb.UNSUPPORTED_METHOD)
         part = dict_part(tx, self.obj)
         if self.name == "__iter__" and not args and not kwargs:
             from .iter import ListIteratorVariable
