@@ -120,11 +120,17 @@ class InstructionTranslator(InstructionTranslatorBase):
         lineno = inst.lineno or explanation.lineno
         where = ("a graph break inside a try block", "the last line before the block") if in_try else \
             ("a graph break at an instruction the frame cannot resume after", "the last checkpoint")
+        import traceback
+
+        code = self.code  # the root frame at its checkpoint, where torch's explain points (its last user frame)
+        source = linecache.getline(code.co_filename, lineno or 0)
         return dataclasses.replace(
             explanation, reason=f"step_unsupported: {where[0]} ({explanation.reason}); "
                                 f"compiled up to {where[1]}, the rest of the frame runs eagerly",
-            lineno=lineno, source=linecache.getline(self.code.co_filename, lineno or 0), gb_id="",
-            context=f"{explanation.gb_type or ''} {explanation.context}".strip(), cause=explanation)
+            lineno=lineno, filename=code.co_filename, function=code.co_name, instruction=inst.opname,
+            source=source, gb_id="", context=f"{explanation.gb_type or ''} {explanation.context}".strip(),
+            user_stack=[traceback.FrameSummary(code.co_filename, lineno, code.co_name, line=source.strip())],
+            cause=explanation)
 
     def maybe_has_backedge(self) -> bool:
         """Dynamo's heuristic: a jump after here goes back before here -> we are in a loop."""
