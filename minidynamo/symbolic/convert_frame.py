@@ -102,8 +102,8 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
                 _setup_resume(tx, frame, L)
                 tx.run()
             except RestartAnalysis as restart:
-                if config.fullgraph:
-                    raise FullGraphError(restart.explanation) from None
+                if config.fullgraph:  # the break itself, as torch's step re-raises under one_graph
+                    raise FullGraphError(restart.explanation.cause or restart.explanation) from None
                 if restart.stop_at is not None:
                     if stop_at is not None:
                         raise EagerFallback(restart.explanation) from None
