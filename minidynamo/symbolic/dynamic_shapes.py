@@ -158,7 +158,7 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
 
     static_rule = _static_by_rule(output, source, value)
     base_dims = ()
-    if through_base(value) and not (getattr(output, "dynamic", None) is False and not _marks(value)):
+    if through_base(value):
         base_dims = _dims(output, AttrSource(source, "_base"), value._base, static_rule)
         if not hasattr(output, "view_base_dims"):
             output.view_base_dims = {}
