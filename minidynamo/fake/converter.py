@@ -193,6 +193,8 @@ class FakeTensorConverter:
             # Note [The memo keeps aliasing]: base first, then replay the view.
             base = self.from_real_tensor(mode, t._base, device=device)
             with mode._quiet(), mode, torch.set_grad_enabled(t.grad_fn is not None):
+                if t.dtype != base.dtype and through_base(t):  # ``view_as_real`` of a complex base
+                    base = base_as(base, t.dtype)
                 fake = torch.as_strided(base, t.size(), t.stride(), t.storage_offset())
             if t.requires_grad and not fake.requires_grad:  # a leaf view made requires_grad by hand
                 fake.requires_grad_(True)
