@@ -15,7 +15,7 @@ import itertools
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -97,7 +97,7 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
         tx = InstructionTranslator(frame.code, frame.f_globals, symbolic_locals, output,
                                    break_at=break_at, stop_at=stop_at, start_offset=frame.offset,
                                    comprehensions=config.hook is not None)
-        with events.pass_scope("dynamo", function=frame.__name__):
+        with events.pass_scope("dynamo", function=frame.__name__, code=frame.code):
             try:
                 _setup_resume(tx, frame, L)
                 tx.run()
@@ -190,12 +190,14 @@ def _routes_through_compiler(var) -> bool:
     return not (isinstance(var, BuiltinVariable) and var.fn is print)
 
 
-def _record_break(config, explanation: GraphBreak) -> None:
-    """Count and report a graph break (the event log, and so the ``graph_breaks`` log of ``minidynamo/logs.py``)."""
+def _record_break(config, explanation: GraphBreak, root_instruction: Optional[str] = None) -> None:
+    """Count and report a graph break (the event log, and so the ``graph_breaks`` log of ``minidynamo/logs.py``);
+    ``root_instruction``: the compiled frame's own instruction the graph was cut at (a call, a jump)."""
     warn_internal(explanation)
     if explanation.cause is None:  # Note [A break the frame cannot resume from]: not counted, as torch's
         counters["graph_breaks"] += 1
     events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
+                root_instruction=root_instruction,
                 lineno=explanation.lineno, function=explanation.function, explanation=explanation)
 
 
@@ -340,7 +342,7 @@ def finish(tx, frame, config) -> CacheEntry:
         # need not reach the caller (AOTAutograd keeps it inside), so the code switches
         side_effects.append(f"torch.set_grad_enabled({torch.is_grad_enabled()})   # the with-block's exit")
     if explanation is not None:  # as torch, the break is logged before its graph is compiled
-        _record_break(config, explanation)
+        _record_break(config, explanation, root_instruction=inst.opname if kind in ("call", "jump") else None)
     graph_call = ""
     name = f"___compiled_fn_{next(_graph_ids)}"
     # torch's OutputGraph.restore_global_state: the backend compiles (AOT picks training or
