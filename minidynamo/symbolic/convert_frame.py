@@ -442,9 +442,16 @@ def _codegen_comprehension_break(cg, tx, frame, config, a) -> list[str]:
         unimplemented(f"a comprehension reads a local that is not bound ({', '.join(sorted(set(a.reads) - {n for n, _ in reads}))})",
                       gb_id=gb.UNDEFINED_LOCAL)
     args = [cg.expr(slots[a.roles.index(ITER)])] + _keyword_args(cg, reads)
-    line = f"___r = {name}({', '.join(args)})   # graph break: the comprehension runs eagerly"
+    assigned = {a.result_var: "___r"} if a.result_var else {}
+    call = f"{name}({', '.join(args)})"
+    if a.walrus_vars:  # Note [A walrus in a comprehension that breaks]: (result, *walrus values)
+        call = f"(___r, {', '.join(f'___w{j}' for j in range(len(a.walrus_vars)))}) = {call}"
+        assigned.update({w: f"___w{j}" for j, w in enumerate(a.walrus_vars)})
+    else:
+        call = f"___r = {call}"
+    line = f"{call}   # graph break: the comprehension runs eagerly"
     return _eager_then_resume(cg, tx, frame, config, None, below, line, pushes=a.result_on_stack, offset=a.end,
-                              assigned={a.result_var: "___r"} if a.result_var else None)
+                              assigned=assigned or None)
 
 
 def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True,
