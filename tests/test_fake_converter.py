@@ -89,7 +89,13 @@ def _case_strides_and_dtypes():
     ]
 
 
+def _case_view_as_real():
+    z = torch.complex(torch.arange(5.0), torch.ones(5))
+    return [torch.view_as_real(z), z]  # a float view of a complex base: the fake is float, as torch's
+
+
 CASES = {f.__name__[len("_case_") :]: f for f in [
+    _case_view_as_real,
     _case_views,
     _case_view_before_base,
     _case_as_strided,

@@ -327,14 +327,7 @@ def unbacked_item_with_dynamic_size():
 
 
 # Differences kept on purpose, or not yet rebuilt: a strict xfail that says why.
-_VIEW_BASE = ("torch fakifies a view input through its base (torch/_subclasses/meta_utils.py "
-              "MetaConverter.meta_tensor: the base first, source L['x']._base, then the view replayed on it), so the "
-              "base's sizes get symbols and guards of their own (s64 = hash of L['x']._base.size()[0]); ours "
-              "fakifies the view alone")
-XFAIL: dict[str, str] = {
-    "transposed_input": _VIEW_BASE,
-    "sliced_input_stride_symbol": _VIEW_BASE,
-}
+XFAIL: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=XFAIL[n], strict=True))

@@ -425,8 +425,13 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
     Tensors whose Dynamo fake has static sizes stay real (every AOT pass converts
     them in the same mode, aliasing kept); a symbolic one becomes a fresh fake of
     that mode with the same SymInt sizes, strides and storage offset. The same Dynamo fake twice gives the same new fake.
+    A Dynamo fake made through its base (Note [A view input is fakified through its base],
+    fake/converter.py) is made the same way here: the base's fake first, then the view
+    replayed on it, so views of one base alias in AOT's passes as in Dynamo's (torch's
+    AOTAutograd reuses Dynamo's fakes) and the view keeps its strides under autograd.
     """
     from minidynamo.fake import FakeTensor, FakeTensorMode
+    from minidynamo.fake.converter import base_as
     from minidynamo._torch_private import DisableTorchDispatch
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -437,6 +442,37 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
     mode.shape_env = env
     made: dict[int, Any] = {}
     out: list[Any] = []
+
+    def through_base(v, real):  # the view replayed on its base's fake, as Dynamo's converter made it
+        base = made.get(id(v._base))
+        if base is None:
+            base = made[id(v._base)] = fresh(v._base, real._base) if not sym_free((*v._base.shape, *v._base.stride())) \
+                else mode.from_tensor(real._base)
+        with mode._quiet(), mode, torch.set_grad_enabled(real.grad_fn is not None):
+            base = base_as(base, v.dtype)  # a complex base read as real (view_as_real)
+            with env.suppress_guards():
+                fake = torch.as_strided(base, v.shape, v.stride(), v.storage_offset())
+        if real.requires_grad and not fake.requires_grad:
+            fake.requires_grad_(True)
+        return fake
+
+    def fresh(v, real):
+        if v._is_view() and real._is_view() and isinstance(v._base, FakeTensor) and real._base is not None:
+            return through_base(v, real)
+        sizes, strides, offset = list(v.shape), list(v.stride()), v.storage_offset()
+        with DisableTorchDispatch(), torch.no_grad(), torch.inference_mode(False):
+            # Dynamo's strides and offset (a non-contiguous input's may be symbols: Note [A symbolic fake])
+            elem = torch.empty_strided(sizes, strides, dtype=real.dtype, device="meta")
+            if not (isinstance(offset, int) and offset == 0):
+                extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+                elem = torch.empty((offset + extent,), dtype=real.dtype, device="meta")
+                elem.as_strided_(sizes, strides, offset)
+        fake = FakeTensor(mode, elem, real.device, requires_grad=real.requires_grad)
+        if real.requires_grad and not real.is_leaf:
+            with mode._quiet(), mode, torch.enable_grad():
+                fake = fake.clone()
+        return fake
+
     for n, real in zip(placeholders, example_inputs):
         v = n.meta.get("example_value")
         if _our_symint(v):
@@ -448,19 +484,7 @@ def symbolic_example_inputs(gm: fx.GraphModule, example_inputs: list[Any]) -> tu
             if id(v) not in made:
                 if any(hint(s) is not None and hint(s) != r for s, r in zip(v.shape, real.shape, strict=True)):
                     raise RuntimeError(f"placeholder {n.name}: fake sizes {tuple(v.shape)} do not match {tuple(real.shape)}")
-                sizes, strides, offset = list(v.shape), list(v.stride()), v.storage_offset()
-                with DisableTorchDispatch(), torch.no_grad(), torch.inference_mode(False):
-                    # Dynamo's strides and offset (a non-contiguous input's may be symbols: Note [A symbolic fake])
-                    elem = torch.empty_strided(sizes, strides, dtype=real.dtype, device="meta")
-                    if not (isinstance(offset, int) and offset == 0):
-                        extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
-                        elem = torch.empty((offset + extent,), dtype=real.dtype, device="meta")
-                        elem.as_strided_(sizes, strides, offset)
-                fake = FakeTensor(mode, elem, real.device, requires_grad=real.requires_grad)
-                if real.requires_grad and not real.is_leaf:
-                    with mode._quiet(), mode, torch.enable_grad():
-                        fake = fake.clone()
-                made[id(v)] = fake
+                made[id(v)] = fresh(v, real)
             out.append(made[id(v)])
         else:
             out.append(real)

@@ -34,6 +34,22 @@ Note [What the fake keeps]
     that), and in-place ops under the mode bump it as they would on real tensors.
     Torch does the same. No data is kept, so no value of the real tensor leaks
     into a trace.
+
+Note [A view input is fakified through its base]
+    A symbolic fake of a view (``x[1:]``, ``x.t()``, ``x.view(3, 4)``) is made as torch's
+    ``MetaConverter.meta_tensor`` makes it (torch/_subclasses/meta_utils.py, ``t.is_view``
+    branch and ``view_from_base``): the base first, under the source ``L['x']._base`` and
+    with the dims Dynamo chose for it (torch's ``view_base_context``), so its sizes get
+    symbols of their own, created before the view's (the view's sizes are then duck-sized
+    against them: ``x.t()`` of a (3, 5) base has sizes ``(s64, s83)``, ``s64`` hashed from
+    ``L['x']._base.size()[1]``, where the view alone would be ``(s77, s27)``);
+    then the view's own symbolic sizes, strides and offset (``L['x'].size()[0]``...), and
+    ``base.as_strided(sizes, strides, offset)`` on the base's fake, with the ShapeEnv's
+    guards suppressed (its bounds check would guard on the base: torch suppresses it too).
+    The fake is a view of the base's fake: two views of one base (or a tensor and its
+    transpose) share one fake storage and the base's symbols, and autograd history comes
+    from the replayed view. A complex base is read as real first where the view is (``view_as_real``), as
+    torch's; a view that changes the dtype otherwise is fakified alone.
 """
 
 from __future__ import annotations
@@ -56,9 +72,31 @@ def can_be_dynamic(t: torch.Tensor) -> bool:
     """
     if t.layout != torch.strided or t.is_sparse or t.is_quantized or t.is_nested:
         return False
+    if through_base(t):  # Note [A view input is fakified through its base]: history from the replayed view
+        return True
     if t.requires_grad and not t.is_leaf and (t.storage_offset() != 0 or not _dense(t)):
         return False
     return True
+
+
+def through_base(t: torch.Tensor) -> bool:
+    """A view whose symbolic fake is made through its base's (Note [A view input is fakified through its base])."""
+    base = t._base if t._is_view() else None
+    return base is not None and (base.dtype == t.dtype or _complex_of_real(base.dtype, t.dtype)
+                                 or _complex_of_real(t.dtype, base.dtype)) \
+        and base.layout == torch.strided and not base.is_nested and type(base) in (torch.Tensor, torch.nn.Parameter)
+
+
+def _complex_of_real(complex_dtype: torch.dtype, real_dtype: torch.dtype) -> bool:
+    return complex_dtype.is_complex and complex_dtype.to_real() == real_dtype
+
+
+def base_as(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The base's fake read in the view's dtype (``view_as_real`` of a complex base), as torch's ``meta_tensor``;
+    call under the fake mode."""
+    if base.dtype == dtype:
+        return base
+    return torch.view_as_real(base) if _complex_of_real(base.dtype, dtype) else torch.view_as_complex(base)
 
 
 def _dense(t: torch.Tensor) -> bool:
@@ -116,7 +154,13 @@ class FakeTensorConverter:
 
     # -- conversion --------------------------------------------------------------------
 
-    def from_real_tensor(self, mode, t: torch.Tensor, *, device=None, dynamic_dims=(), source: str = "") -> FakeTensor:
+    def from_real_tensor(self, mode, t: torch.Tensor, *, device=None, dynamic_dims=(), source: str = "",
+                         view_base_dims=()) -> FakeTensor:
+        """The fake of ``t``: static, or with the dims ``dynamic_dims`` symbolic (read at ``source``).
+
+        ``view_base_dims``: for a view, its base's dynamic dims (torch's ``view_base_context``), the
+        base read at ``source + "._base"`` (Note [A view input is fakified through its base]).
+        """
         if isinstance(t, FakeTensor):
             if t.fake_mode is not mode:
                 raise MixedFakeTensorError("from_tensor: this FakeTensor belongs to another FakeTensorMode")
@@ -134,8 +178,11 @@ class FakeTensorConverter:
             return hit
         device = torch.device(device) if device is not None else t.device
         strides = mode.shape_env is not None and source in mode.shape_env.dynamic_strides  # dynamic_shapes.py
-        if (dynamic_dims or strides) and mode.shape_env is not None and can_be_dynamic(t):
-            fake = self._convert_symbolic(mode, t, device, dynamic_dims, source)
+        if (dynamic_dims or strides or view_base_dims) and mode.shape_env is not None and can_be_dynamic(t):
+            if through_base(t):
+                fake = self._convert_view_symbolic(mode, t, device, dynamic_dims, source, view_base_dims)
+            else:
+                fake = self._convert_symbolic(mode, t, device, dynamic_dims, source)
         else:
             fake = self._convert(mode, t, device)
         self._remember(t, fake)
@@ -146,6 +193,8 @@ class FakeTensorConverter:
             # Note [The memo keeps aliasing]: base first, then replay the view.
             base = self.from_real_tensor(mode, t._base, device=device)
             with mode._quiet(), mode, torch.set_grad_enabled(t.grad_fn is not None):
+                if t.dtype != base.dtype and through_base(t):  # ``view_as_real`` of a complex base
+                    base = base_as(base, t.dtype)
                 fake = torch.as_strided(base, t.size(), t.stride(), t.storage_offset())
             if t.requires_grad and not fake.requires_grad:  # a leaf view made requires_grad by hand
                 fake.requires_grad_(True)
@@ -161,6 +210,23 @@ class FakeTensorConverter:
             with torch.no_grad(), mode.in_kernel_invocation_manager():
                 fake.set_(storage, t.storage_offset(), t.size(), t.stride())
             unsafe_set_version_counter((fake,), (0,))
+        return fake
+
+    def _convert_view_symbolic(self, mode, t: torch.Tensor, device, dynamic_dims, source: str,
+                               view_base_dims) -> FakeTensor:
+        """Note [A view input is fakified through its base]: the base's fake, then the view replayed on it."""
+        base = self.from_real_tensor(mode, t._base, device=device, dynamic_dims=view_base_dims or (),
+                                     source=f"{source}._base")
+        env = mode.shape_env
+        dims = dynamic_dims if isinstance(dynamic_dims, dict) else set(dynamic_dims)
+        sizes = env.symbolic_sizes(t, source, dims)
+        strides, offset = env.symbolic_strides_and_offset(t, source, sizes)
+        with mode._quiet(), mode, torch.set_grad_enabled(t.grad_fn is not None):
+            base = base_as(base, t.dtype)
+            with env.suppress_guards():
+                fake = torch.as_strided(base, sizes, strides, offset)
+        if t.requires_grad and not fake.requires_grad:  # a leaf view made requires_grad by hand
+            fake.requires_grad_(True)
         return fake
 
     def _convert_symbolic(self, mode, t: torch.Tensor, device, dynamic_dims, source: str) -> FakeTensor:

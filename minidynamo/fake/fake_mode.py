@@ -122,16 +122,19 @@ class FakeTensorMode(TorchDispatchMode):
     def __repr__(self) -> str:
         return f"FakeTensorMode(id={id(self)})"
 
-    def from_tensor(self, t: torch.Tensor, *, device=None, dynamic_dims=(), source: str = "") -> FakeTensor:
+    def from_tensor(self, t: torch.Tensor, *, device=None, dynamic_dims=(), source: str = "",
+                    view_base_dims=()) -> FakeTensor:
         """A FakeTensor for the real tensor ``t`` (memoized: aliasing is kept across calls).
 
         ``device`` overrides the claimed device (torch's from_tensor has no such
         argument; there one builds ``FakeTensor(mode, meta, "cuda")`` by hand).
         ``dynamic_dims`` (with ``self.shape_env`` set): those dims get symbolic sizes,
-        named after ``source`` (torch passes a ``symbolic_context`` and a ``source``).
+        named after ``source`` (torch passes a ``symbolic_context`` and a ``source``);
+        ``view_base_dims``: a view's base's (torch's ``view_base_context``; Note [A view input
+        is fakified through its base], converter.py).
         """
         return self.fake_tensor_converter.from_real_tensor(self, t, device=device, dynamic_dims=dynamic_dims,
-                                                           source=source)
+                                                           source=source, view_base_dims=view_base_dims)
 
     def _device_of(self, t: FakeTensor) -> torch.device:
         return torch.device("meta") if self.in_kernel_invocation else t.fake_device

@@ -77,6 +77,7 @@ Note [Duck sizing]
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -101,6 +102,8 @@ class ShapeGuard:
 
     expr: sympy.Basic
     why: str  # what asked: "guard_bool" from a kernel, "x.size(0) > 4" from the user's code
+    # ``expr`` with its two sides as asked, where our one spelling reorders them (Note [Two sizes as asked])
+    asked: Optional[sympy.Basic] = None
 
     def __str__(self) -> str:
         return f"{self.expr}  # {self.why}"
@@ -199,6 +202,21 @@ class ShapeEnv:
     # tensor source -> the dims whose stride is a symbol of its own (DimDynamic.DYNAMIC strides: torch's
     # automatic dynamic of a stride that changed while every size stayed, Note [Automatic dynamic strides])
     dynamic_strides: dict = field(default_factory=dict)
+    suppressed: int = 0  # inside ``suppress_guards()``: decisions are answered, not recorded
+
+    @contextlib.contextmanager
+    def suppress_guards(self):
+        """Answer decisions from the example values without recording them (torch's ``ShapeEnv.suppress_guards``).
+
+        Torch suppresses the guards of one step only: the ``as_strided`` that replays a view input on its
+        base's fake (torch/_subclasses/meta_utils.py ``view_from_base``), whose bounds check would guard
+        on the base's sizes (Note [A view input is fakified through its base], fake/converter.py).
+        """
+        self.suppressed += 1
+        try:
+            yield
+        finally:
+            self.suppressed -= 1
 
     # -- unbacked symbols -------------------------------------------------------------------
     def create_unbacked_symint(self, why: str, lo=None, hi=None) -> torch.SymInt:
@@ -412,6 +430,8 @@ class ShapeEnv:
             if known is not None:
                 return known
             value = bool(hint)
+            if self.suppressed:
+                return value
             self._record(expr if value else sympy.Not(expr), why)
             if value and isinstance(expr, sympy.Eq):
                 self._unify(expr)
@@ -419,6 +439,8 @@ class ShapeEnv:
         # an int needed as a Python int (range(n), a Python list of that length): the symbol is fixed;
         # a float needed as a Python float (Note [A float input becomes a symbol]) the same way
         value = float(hint) if expr.free_symbols & self.float_symbols and not expr.is_integer else int(hint)
+        if self.suppressed:
+            return value
         self._record(sympy.Eq(expr, value), why)
         if isinstance(expr, sympy.Symbol):
             self.replacements[expr] = sympy.Integer(value) if type(value) is int else sympy.Float(value)
@@ -461,9 +483,20 @@ class ShapeEnv:
         return None if known is None else sympy.true if known else sympy.false
 
     def _record(self, expr: sympy.Basic, why: str) -> None:
+        """Note [Two sizes as asked]
+
+        ``_canonical`` gives each decision one spelling, so a question asked twice, either way
+        round, is one guard; an equality or inequality of two symbols is sorted by name
+        (``Ne(s27, s7)``). Torch prints the guard with its two sides as the kernel asked them
+        (``L['x'].stride()[0] != L['x'].size()[1]`` for ``Ne(s7, s27)``: torch/fx/experimental/
+        symbolic_shapes.py ``ShapeEnv.evaluate_expr`` keeps ``Not(Eq(a, b))``), so ours keeps
+        that spelling beside the canonical one, for printing only.
+        """
+        raw = expr
         expr = _canonical(expr)
         if not any(g.expr == expr for g in self.guards):
-            self.guards.append(ShapeGuard(expr, why))
+            two = isinstance(raw, (sympy.Eq, sympy.Ne)) and raw.lhs.is_Symbol and raw.rhs.is_Symbol and raw != expr
+            self.guards.append(ShapeGuard(expr, why, raw if two else None))
         self._refine_ranges(expr, why)
         if isinstance(expr, sympy.Eq) and expr.rhs == 0 and isinstance(expr.lhs, sympy.Mod):
             s, k = expr.lhs.args
@@ -606,7 +639,8 @@ class ShapeEnv:
             if e in (sympy.true, sympy.false) or e in issued or self.statically_known(e, use_guards=False) is True:
                 continue
             issued.add(e)
-            out.append((python_expr(e, names), f"{g.expr}: {g.why}"))
+            shown = self.simplify(g.asked) if g.asked is not None else e  # Note [Two sizes as asked]
+            out.append((python_expr(shown if _canonical(shown) == e else e, names), f"{g.expr}: {g.why}"))
         order = list(symbol_to_source) + [s for s in self.backed_var_to_range if s not in symbol_to_source]
         for sym in order:
             lo, hi = self.backed_var_to_range.get(sym, (None, None))

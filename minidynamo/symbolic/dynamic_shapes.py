@@ -148,16 +148,39 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
     Each dim's kind is torch's (``_automatic_dynamic``, torch/_dynamo/variables/builder.py):
     DYNAMIC (a symbol of its own) when its size changed since the last trace or it was
     marked dynamic; else DUCK when every size starts dynamic (``dynamic=True``); else STATIC.
-    The kinds are kept in ``output.dim_kinds`` for ``convert_input``.
+    The kinds are kept in ``output.dim_kinds`` for ``convert_input``. A view's base is decided
+    first, as an input of its own read at ``L['x']._base`` with the view's static rule (torch's
+    ``_automatic_dynamic(e._base, tx, AttrSource(source, "_base"), static_shapes)``: a slice of a
+    parameter under ``dynamic=True`` has a dynamic base); its dims are kept in
+    ``output.view_base_dims`` (Note [A view input is fakified through its base], fake/converter.py).
     """
+    from minidynamo.fake.converter import through_base
+
+    static_rule = _static_by_rule(output, source, value)
+    base_dims = ()
+    if through_base(value):
+        base_dims = _dims(output, AttrSource(source, "_base"), value._base, static_rule)
+        if not hasattr(output, "view_base_dims"):
+            output.view_base_dims = {}
+        output.view_base_dims[source.name()] = base_dims
+    dims = _dims(output, source, value, static_rule)
+    return dims if dims or not base_dims else _OnlyStrides()
+
+
+def _marks(value: torch.Tensor) -> set:
+    return getattr(value, _DYNAMIC, set()) | getattr(value, _MAYBE_DYNAMIC, set())
+
+
+def _dims(output, source: Source, value: torch.Tensor, static_rule: bool) -> tuple:
+    """``dynamic_dims_for`` of one tensor, the view or its base."""
     from minidynamo.fake.converter import can_be_dynamic
 
     all_dynamic, automatic = effective_dynamic(output)
-    marked = getattr(value, _DYNAMIC, set()) | getattr(value, _MAYBE_DYNAMIC, set())
+    marked = _marks(value)
     # dynamic=False turns automatic dynamic off, but a dim marked dynamic is still dynamic (torch.compile's
     # dynamic=False patches automatic_dynamic_shapes=False; builder.py still reads the marks)
     if getattr(output, "dynamic", None) is False and not marked or output.frame_state.get(_STATIC_NOW) \
-            or value.dim() == 0 or _static_by_rule(output, source, value):
+            or value.dim() == 0 or static_rule:
         return ()
     name = source.name()
     shape = tuple(int(s) for s in value.shape)
@@ -210,7 +233,8 @@ def dynamic_dims_for(output, source: Source, value: torch.Tensor) -> tuple:
 
 
 class _OnlyStrides(tuple):
-    """No dynamic size, but a dynamic stride (Note [Automatic dynamic strides]): still the symbolic path."""
+    """No dynamic size, but a dynamic stride (Note [Automatic dynamic strides]) or a view's base with one: still
+    the symbolic path."""
 
     def __bool__(self) -> bool:
         return True
@@ -242,12 +266,21 @@ def _changed_strides(output, name: str, value: torch.Tensor, sizes: list, automa
 
 
 def _shares_storage(output, value: torch.Tensor) -> bool:
-    """Another tensor among the frame's arguments (or their list/tuple/dict items) with ``value``'s storage.
+    """Another tensor among the frame's arguments (or their list/tuple/dict items) with ``value``'s storage,
+    not through one base.
 
-    Our symbolic fake owns its storage (Note [A symbolic fake], fake/converter.py), so two
-    inputs viewing one storage (``f(b, b.t())``) would lose their aliasing: such inputs stay
-    static. torch fakeifies them as views of one symbolic base; ours does not.
+    Our symbolic fake of a tensor that is no view owns its storage (Note [A symbolic fake],
+    fake/converter.py); a view's is made through its base's (Note [A view input is fakified
+    through its base]). So inputs that share a storage through one base (``f(b, b.t())``,
+    ``f(b[:4], b[4:])``) keep their aliasing, as torch's do; two that share it otherwise
+    (``set_``, ``as_strided`` of another's storage, a view that changes the dtype) would lose
+    it: such inputs stay static.
     """
+    from minidynamo.fake.converter import through_base
+
+    def root(t):  # the base a fake is made through, or None: the fake owns its storage
+        return id(t._base) if through_base(t) else None if t._is_view() else id(t)
+
     seen = getattr(output, "_storages", None)
     if seen is None:
         seen = output._storages = {}
@@ -260,12 +293,14 @@ def _shares_storage(output, value: torch.Tensor) -> bool:
                     key = v.untyped_storage().data_ptr()
                 except Exception:  # noqa: BLE001 - a tensor with no storage to read
                     continue
-                seen.setdefault(key, set()).add(id(v))
+                seen.setdefault(key, {})[id(v)] = root(v)
     try:
-        ids = seen.get(value.untyped_storage().data_ptr(), set())
+        others = dict(seen.get(value.untyped_storage().data_ptr(), {}))
     except Exception:  # noqa: BLE001
         return False
-    return bool(ids - {id(value)}) and value.untyped_storage().nbytes() > 0
+    others.pop(id(value), None)
+    mine = root(value)
+    return any(r is None or r != mine for r in others.values()) and value.untyped_storage().nbytes() > 0
 
 
 def _spec(source: str, value: int, reason: str):
@@ -297,8 +332,12 @@ def convert_input(output, source: Source, value: torch.Tensor, dynamic_dims: tup
     env.unbacked_inputs.update(f"{source.name()}.size()[{i}]" for i in getattr(value, _UNBACKED, ()))
     kinds = getattr(output, "dim_kinds", {})
     duck = {i: kinds.get((source.name(), i), "DUCK") == "DUCK" for i in dynamic_dims}  # Note [Duck sizing]
-    fake = output.fake_mode.from_tensor(value, dynamic_dims=duck, source=source.name())
+    base_dims = getattr(output, "view_base_dims", {}).get(source.name(), ())
+    base_duck = {i: kinds.get((f"{source.name()}._base", i), "DUCK") == "DUCK" for i in base_dims}
+    fake = output.fake_mode.from_tensor(value, dynamic_dims=duck, source=source.name(), view_base_dims=base_duck)
     env.track_fake(source.name(), fake)  # Note [Guards walk the inputs]
+    if fake._is_view() and value._is_view():  # torch's builder records the base too (wrap_tensor: ``value._base``)
+        env.track_fake(f"{source.name()}._base", output.fake_mode.from_tensor(value._base))
     from .source import TensorPropertySource
 
     properties = [(SizeSource(source, i), fake.shape[i], int(value.shape[i])) for i in dynamic_dims]

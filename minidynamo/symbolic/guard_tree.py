@@ -586,6 +586,11 @@ def failed_leaf_text(failed: list[Guard], scope: dict, tensor_specs: dict) -> st
             expected = None
         if isinstance(expected, type):
             return strip_local_scope(f"___check_type_id({g.source.name()}, {id(expected)}), type={_class_text(expected)}")
+    if g.kind == "SHAPE_ENV":  # a LAMBDA_GUARD that raises: its text is the exception's (torch/csrc/dynamo/guards.cpp
+        try:  # LAMBDA_GUARD::check_verbose_nopybind), ``L['x']._base.size()[0]`` of a tensor that is no view now
+            eval(_code(g.expr), scope)  # noqa: S307 - our own guard expression
+        except Exception as e:  # noqa: BLE001
+            return str(e)
     expr = g.expr
     if g.kind == "CONSTANT_MATCH" and expr.endswith((" is True", " is False")):  # torch's TRUE_MATCH / FALSE_MATCH
         expr = expr.rsplit(" is ", 1)[0] + " == " + expr.rsplit(" is ", 1)[1]
