@@ -291,9 +291,11 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             events.emit("cache_limit", function=frame.__name__, limit=limit, message=fallback)
             warnings.warn(fallback, stacklevel=3)
             return run_only_mode(_run_only_miss, frame, L, eager, run_skipped, looked_up)
-    if not isinstance(frame, ResumeFunction) and not has_tensor_in_frame(frame, L, config):
-        cache.fallback, cache.skipped, cache.no_ops = "no tensor-related objects found in frame", True, True
-        return run_skipped(L)  # Note [A frame that traced no ops is skipped for good]
+    if not has_tensor_in_frame(frame, L, config):  # Note [A frame that traced no ops is skipped for good]
+        cache.fallback, cache.no_ops = "no tensor-related objects found in frame", True
+        # a resume function's eager run (``run_rest``) is the skipped run: its callees reach the cache
+        cache.skipped = not isinstance(frame, ResumeFunction)
+        return run_skipped(L) if cache.skipped else eager()
     from .dynamic_shapes import retry_static, warn_if_retried
 
     for _attempt in range(2):
@@ -420,7 +422,7 @@ def has_tensor_in_frame(frame, L: dict, config: CompileConfig) -> bool:
     module or module class among the locals (inside lists, tuples, dicts, namedtuples)."""
     import types
 
-    if frame.code in config.targets:
+    if frame.code in config.targets and not isinstance(frame, ResumeFunction):  # torch's resume code is new code
         return True
     G = frame.f_globals
     for name in frame.code.co_names:
