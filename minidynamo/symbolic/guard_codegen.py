@@ -449,6 +449,8 @@ def torch_guard_order(guard: Guard, module_sources: Optional[dict] = None) -> tu
     source = guard.source
     if source is None:
         return (99, 0, "") if guard.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING", "DUPLICATE_INPUT") else (-1, 0, "")
+    if guard.kind == "DICT_CONTAINS" and isinstance(source, AttrSource):  # torch's guard is the instance's
+        source = source.base  # (``self.source.make_guard(DICT_NOT_CONTAINS)``): sorted by its name
     chain = [source, *source.bases()]
     rank = 0 if isinstance(chain[-1], LocalSource) else 1
     for s in chain if module_sources else ():
