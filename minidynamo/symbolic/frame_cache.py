@@ -445,7 +445,20 @@ def has_tensor_in_frame(frame, L: dict, config: CompileConfig) -> bool:
             return any(has_tensor(getattr(obj, f)) for f in obj._fields)
         return False
 
+    if isinstance(frame, ResumeFunction) and any(type(v) in (map, filter) for v in L.values()):
+        return True  # Note [A resume function holding a map is not skipped]
     return any(has_tensor(v) for v in L.values())
+
+
+# Note [A resume function holding a map is not skipped]
+#     A resume function is skipped as any frame with no tensor in it, as torch's (``m = x.mul``
+#     carried over a break: Note [A tensor's bound method read from outside the frame],
+#     builder.py). One exception comes from a difference of ours: our ``map`` and ``filter``
+#     call their function as they are made (builtin.py ``_call_map``), so a break inside that
+#     function comes at ``map(...)`` and the resume function receives the map object, where
+#     torch's lazy ``MapVariable`` breaks at the ``list(...)`` that consumes it and its resume
+#     function receives the list of tensors. Such a resume function is traced, not skipped, so
+#     its graph (``list(map(f, xs))[0] + 1``) is torch's (tests/test_eager_frames_like_torch.py).
 
 
 def _eager_for_good(frame, cache: FrameCache, config: CompileConfig, explanation: GraphBreak) -> None:
