@@ -8,8 +8,7 @@ ran and the compiles so far; every graph's placeholders; the recompile reasons p
   torch's builder gives a C method bound to a tensor no guard (``SkipFunctionVariable``,
   torch/_dynamo/variables/functions.py ``create_with_source``) and its call breaks; a
   method-wrapper (``x.__getitem__``) is traced through ``L['m'].__self__``
-  (``MethodWrapperVariable``, variables/builder.py); a resume function with no tensor in it is
-  skipped (convert_frame.py ``has_tensor_in_frame``); no resume function is made where the frame
+  (``MethodWrapperVariable``, variables/builder.py); no resume function is made where the frame
   goes on at ``RETURN_VALUE`` (symbolic_convert.py ``create_call_resume_at``).
   Note [A tensor's bound method read from outside the frame] (builder.py).
 * ``obj.method(x)`` on a user object: torch guards the instance's type and ``not
@@ -28,7 +27,7 @@ import pytest
 import torch
 
 import minidynamo as md
-from _helpers import explain_both, quiet  # tests/ is on sys.path
+from _helpers import explain_both, quiet, strict_xfails  # tests/ is on sys.path
 from minidynamo._torch_private import dynamo_cache_entries, dynamo_guard_tree, dynamo_reset
 from test_guard_tree_like_torch import rows
 from test_habits_like_torch import _calls, run
@@ -106,7 +105,17 @@ TENSOR_METHODS = {
 }
 
 
-@pytest.mark.parametrize("name", list(TENSOR_METHODS))
+KNOWN = {
+    # torch skips a resume function with no tensor among its locals (convert_frame.py
+    # has_tensor_in_frame: ``m`` is a method-wrapper, not looked into); ours traces every resume
+    # function (frame_cache.py: our breaks inside a callee make resume functions torch does not,
+    # holding a ModelOutput or a map object, which that rule would skip), so ours compiles
+    # ``m(0) * 2`` as a graph where torch runs it eagerly
+    "getitem_after_print": "ours traces a resume function with no tensor in it; torch skips it",
+}
+
+
+@pytest.mark.parametrize("name", strict_xfails(TENSOR_METHODS, KNOWN))
 def test_a_tensors_bound_method_over_a_break_runs_and_recompiles_as_torchs(name):
     """Calls (result, print, graphs run, compiles), graphs' placeholders and recompile reasons per function."""
     program = TENSOR_METHODS[name]

@@ -291,11 +291,9 @@ def _call_frame(frame, L: dict, config: CompileConfig, eager: Callable[[], Any],
             events.emit("cache_limit", function=frame.__name__, limit=limit, message=fallback)
             warnings.warn(fallback, stacklevel=3)
             return run_only_mode(_run_only_miss, frame, L, eager, run_skipped, looked_up)
-    if not has_tensor_in_frame(frame, L, config):  # Note [A frame that traced no ops is skipped for good]
-        cache.fallback, cache.no_ops = "no tensor-related objects found in frame", True
-        # a resume function's eager run (``run_rest``) is the skipped run: its callees reach the cache
-        cache.skipped = not isinstance(frame, ResumeFunction)
-        return run_skipped(L) if cache.skipped else eager()
+    if not isinstance(frame, ResumeFunction) and not has_tensor_in_frame(frame, L, config):
+        cache.fallback, cache.skipped, cache.no_ops = "no tensor-related objects found in frame", True, True
+        return run_skipped(L)  # Note [A frame that traced no ops is skipped for good]
     from .dynamic_shapes import retry_static, warn_if_retried
 
     for _attempt in range(2):
@@ -422,7 +420,7 @@ def has_tensor_in_frame(frame, L: dict, config: CompileConfig) -> bool:
     module or module class among the locals (inside lists, tuples, dicts, namedtuples)."""
     import types
 
-    if frame.code in config.targets and not isinstance(frame, ResumeFunction):  # torch's resume code is new code
+    if frame.code in config.targets:
         return True
     G = frame.f_globals
     for name in frame.code.co_names:
@@ -445,20 +443,7 @@ def has_tensor_in_frame(frame, L: dict, config: CompileConfig) -> bool:
             return any(has_tensor(getattr(obj, f)) for f in obj._fields)
         return False
 
-    if isinstance(frame, ResumeFunction) and any(type(v) in (map, filter) for v in L.values()):
-        return True  # Note [A resume function holding a map is not skipped]
     return any(has_tensor(v) for v in L.values())
-
-
-# Note [A resume function holding a map is not skipped]
-#     A resume function is skipped as any frame with no tensor in it, as torch's (``m = x.mul``
-#     carried over a break: Note [A tensor's bound method read from outside the frame],
-#     builder.py). One exception comes from a difference of ours: our ``map`` and ``filter``
-#     call their function as they are made (builtin.py ``_call_map``), so a break inside that
-#     function comes at ``map(...)`` and the resume function receives the map object, where
-#     torch's lazy ``MapVariable`` breaks at the ``list(...)`` that consumes it and its resume
-#     function receives the list of tensors. Such a resume function is traced, not skipped, so
-#     its graph (``list(map(f, xs))[0] + 1``) is torch's (tests/test_eager_frames_like_torch.py).
 
 
 def _eager_for_good(frame, cache: FrameCache, config: CompileConfig, explanation: GraphBreak) -> None:

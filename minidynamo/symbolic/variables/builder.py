@@ -321,7 +321,10 @@ def _bound_to_torch_object(value: Any) -> bool:
     ``AttrSource(source, "__self__")`` (a tensor: a graph input, ``TENSOR_MATCH`` on
     ``L['m'].__self__``) and the call is the object's method, traced. A resume function
     whose locals hold only such a method has no tensor in it, and torch skips it
-    (``has_tensor_in_frame``, frame_cache.py). tests/test_bound_methods_like_torch.py.
+    (convert_frame.py ``has_tensor_in_frame``); ours traces it (Note [A frame that traced
+    no ops is skipped for good], frame_cache.py: our resume functions are not skipped), so
+    ``return m(0) * 2`` after ``m = x.__getitem__`` is one graph more in ours.
+    tests/test_bound_methods_like_torch.py.
     """
     owner = getattr(value, "__self__", None)
     if not isinstance(value, types.BuiltinMethodType) or owner is None or isinstance(owner, (type, types.ModuleType)):
