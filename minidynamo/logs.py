@@ -112,9 +112,14 @@ def _graph_break(e) -> None:
     exp = e.details.get("explanation")
     if exp is None:
         return
+    if exp.cause is not None:  # Note [A break the frame cannot resume from] (instruction_translator.py)
+        exp = exp.cause
+        preamble = ("Encountered graph break that we cannot resume from. Compiling up to the previous resumable "
+                    "state, then skipping the rest of the function. Graph break encountered:")
+    else:
+        preamble = f"Encountered graph break when attempting to trace {exp.instruction}:"
     gb = exp.gb_type
-    lines = [f"Graph break in user code at {exp.filename}:{exp.lineno}",
-             f"Graph Break Reason: Encountered graph break when attempting to trace {exp.instruction}:", ""]
+    lines = [f"Graph break in user code at {exp.filename}:{exp.lineno}", f"Graph Break Reason: {preamble}", ""]
     lines.append(gb if gb else exp.reason)
     if gb and exp.hop_name:  # torch/_dynamo/exc.py augment_exc_message_with_hop_name
         lines.append(f"  Higher Order Operator: {exp.hop_name}")

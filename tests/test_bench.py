@@ -233,3 +233,32 @@ def test_inductor_models_cold_figure_is_the_median_of_alternating_fresh_processe
     assert order == ["ours", "torch", "torch", "ours", "ours", "torch"]
     assert row["ours"]["compile_s"] == 31.0 and row["torch"]["compile_s"] == 33.0
     assert row["ours"]["compile_samples"] == [30.0, 34.0, 31.0]
+
+
+def test_inductor_models_per_call_is_the_median_of_paired_processes(monkeypatch):
+    from minidynamo.bench import inductor_models as im
+
+    per_call = [(1.10, 1.0), (0.98, 1.0), (1.02, 1.0)]  # ours/torch 1.10, 0.98, 1.02: the median process is 1.02's
+    paired = []
+
+    def fake_subprocess(argv, cache_dir):
+        if argv[0] == "--cold":
+            os.makedirs(cache_dir, exist_ok=True)
+            with open(argv[4], "w") as f:
+                json.dump({"compile_s": 1.0, "graphs": "1/0/0", "warnings": []}, f)
+        else:
+            ours, theirs = per_call[len(paired)]
+            paired.append(argv[3])
+            with open(argv[3], "w") as f:
+                json.dump({"per_call": {"ours": ours, "torch": theirs}, "ours_vs_torch": "bitwise",
+                           "fastest_ours_over_torch": ours}, f)
+
+    monkeypatch.setattr(im, "_subprocess", fake_subprocess)
+    row = im.measure("resnet10t", "train", rounds=5, paired_repeats=3)
+    assert len(set(paired)) == 3  # three processes, each its own result file
+    assert row["paired"]["per_call"]["ours"] == 1.02 and row["paired"]["fastest_ours_over_torch"] == 1.02
+    assert row["paired"]["per_call_samples"] == [1.10, 0.98, 1.02]
+    assert row["paired"]["numerics_in_every_process"] == ["bitwise"]
+    paired.clear()
+    single = im.measure("resnet10t", "train", rounds=5)  # one process: its own figures, no samples
+    assert "per_call_samples" not in single["paired"] and single["paired"]["per_call"]["ours"] == 1.10

@@ -183,3 +183,28 @@ def test_deberta_v2_matches_torch_compile_and_its_graph_count():
     ours, theirs = _graph_counts("deberta_v2")
     assert (ours.graph_count, len(ours.break_reasons)) == (theirs.graph_count, theirs.graph_break_count) == (2, 1), \
         [str(r).splitlines()[0] for r in ours.break_reasons]
+
+
+def test_gpt2_counts_graphs_and_breaks_as_torch_and_runs_nothing_eagerly():
+    """GPT-2's ``self.loss_function`` is a property that logs: torch compiles up to a checkpoint and
+    skips the rest of ``forward`` (not counted as a graph break: Note [A break the frame cannot
+    resume from]), then compiles the frames the rest calls, ``ModelOutput.__init__`` among them
+    (Note [The dict inside a dict subclass]). Ours: the same graphs and counted breaks, no frame eager."""
+    from minidynamo._torch_private import dynamo_counters, dynamo_reset
+
+    model, args, kwargs = zoo.gpt2()
+    model.train(True)
+    twin = copy.deepcopy(model)
+    md.reset()
+    torch.manual_seed(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tensors_of(md.compile(model, backend="eager")(*args, **kwargs))[0].sum().backward()
+        ours = (counters["graphs"], counters["graph_breaks"])
+        dynamo_reset()
+        dynamo_counters().clear()
+        torch.manual_seed(1)
+        tensors_of(torch.compile(twin, backend="eager")(*args, **kwargs))[0].sum().backward()
+    c = dynamo_counters()
+    assert ours == (c["stats"]["unique_graphs"], sum(c["graph_break"].values()))
+    assert counters["eager_fallbacks"] == 0

@@ -46,6 +46,26 @@ def replace_dict(target: dict, new: dict) -> None:
     target.update(new)
 
 
+def rebuild_dict_dataclass(cls: type, entries: dict, attrs: dict):
+    """A ModelOutput made in the trace whose entries and attributes differ (Note [ModelOutput]):
+    made without its ``__init__``, then each written through the base classes."""
+    import collections
+
+    obj = cls.__new__(cls)
+    manual_dict_setitem(entries, obj, collections.OrderedDict if issubclass(cls, collections.OrderedDict) else dict)
+    for k, v in attrs.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+def manual_dict_setitem(new: dict, target: dict, base: type) -> None:
+    """The entries of a dict subclass written back through ``base`` (dict or OrderedDict), as torch's
+    ``_manual_dict_setitem`` (torch/_dynamo/side_effects.py): the subclass's own methods never run."""
+    base.clear(target)
+    for k, v in new.items():
+        base.__setitem__(target, k, v)
+
+
 def _is_literal(value: Any) -> bool:
     if value is None or type(value) in (bool, int, str, bytes):  # not an IntEnum, whose repr is no literal
         return True
@@ -61,7 +81,8 @@ class PyCodegen:
 
     def __init__(self, output):
         self.output = output
-        self.scope: dict[str, Any] = {"torch": torch, "sys": sys, "___NULL": NULL, "___replace_dict": replace_dict,
+        self.scope: dict[str, Any] = {"torch": torch, "sys": sys, "___NULL": NULL, "___replace_dict": replace_dict, "___manual_dict_setitem": manual_dict_setitem,
+                                       "___rebuild_dict_dataclass": rebuild_dict_dataclass,
                                       "___ResumeIterator": ResumeIterator,
                                       "___new_object": new_object, "___CellType": types.CellType,
                                       "___make_function": make_function}

@@ -102,8 +102,8 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
                 _setup_resume(tx, frame, L)
                 tx.run()
             except RestartAnalysis as restart:
-                if config.fullgraph:
-                    raise FullGraphError(restart.explanation) from None
+                if config.fullgraph:  # the break itself, as torch's step re-raises under one_graph
+                    raise FullGraphError(restart.explanation.cause or restart.explanation) from None
                 if restart.stop_at is not None:
                     if stop_at is not None:
                         raise EagerFallback(restart.explanation) from None
@@ -193,7 +193,8 @@ def _routes_through_compiler(var) -> bool:
 def _record_break(config, explanation: GraphBreak) -> None:
     """Count and report a graph break (the event log, and so the ``graph_breaks`` log of ``minidynamo/logs.py``)."""
     warn_internal(explanation)
-    counters["graph_breaks"] += 1
+    if explanation.cause is None:  # Note [A break the frame cannot resume from]: not counted, as torch's
+        counters["graph_breaks"] += 1
     events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
                 lineno=explanation.lineno, function=explanation.function, explanation=explanation)
 

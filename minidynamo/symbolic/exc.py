@@ -46,6 +46,9 @@ class GraphBreak:
     context: str = ""
     user_stack: list = field(default_factory=list)
     hop_name: str = ""  # the higher-order op whose body broke and fell back (torch's ``_hop_name``, add_hop_context)
+    # Note [A break the frame cannot resume from]: compiled up to a checkpoint, the rest of the frame eager;
+    # ``cause`` is the break met past the checkpoint (what torch's graph_breaks log prints after its preamble)
+    cause: Optional["GraphBreak"] = None
 
     @property
     def gb_type(self) -> Optional[str]:

@@ -78,7 +78,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.break_in_comprehension(explanation)
             if self.checkpoint is None or not vm_can_run(self.code, self.checkpoint[0]):
                 raise
-            raise RestartAnalysis(-1, explanation, stop_at=self.checkpoint) from e
+            raise RestartAnalysis(-1, self.step_unsupported(explanation, in_try=False), stop_at=self.checkpoint) from e
 
     def in_try_block(self, inst) -> bool:
         return find_exception_handler(self.exn_table, inst.offset) is not None
@@ -102,18 +102,35 @@ class InstructionTranslator(InstructionTranslatorBase):
         insts = self.instructions
         return not (insts[i].opname == "PUSH_EXC_INFO" and insts[i + 1].opname == "WITH_EXCEPT_START")
 
-    def step_unsupported(self, explanation):
-        """The break torch reports when it compiles up to a checkpoint (Note [A graph break inside a try block])."""
+    # Note [A break the frame cannot resume from]
+    #     A break at an instruction that is no call or jump (a property's getter run by
+    #     LOAD_ATTR, a try block) cannot be resumed after. torch 2.13 (symbolic_convert.py
+    #     ``InstructionTranslatorBase.step``) compiles up to the last checkpoint and runs the
+    #     rest of the frame eagerly; its graph_breaks log says "Encountered graph break that
+    #     we cannot resume from ...", then the break itself; ``explain`` gives the reason
+    #     ``step_unsupported``; and it is not counted among ``counters["graph_break"]`` (only
+    #     ``break_graph_if_unsupported`` adds to those). Ours does the same: this explanation
+    #     has the break it met as its ``cause``, and ``_record_break`` does not count it.
+    def step_unsupported(self, explanation, in_try: bool = True):
+        """The break torch reports when it compiles up to a checkpoint (Note [A break the frame cannot resume from])."""
         import dataclasses
         import linecache
 
         inst = next(i for i in self.instructions if i.offset == self.checkpoint[0])
         lineno = inst.lineno or explanation.lineno
+        where = ("a graph break inside a try block", "the last line before the block") if in_try else \
+            ("a graph break at an instruction the frame cannot resume after", "the last checkpoint")
+        import traceback
+
+        code = self.code  # the root frame at its checkpoint, where torch's explain points (its last user frame)
+        source = linecache.getline(code.co_filename, lineno or 0)
         return dataclasses.replace(
-            explanation, reason=f"step_unsupported: a graph break inside a try block ({explanation.reason}); "
-                                "compiled up to the last line before the block, the rest of the frame runs eagerly",
-            lineno=lineno, source=linecache.getline(self.code.co_filename, lineno or 0), gb_id="",
-            context=f"{explanation.gb_type or ''} {explanation.context}".strip())
+            explanation, reason=f"step_unsupported: {where[0]} ({explanation.reason}); "
+                                f"compiled up to {where[1]}, the rest of the frame runs eagerly",
+            lineno=lineno, filename=code.co_filename, function=code.co_name, instruction=inst.opname,
+            source=source, gb_id="", context=f"{explanation.gb_type or ''} {explanation.context}".strip(),
+            user_stack=[traceback.FrameSummary(code.co_filename, lineno, code.co_name, line=source.strip())],
+            cause=explanation)
 
     def maybe_has_backedge(self) -> bool:
         """Dynamo's heuristic: a jump after here goes back before here -> we are in a loop."""

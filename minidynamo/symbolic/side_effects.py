@@ -50,6 +50,8 @@ class SideEffects:
         self.locked_by: Optional[str] = None  # the higher-order op whose body is being traced (check_allowed)
         self.tensor_hooks: list = []  # (tensor, hook, handle, method): Note [A hook on a tensor of the trace is a node]
         self.cells: dict = {}  # id(real cell) -> (CellVariable, cell): the cells a resume function received
+        self.dict_parts: dict = {}  # source name -> the entries of a dict subclass (Note [The dict inside a dict subclass])
+        self.object_setattr: set = set()  # attr_stores keys written through object.__setattr__ (super().__setattr__)
 
     def check_allowed(self, what: str) -> None:
         """Inside a hook's body (``locked_by``), a change to the world outside it breaks the graph there.
@@ -67,13 +69,19 @@ class SideEffects:
             self.check_allowed(var.source.name())
             self.mutated_containers[_key(var)] = var
 
-    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker, generic: bool = False) -> None:
+        """``obj.name = value`` replayed after the graph; ``generic``: as ``object.__setattr__`` (the
+        trace ran the class's own ``__setattr__`` already and reached object's through ``super()``)."""
         self.check_allowed(f"{obj}.{name}")
         from .variables.tensor import TensorVariable
 
         if obj.source is None and not isinstance(obj, TensorVariable):  # Note [A tensor's own attribute ...]
             unimplemented(f"setting attribute {name!r} on an object created while tracing", gb_id=gb.SETATTR)
         self.attr_stores[(_key(obj), name)] = (obj, name, value)
+        if generic:
+            self.object_setattr.add((_key(obj), name))
+        else:
+            self.object_setattr.discard((_key(obj), name))
 
     def delete_attr(self, obj: VariableTracker, name: str) -> None:
         """``del obj.name`` of an object from outside the frame: done after the graph (torch: ``DeletedVariable``)."""
@@ -85,6 +93,12 @@ class SideEffects:
             unimplemented(f"attribute {name!r} was deleted earlier in the frame (eager raises AttributeError)",
                           gb_id=gb.OBSERVED_EXCEPTION, context=f"getattr after del {name}")
         return entry[2] if entry else None
+
+    def pending_attrs(self, obj: VariableTracker) -> tuple[dict, set]:
+        """The attributes of ``obj`` the frame has set so far (name -> value tracker), and those it deleted."""
+        key = _key(obj)
+        mine = {name: value for (k, name), (_, _, value) in self.attr_stores.items() if k == key}
+        return {n: v for n, v in mine.items() if v is not DELETED}, {n for n, v in mine.items() if v is DELETED}
 
     def register_hook(self, tensor: VariableTracker, hook: VariableTracker, handle: VariableTracker,
                       method: str) -> None:
@@ -149,7 +163,11 @@ class SideEffects:
         lines = []
         for var in self.mutated_containers.values():
             target = cg.source_expr(var.source)
-            if isinstance(var, ConstDictVariable):
+            if isinstance(var, ConstDictVariable) and getattr(var, "written_through", None) is not None:
+                # Note [The dict inside a dict subclass]: through the base class, never the subclass's overrides
+                body = ", ".join(f"{cg.constant_expr(k)}: {cg.expr(v)}" for k, v in var.items.items())
+                lines.append(f"___manual_dict_setitem({{{body}}}, {target}, {cg.constant_expr(var.written_through)})")
+            elif isinstance(var, ConstDictVariable):
                 body = ", ".join(f"{cg.constant_expr(k)}: {cg.expr(v)}" for k, v in var.items.items())
                 lines.append(f"___replace_dict({target}, {{{body}}})")
             elif isinstance(var, ListIteratorVariable):  # Note [A carried iterator is advanced in place]
@@ -162,11 +180,13 @@ class SideEffects:
                 lines.append(f"{target}[:] = [{', '.join(cg.expr(v) for v in var.items)}]")
         from .variables.tensor import TensorVariable
 
-        for obj, name, value in self.attr_stores.values():
+        for key, (obj, name, value) in self.attr_stores.items():
             if isinstance(obj, TensorVariable) and obj.source is None and obj.proxy.node not in cg.graph_outputs:
                 continue  # a tensor of the trace nothing after the graph reaches: pruned, as torch's
             if value is DELETED:
                 lines.append(f"delattr({cg.expr(obj)}, {name!r})")
+            elif key in self.object_setattr:
+                lines.append(f"object.__setattr__({cg.expr(obj)}, {name!r}, {cg.expr(value)})")
             elif name.isidentifier():
                 lines.append(f"{cg.expr(obj)}.{name} = {cg.expr(value)}")
             else:

@@ -178,6 +178,18 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True, repr=False)
+class DictGetItemSource(Source):
+    """An entry of a dict subclass read as ``dict.__getitem__`` reads it, past the subclass's own
+    ``__getitem__`` (torch's ``DictGetItemSource``, whose guard accessor calls ``PyDict_GetItem``)."""
+
+    base: Source
+    index: Any
+
+    def name(self) -> str:
+        return f"dict.__getitem__({self.base.name()}, {self.index!r})"
+
+
+@dataclass(frozen=True, repr=False)
 class DictGetItemByKeyIndexSource(Source):
     """The value under a dict's ``index``-th key, a key that is no literal (a class, ``typing.Union``):
     ``G['d'][list(G['d'])[3]]``, torch's ``DictGetItemSource`` over a ``ConstDictKeySource``."""

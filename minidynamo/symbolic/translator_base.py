@@ -43,6 +43,7 @@ from .variables.lazy import LazyVariableTracker
 from .variables.operators import call_operator
 from .variables.new_object import NewObjectVariable
 from .variables.exceptions import ExceptionVariable
+from .variables.user_defined import DataclassDictVariable
 from .variables.functions import CellVariable
 from .variables.misc import NullVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
@@ -365,8 +366,19 @@ class InstructionTranslatorBase(ExceptionOpcodes, ControlFlowOpcodes, CallOpcode
     def STORE_ATTR(self, inst) -> None:
         obj = self.pop()
         value = self.pop()
-        if isinstance(obj, (NewObjectVariable, ExceptionVariable)):
+        if isinstance(obj, (NewObjectVariable, ExceptionVariable, DataclassDictVariable)):
             obj.store_attr(self, inst.argval, value)
+            return
+        if isinstance(obj, UserDefinedObjectVariable) and obj.source \
+                and inspect.isfunction(setattr_ := inspect.getattr_static(type(obj.value), "__setattr__", None)):
+            # the class's own __setattr__, inlined with the name as a constant, as torch's
+            # UserDefinedObjectVariable.call_method: its super().__setattr__ records the store
+            from .variables.constant import ConstantVariable
+            from .variables.functions import UserMethodVariable
+            from .variables.misc import guard_class_attribute
+
+            guard_class_attribute(self, type(obj.value), "__setattr__", setattr_)
+            UserMethodVariable(setattr_, obj).call_function(self, [ConstantVariable(inst.argval), value], {})
             return
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable, PythonModuleVariable)) and obj.source:
             self.output.side_effects.store_attr(obj, inst.argval, value)

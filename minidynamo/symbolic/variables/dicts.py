@@ -201,6 +201,8 @@ class DictViewVariable(VariableTracker):
         return self.kind == "keys" or all(v.is_python_constant() for v in self.dict_var.items.values())  # keys are constants
 
     def as_python_constant(self) -> Any:
+        if self.kind == "keys":  # the keys alone: the values may be tensors
+            return dict.fromkeys(self.dict_var.items).keys()
         return getattr(self.dict_var.as_python_constant(), self.kind)()
 
     def truth(self, tx) -> bool:

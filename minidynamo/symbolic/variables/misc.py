@@ -24,6 +24,8 @@ from .. import graph_break_registry as gb
 from ..source import AttrSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable
+from .dicts import ConstDictVariable as ConstDictVariable_
+from .dict_subclass import DictPartMethodVariable, dict_part, inherits_dict_method, is_dict_subclass_instance
 
 
 _MISSING = object()
@@ -159,6 +161,10 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         entry under presence guards (``InstanceDictVariable``), not guarded whole.
     """
     source = AttrSource(obj_var.source, name) if obj_var.source is not None else None
+    if name == "__dict__" and source is not None and isinstance(getattr(value, "__dict__", None), dict):
+        stored, deleted = tx.output.side_effects.pending_attrs(obj_var)
+        if stored or deleted:  # Note [An instance __dict__ read after the frame wrote attributes]
+            return InstanceDictSnapshot.of(tx.variable_builder(source)(value.__dict__), stored, deleted)
     inst_dict = getattr(value, "__dict__", {})
     if name in inst_dict:
         attr = inst_dict[name]
@@ -193,6 +199,33 @@ def generic_python_attr(tx, obj_var: VariableTracker, value: Any, name: str) -> 
         tx.output.guards.add(obj_var.source, "HASATTR", expr, f"the trace found no attribute {name!r}")
         tx.raise_observed_exception(AttributeError, [f"{type(value).__name__!r} object has no attribute {name!r}"])
     unimplemented(f"attribute {name!r} of {type(value).__name__} object", gb_id=gb.UNSUPPORTED_METHOD)
+
+
+class InstanceDictSnapshot(ConstDictVariable_):
+    """``obj.__dict__`` of an object from outside the frame after the frame set some of its attributes.
+
+    Note [An instance __dict__ read after the frame wrote attributes]
+        ``ModelOutput.__post_init__`` asks ``self.__dict__.get(name)`` right after its
+        dataclass ``__init__`` set the fields. Those stores wait in the side-effect table
+        until after the graph, so the real ``__dict__`` does not hold them yet: read as it
+        is, the trace would take the branch for fields that are None. So the dict is read
+        (and guarded) as it is, then the frame's pending stores are laid over it, as
+        torch's ``UserDefinedObjectVariable`` answers ``__dict__`` from its attribute
+        mutations. This view is for reading: a write to it is a graph break, never a
+        write that would be lost.
+    """
+
+    @classmethod
+    def of(cls, real, stored: dict, deleted: set) -> "InstanceDictSnapshot":
+        items = {k: v for k, v in real.items.items() if k not in deleted}
+        items.update(stored)
+        return cls(items)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name in ("__setitem__", "update", "pop", "clear", "setdefault", "__delitem__", "popitem"):
+            unimplemented(f"__dict__.{name} of an object whose attributes the frame set earlier",
+                          gb_id=gb.UNSUPPORTED_METHOD)
+        return super().call_method(tx, name, args, kwargs)
 
 
 def call_class_getattr(tx, obj_var: VariableTracker, cls: type, name: str) -> Optional[VariableTracker]:
@@ -380,6 +413,10 @@ class UserDefinedObjectVariable(VariableTracker):
             # torch's LoggingLoggerVariable gives a data attribute (``root.handlers`` in
             # ``logging.warning``) as a GetAttrVariable without a python_type(): its first use breaks
             return LoggerAttributeVariable(self, name)
+        if self.source is not None and is_dict_subclass_instance(self.value) and inherits_dict_method(
+                type(self.value), name) and name not in getattr(self.value, "__dict__", {}) \
+                and tx.output.side_effects.load_attr(self, name) is None:
+            return DictPartMethodVariable(self, name)  # Note [The dict inside a dict subclass]
         if name == "__reduce_ex__":
             from ..polyfills import plain_reduce, reduce_ex_user_defined_object
             from .functions import UserMethodVariable
@@ -396,11 +433,29 @@ class UserDefinedObjectVariable(VariableTracker):
             return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def _entries(self, tx, name: str):
+        """The dict entries of a dict-subclass instance whose class keeps dict's ``name``, else None."""
+        if self.source is not None and is_dict_subclass_instance(self.value) and inherits_dict_method(
+                type(self.value), name):
+            return dict_part(tx, self)
+        return None
+
+    def has_unpack_var_sequence(self, tx) -> bool:
+        return self._entries(tx, "__iter__") is not None
+
+    def unpack_var_sequence(self, tx) -> list:
+        part = self._entries(tx, "__iter__")
+        if part is None:
+            return super().unpack_var_sequence(tx)
+        return part.unpack_var_sequence(tx)
+
     def truth(self, tx) -> bool:
         """``if obj:`` on an object whose class defines neither ``__bool__`` nor ``__len__``: always true,
         as Dynamo's ``generic_jump`` (torch/_dynamo/symbolic_convert.py) decides for a user object
         without either (``if copier:`` in ``copy.copy``, a C method descriptor)."""
         cls = type(self.value)
+        if inspect.getattr_static(cls, "__bool__", None) is None and self._entries(tx, "__len__") is not None:
+            return self._entries(tx, "__len__").truth(tx)
         if inspect.getattr_static(cls, "__bool__", None) is None and inspect.getattr_static(cls, "__len__", None) is None:
             return True
         result = python_bool(tx, self, cls)

@@ -50,16 +50,30 @@ class ObjectGetattributeVariable(VariableTracker):
 
 
 class ObjectSetattrVariable(VariableTracker):
-    """``object.__setattr__`` bound to a new object: ``super().__setattr__(key, value)`` in an override."""
+    """``object.__setattr__`` bound to a new object, or to one from outside the frame (with a source):
+    ``super().__setattr__(key, value)`` in an override."""
 
-    def __init__(self, obj: "NewObjectVariable", **kwargs):
+    def __init__(self, obj: VariableTracker, **kwargs):
         super().__init__(**kwargs)
         self.obj = obj
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         if kwargs or len(args) != 2 or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), str):
             unimplemented("object.__setattr__ with a name that is not a constant string", gb_id=gb.NOT_A_CONSTANT)
-        self.obj.attrs[args[0].as_python_constant()] = args[1]
+        name = args[0].as_python_constant()
+        if isinstance(self.obj, NewObjectVariable):
+            self.obj.attrs[name] = args[1]
+            return ConstantVariable(None)
+        if hasattr(self.obj, "object_setattr"):  # a ModelOutput made in the trace (Note [ModelOutput])
+            self.obj.object_setattr(name, args[1])
+            return ConstantVariable(None)
+        # an object from outside the frame (Note [The dict inside a dict subclass], dict_subclass.py):
+        # written after the graph as object.__setattr__ writes it, past the class's own __setattr__
+        cls_attr = inspect.getattr_static(type(self.obj.value), name, None)
+        if hasattr(type(cls_attr), "__set__") or hasattr(type(cls_attr), "__delete__"):
+            unimplemented(f"object.__setattr__ of {name!r}, a data descriptor of {type(self.obj.value).__name__}",
+                          gb_id=gb.SETATTR)
+        tx.output.side_effects.store_attr(self.obj, name, args[1], generic=True)
         return ConstantVariable(None)
 
 

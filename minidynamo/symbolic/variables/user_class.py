@@ -13,6 +13,7 @@ of them imports it (pyproject.toml's "dynamo-variables" contract). Mirrors
 from __future__ import annotations
 
 import abc
+import collections
 import contextlib
 import inspect
 import types
@@ -27,8 +28,16 @@ from ..source import AttrSource
 from .base import GetAttrVariable, VariableTracker
 from .autograd_function import AutogradFunctionApplyVariable, is_plain_apply
 from .constant import ConstantVariable, is_constant_value
-from .misc import _user_class, class_attribute, guard_class_attribute
-from .user_defined import DictBaseVariable
+from .dict_subclass import DICT_METHODS, DictPartMethodVariable, is_dict_subclass_instance
+from .misc import UserDefinedObjectVariable, _user_class, class_attribute, guard_class_attribute
+from .user_defined import DataclassDictVariable, DictBaseVariable
+
+
+class DataclassBaseMethodVariable(GetAttrVariable):
+    """``super().__setitem__`` in a ModelOutput made in the trace: OrderedDict's method on its entries."""
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.obj.base_method(tx, self.name, args, kwargs)
 
 
 class SuperVariable(VariableTracker):
@@ -68,8 +77,19 @@ class SuperVariable(VariableTracker):
 
                 if klass is object and name == "__getattribute__":  # Note [A class that overrides __getattribute__]
                     return ObjectGetattributeVariable(self.obj)
-                if klass is object and name == "__setattr__" and isinstance(self.obj, NewObjectVariable):
+                if klass in (dict, collections.OrderedDict) and isinstance(self.obj, DataclassDictVariable):
+                    return DataclassBaseMethodVariable(self.obj, name)  # Note [ModelOutput]
+                if klass is object and name == "__setattr__" and isinstance(self.obj, DataclassDictVariable):
                     return ObjectSetattrVariable(self.obj)
+                if klass is object and name == "__setattr__" and (isinstance(self.obj, NewObjectVariable) or (
+                        isinstance(self.obj, UserDefinedObjectVariable) and self.obj.source is not None)):
+                    return ObjectSetattrVariable(self.obj)
+                if klass in (dict, collections.OrderedDict) and name in DICT_METHODS and isinstance(
+                        self.obj, UserDefinedObjectVariable) and self.obj.source is not None and \
+                        is_dict_subclass_instance(self.obj.value) and (
+                        name not in ("get", "__getitem__", "__contains__")
+                        or self.obj.source.name() in tx.output.side_effects.dict_parts):
+                    return DictPartMethodVariable(self.obj, name)  # Note [The dict inside a dict subclass]
                 if klass is dict and name in ("get", "__getitem__", "__contains__"):
                     return GetAttrVariable(DictBaseVariable(self.obj), name)  # super().get of a dict subclass
                 break

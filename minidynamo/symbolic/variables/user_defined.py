@@ -74,7 +74,7 @@ def is_dataclass_dict(cls: type) -> bool:
 
 
 class DataclassDictVariable(VariableTracker):
-    """A ``ModelOutput`` built while tracing: its fields are trackers, its keys the non-None ones.
+    """A ``ModelOutput`` built while tracing: its attributes and its entries, each a tracker.
 
     Note [ModelOutput]
         transformers' outputs are dataclasses that are also OrderedDicts: a field set to
@@ -83,14 +83,21 @@ class DataclassDictVariable(VariableTracker):
         ``variables/dicts.py`` (``UserDefinedDictVariable`` / the former
         ``CustomizedDictVariable``). Ours supports construction from keyword (or
         positional) fields whose first value is a tensor or None -- the only path of
-        ``ModelOutput.__post_init__`` that models take -- and reads; a mutation is a
-        graph break. After the graph it is rebuilt by calling the class with its fields.
+        ``ModelOutput.__post_init__`` that models take -- and reads. A write
+        (``out.loss = t``, ``out["logits"] = t``) runs the class's own ``__setattr__`` /
+        ``__setitem__``, inlined: their ``super().__setitem__`` writes the entries and
+        their ``super().__setattr__`` the attributes, which can then differ (``out.loss =
+        t`` on a field that was None sets the attribute and adds no key, as in eager).
+        After the graph it is rebuilt by calling the class with its fields when the two
+        still agree, else as ``___rebuild_dict_dataclass`` writes each through the base
+        classes (torch's ``_manual_dict_setitem``).
     """
 
     def __init__(self, cls: type, fields: dict, **kwargs):
         super().__init__(**kwargs)
         self.cls = cls
-        self.fields = fields  # name -> tracker, every field of the dataclass
+        self.fields = fields  # name -> tracker: the attributes, every field of the dataclass first
+        self.entries = {k: v for k, v in fields.items() if not _is_none(v)}  # the OrderedDict's own items
 
     @classmethod
     def create(cls, tx, klass: type, args: list, kwargs: dict) -> "DataclassDictVariable":
@@ -115,18 +122,18 @@ class DataclassDictVariable(VariableTracker):
         return self.cls
 
     def keys(self) -> list:
-        return [k for k, v in self.fields.items() if not _is_none(v)]
+        return list(self.entries)
 
     def to_tuple(self):
         from .lists import TupleVariable
 
-        return TupleVariable([self.fields[k] for k in self.keys()])
+        return TupleVariable(list(self.entries.values()))
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         import inspect
 
         from ..exc import unimplemented
-        from .functions import UserFunctionVariable
+        from .functions import UserFunctionVariable, UserMethodVariable
         from .base import GetAttrVariable
 
         if name in self.fields:
@@ -136,21 +143,65 @@ class DataclassDictVariable(VariableTracker):
         attr = inspect.getattr_static(self.cls, name, None)
         if isinstance(attr, property) and attr.fget is not None:
             return UserFunctionVariable(attr.fget).call_function(tx, [self], {})
+        if inspect.isfunction(attr):  # ModelOutput._replace_old_cache_name, called by its __setattr__
+            return UserMethodVariable(attr, self)
+        if name == "__dataclass_fields__":
+            return tx.wrap_sourceless(attr)
         unimplemented(f"attribute {name!r} of a {self.cls.__name__}", gb_id=gb.UNSUPPORTED_METHOD)
 
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``out.name = value``: the class's own ``__setattr__``, inlined (Note [ModelOutput])."""
+        import inspect
+
+        setattr_ = inspect.getattr_static(self.cls, "__setattr__", None)
+        if inspect.isfunction(setattr_):
+            from .functions import UserMethodVariable
+
+            UserMethodVariable(setattr_, self).call_function(tx, [ConstantVariable(name), value], {})
+        else:
+            self.object_setattr(name, value)
+
+    def object_setattr(self, name: str, value: VariableTracker) -> None:
+        """``object.__setattr__(out, name, value)``: the attribute only."""
+        self.fields[name] = value
+
+    def base_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        """``OrderedDict.<name>(out, ...)`` reached through ``super()``: the entries only."""
+        from ..exc import unimplemented
+
+        if not kwargs and name == "__setitem__" and len(args) == 2 and args[0].is_python_constant():
+            self.entries[args[0].as_python_constant()] = args[1]
+            return ConstantVariable(None)
+        if not kwargs and name == "__delitem__" and len(args) == 1 and args[0].is_python_constant():
+            key = args[0].as_python_constant()
+            if key not in self.entries:
+                tx.raise_observed_exception(KeyError, [args[0]])
+            del self.entries[key]
+            return ConstantVariable(None)
+        if name in ("keys", "values", "items", "__len__", "get", "__getitem__", "__contains__"):
+            return self.call_method(tx, name, args, kwargs)
+        unimplemented(f"super().{name} of a {self.cls.__name__}", gb_id=gb.SUPER)
+
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        import inspect
+
         from ..exc import unimplemented
         from .lists import ListVariable, TupleVariable
 
+        own = inspect.getattr_static(self.cls, name, None)
+        if name == "__setitem__" and inspect.isfunction(own):  # ModelOutput.__setitem__, inlined
+            from .functions import UserMethodVariable
+
+            return UserMethodVariable(own, self).call_function(tx, args, kwargs)
         keys = self.keys()
         if name == "to_tuple" and not args:
             return self.to_tuple()
         if name == "keys" and not args:
             return ListVariable([ConstantVariable(k) for k in keys])
         if name == "values" and not args:
-            return ListVariable([self.fields[k] for k in keys])
+            return ListVariable(list(self.entries.values()))
         if name == "items" and not args:
-            return ListVariable([TupleVariable([ConstantVariable(k), self.fields[k]]) for k in keys])
+            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.entries.items()])
         if name == "__len__":
             return ConstantVariable(len(keys))
         if name in ("__getitem__", "get", "__contains__") and args and args[0].is_python_constant():
@@ -159,7 +210,7 @@ class DataclassDictVariable(VariableTracker):
                 return ConstantVariable(key in keys)
             if isinstance(key, str):
                 if key in keys:
-                    return self.fields[key]
+                    return self.entries[key]
                 if name == "get":
                     return args[1] if len(args) > 1 else ConstantVariable(None)
                 unimplemented(f"{self.cls.__name__}[{key!r}]: no such key (eager raises KeyError)",
@@ -172,8 +223,14 @@ class DataclassDictVariable(VariableTracker):
         return [ConstantVariable(k) for k in self.keys()]
 
     def reconstruct(self, codegen) -> str:
-        body = ", ".join(f"{k}={codegen.expr(v)}" for k, v in self.fields.items())
-        return f"{codegen.constant_expr(self.cls)}({body})"
+        agree = list(self.entries) == [k for k, v in self.fields.items() if not _is_none(v)] and all(
+            self.entries[k] is self.fields[k] for k in self.entries)
+        if agree:
+            body = ", ".join(f"{k}={codegen.expr(v)}" for k, v in self.fields.items())
+            return f"{codegen.constant_expr(self.cls)}({body})"
+        entries = ", ".join(f"{k!r}: {codegen.expr(v)}" for k, v in self.entries.items())
+        attrs = ", ".join(f"{k!r}: {codegen.expr(v)}" for k, v in self.fields.items())
+        return f"___rebuild_dict_dataclass({codegen.constant_expr(self.cls)}, {{{entries}}}, {{{attrs}}})"
 
     def __repr__(self) -> str:
         return f"DataclassDictVariable({self.cls.__name__})"
