@@ -284,8 +284,11 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
         (``Cls.step = g`` after compile: its entry still runs the old method, a stale
         result); ours keeps one guard on the class for that, ``CLASS_ATTRIBUTE``
         (Note [A class attribute the trace used]), so that call recompiles, as eager would
-        have it. The method keeps the attribute's source, so its defaults, closure cells
-        and globals are guarded through it. tests/test_bound_methods_like_torch.py.
+        have it; the same guard covers a class between the instance's and the owner gaining
+        the name, which torch guards with one ``DICT_CONTAINS`` per such class
+        (``dict(type(L['obj']).__mro__[1].__dict__)``), and ours does not print. The method
+        keeps the attribute's source, so its defaults, closure cells and globals are guarded
+        through it. tests/test_bound_methods_like_torch.py.
     """
     from .functions import UserFunctionVariable, UserMethodVariable
 
