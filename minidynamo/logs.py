@@ -47,7 +47,7 @@ _LEVEL = {"dynamic": logging.INFO}  # torch's "dynamic" is a log at INFO; the ar
 
 _enabled: set[str] = set()
 _handler: logging.Handler | None = None
-_ids: dict[str, list[int]] = {}  # function -> [frame id, compiles so far] (torch's CompileId)
+_ids: dict = {}  # code object (else function name) -> [frame id, compiles so far] (torch's CompileId)
 
 
 def get_artifact_logger(artifact: str) -> logging.Logger:
@@ -82,11 +82,16 @@ def _emit(artifact: str, text: str, where: str) -> None:
     logger.log(_LEVEL.get(artifact, logging.DEBUG), text, extra=extra)
 
 
-_current: str | None = None  # the frame being compiled (its name), from the dynamo pass's pass_begin
+_seen_breaks: set = set()  # (gb_type, file, line) of the breaks logged in full (Note [A duplicate graph break is logged short])
+_current = None  # the frame being compiled (its code object, else its name), from the dynamo pass's pass_begin
 
 
-def _compile_id(function: str, new_compile: bool = False) -> str:
-    """torch's ``CompileId`` as it prints it: ``frame/compile`` (``[0/1]``: frame 0, its second compile)."""
+def _compile_id(function, new_compile: bool = False) -> str:
+    """torch's ``CompileId`` as it prints it: ``frame/compile`` (``[0/1]``: frame 0, its second compile).
+
+    A frame is its code object, as torch's frame ids count code objects: transformers'
+    ``wrapper``, ``wrapped_func`` and ``forward`` are three frames though ``functools.wraps``
+    names all three ``forward``."""
     ids = _ids.get(function)
     if ids is None:
         ids = _ids[function] = [len(_ids), 0]
@@ -108,6 +113,21 @@ def _emitter() -> str:
 
 # --- what each artifact prints, from the events ---------------------------------------
 
+# what torch's break_graph_if_unsupported says of each instruction it cuts a graph at (its msg_prefix,
+# torch/_dynamo/symbolic_convert.py)
+_DESCRIBED = {
+    "CALL": "a function call, e.g. f(x, y)",
+    "CALL_FUNCTION": "a call to a regular function, e.g. f(x, y)",
+    "CALL_FUNCTION_EX": "a variadic function call, e.g. f(*args)",
+    "CALL_FUNCTION_KW": "a function call with keyword arguments, e.g. f(x=True)",
+    "CALL_KW": "a function call with keyword arguments, e.g. f(x=True)",
+    "COMPARE_OP": "a comparison operation, e.g. a == b",
+    "STORE_ATTR": "storing an object's attribute, e.g. x.attr = y",
+    "STORE_SUBSCR": "trying to store subscript, e.g. x[key] = y",
+    "BINARY_SUBSCR": "a binary subscript, e.g. x[attr]",
+}
+
+
 def _graph_break(e) -> None:
     exp = e.details.get("explanation")
     if exp is None:
@@ -116,11 +136,25 @@ def _graph_break(e) -> None:
         exp = exp.cause
         preamble = ("Encountered graph break that we cannot resume from. Compiling up to the previous resumable "
                     "state, then skipping the rest of the function. Graph break encountered:")
+    elif e.details.get("root_instruction") in _DESCRIBED:
+        op = e.details["root_instruction"]
+        preamble = f"Encountered graph break when attempting to trace {op}: {_DESCRIBED[op]}:"
+    elif e.details.get("root_instruction"):  # a jump: torch's generic_jump logs the break alone
+        preamble = None
     else:
         preamble = f"Encountered graph break when attempting to trace {exp.instruction}:"
     gb = exp.gb_type
-    lines = [f"Graph break in user code at {exp.filename}:{exp.lineno}", f"Graph Break Reason: {preamble}", ""]
-    lines.append(gb if gb else exp.reason)
+    # Note [A duplicate graph break is logged short]: torch's log_graph_break (symbolic_convert.py) prints
+    # the user stack once per (gb_type, place), through graph_break_dup_warning_checker (utils.py), which
+    # each new torch.compile wrapper resets (ConvertFrameAssert); later ones get one line instead
+    first = (gb or exp.reason, exp.filename, exp.lineno) not in _seen_breaks
+    _seen_breaks.add((gb or exp.reason, exp.filename, exp.lineno))
+    head = f"Graph break in user code at {exp.filename}:{exp.lineno}" if first else \
+        f"Graph break (user stack suppressed due to duplicate graph break) in user code at {exp.filename}:{exp.lineno}"
+    if preamble is None:
+        lines = [head, f"Graph Break Reason: {gb if gb else exp.reason}"]
+    else:
+        lines = [head, f"Graph Break Reason: {preamble}", "", gb if gb else exp.reason]
     if gb and exp.hop_name:  # torch/_dynamo/exc.py augment_exc_message_with_hop_name
         lines.append(f"  Higher Order Operator: {exp.hop_name}")
     if gb:
@@ -133,6 +167,9 @@ def _graph_break(e) -> None:
     link = documentation_link(exp.gb_id)
     if link:
         lines += ["", f" For more details about this graph break, please visit: {link}"]
+    if not first:
+        _emit("graph_breaks", "\n".join(lines) + "\n", _emitter())
+        return
     lines += ["", "User code traceback:"]
     for fs in exp.user_stack:
         lines.append(f'  File "{fs.filename}", line {fs.lineno}, in {fs.name}')
@@ -146,12 +183,13 @@ def _recompile(e) -> None:
     code = e.details.get("code")
     where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "?"
     global _current
-    reasons = e.details.get("reasons") or [f"{_compile_id(e.function)}: {record or e.details.get('guard')}"]
+    key = code if code is not None else e.function
+    reasons = e.details.get("reasons") or [f"{_compile_id(key)}: {record or e.details.get('guard')}"]
     text = (f"Recompiling function {e.function} in {where}\n"
             f"    triggered by the following guard failure(s):\n"
             + "\n".join(f"    - {reason}" for reason in reasons))  # the cache's own texts (guard_tree.fail_reason)
-    _current = e.function
-    _compile_id(e.function, new_compile=True)
+    _current = key
+    _compile_id(key, new_compile=True)
     _emit("recompiles", text, _emitter())
 
 
@@ -188,8 +226,10 @@ _READERS = {
 
 def _on_event(e) -> None:
     global _current
+    if e.kind == "optimize":
+        _seen_breaks.clear()
     if e.kind == "pass_begin" and e.pass_name == events.DYNAMO:
-        _current = e.details.get("function", _current)
+        _current = e.details.get("code") or e.details.get("function", _current)
     for artifact in _enabled:
         reader = _READERS[artifact].get(e.kind)
         if reader is not None:
@@ -226,6 +266,7 @@ def set_logs(**artifacts: bool) -> None:
         _handler = None
         events.unlisten(_on_event)
     _ids.clear()
+    _seen_breaks.clear()
     global _current
     _current = None
 

@@ -29,6 +29,11 @@ def _ops(gm) -> collections.Counter:
     return collections.Counter(str(n.target) for n in gm.graph.nodes if n.op == "call_function")
 
 
+def _order(gm) -> list[str]:
+    """The backward's nodes in order (Note [The backward in the autograd engine's order]); names are the joint's."""
+    return [n.name for n in gm.graph.nodes if n.op == "call_function"]
+
+
 def _joints_of(fn, *args):
     joints = []
 
@@ -53,6 +58,7 @@ def _compare(joint, static=()):
     assert sorted(n.name for n in ours.saved_values) == sorted(theirs_saved)
     assert _ops(ours.fw_module) == _ops(fw)
     assert _ops(ours.bw_module) == _ops(bw)
+    assert _order(ours.bw_module) == _order(bw)  # torch's reordering_to_mimic_autograd_engine
     if not static:  # why each node may not be recomputed, in torch's words (chapter 10 prints both)
         theirs_banned = torch_min_cut_ban_reasons(copy.deepcopy(joint.gm), num_fwd_outputs=joint.num_fwd_outputs)
         # torch's two heuristics (values used far apart, long fusible chains) ban with no stated

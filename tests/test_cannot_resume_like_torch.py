@@ -71,8 +71,32 @@ def r_resumable_call_break(x):
     return y.cos()
 
 
+def _wraps(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+
+    return wrapper
+
+
+@_wraps
+def _outer_step(x):
+    y = x.sin()
+    z = y.cos()
+    return z * LOUD.scale + 1
+
+
+def r_nested_frames_named_alike(x):
+    """transformers' decorators: every frame is named ``_outer_step`` by functools.wraps, each its own
+    compile id, and a break met again at the same place logged short after the first."""
+    return _outer_step(x) + 1
+
+
 PROGRAMS = {name: fn for name, fn in dict(globals()).items() if name.startswith("r_")}
-_REASON = re.compile(r"Graph Break Reason: (Encountered graph break (?:that we cannot resume from|when attempting))")
+_REASON = re.compile(r"\[(\d+/\d+)\] \[__graph_breaks\] (Graph break (?:in|\(user stack suppressed)[^\n]*?)(?: in user code)? at "
+                     r"[^\n]*\n[^\n]*Graph Break Reason: ([^\n]*)")
 
 
 def _run(compile_fn, set_logs, fn, capfd):

@@ -89,6 +89,7 @@ def test_a_graph_break_starts_as_torchs(both):
         assert any(ln.startswith("  Explanation: ") for ln in lines)
         assert any(ln.startswith("  Developer debug context: ") for ln in lines)
         assert "User code traceback:" in lines
+    assert t[1] == o[1]  # torch's words for the instruction: "CALL: a function call, e.g. f(x, y):"
     assert theirs["graph_breaks"][0][0] == ours["graph_breaks"][0][0] == "0/0"
 
 

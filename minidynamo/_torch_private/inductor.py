@@ -51,7 +51,8 @@ class inductor_graphs_recorder:
     """Observe torch's ``compile_fx_inner`` (through ``_compile_fx_inner``, oracle/observer): every graph Inductor compiles, in order.
 
     ``with inductor_graphs_recorder() as seen:`` ... ; ``seen`` is a list of ``(kind, gm, output_code)``,
-    kind ``"forward"``, ``"backward"`` or ``"inference"``; ``output_code.source_code`` is the Python
+    kind ``"forward"``, ``"backward"`` or ``"inference"``, ``gm`` a copy of the graph as it was handed to
+    Inductor (before its passes, the same whether or not its cache served it); ``output_code.source_code`` is the Python
     wrapper Inductor wrote (what ``TORCH_LOGS=output_code`` prints). Works for our backend and for
     ``torch.compile(backend="inductor")`` alike: both call that function. torch's AOTAutograd cache
     is off inside (``torch._functorch.config.enable_autograd_cache``): a hit there would skip Inductor.
@@ -66,9 +67,16 @@ class inductor_graphs_recorder:
         real = self._real
 
         def recording(gm, example_inputs, *args, **kwargs):
+            import copy
+
+            import torch.fx
+
+            # The graph as handed to Inductor: its post-grad passes rewrite ``gm`` in place (``view`` becomes
+            # ``reshape``), unless its FX graph cache serves the graph, when they do not run at all.
+            handed = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
             out = real(gm, example_inputs, *args, **kwargs)
             kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"
-            seen.append((kind, gm, out))
+            seen.append((kind, handed, out))
             return out
 
         cfx._compile_fx_inner = recording

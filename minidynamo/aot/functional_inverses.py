@@ -27,8 +27,10 @@ def _inverse_view(step: ViewMeta, parent: torch.Tensor, new: torch.Tensor) -> to
     name = op._schema.name.split("::")[1]
     if name in ("view", "_unsafe_view", "reshape", "squeeze", "flatten", "unflatten", "view_as"):
         return aten.view.default(new, list(parent.shape))
-    if name in ("alias", "detach", "_conj", "lift_fresh"):
+    if name in ("alias", "detach", "lift_fresh"):
         return new
+    if name in ("_conj", "_neg_view"):  # torch's _conj_inverse / _neg_view_inverse (FunctionalInverses.cpp)
+        return getattr(aten, name).default(new)
     if name == "t":
         return aten.t.default(new)
     if name == "transpose":

@@ -300,7 +300,21 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
         return t
 
     def _commit(self, t: FunctionalTensor, new: torch.Tensor) -> None:
-        """``t``'s data is now ``new``: update the base, bump the generation, count the mutation."""
+        """``t``'s data is now ``new``: update the base, bump the generation, count the mutation.
+
+        Note [A mutated view stays stale]
+            torch's ``FunctionalTensorWrapper::commit_update``
+            (``aten/src/ATen/FunctionalTensorWrapper.cpp``) adds the update to the
+            storage and leaves the view's own generation behind ("we used to mark
+            the tensor here as up-to-date" is commented out there): the next read of
+            the view, or ``from_fun`` of it as a graph output, regenerates it from the
+            updated base (``y = a[1:]; y.add_(1); y * 2`` reads
+            ``slice(slice_scatter(...))``, not the bare ``add``). Ours too. A view that
+            no write went through is up to date and is never replayed: a bias
+            gradient ``view(sum, [192])`` stays where autograd made it, right after
+            its ``sum``, as in torch's joint graph (ours once marked every returned
+            view stale, which moved those views after the whole backward).
+        """
         if new.dtype != t.dtype:
             new = aten._to_copy.default(new, dtype=t.dtype)
         storage = t.storage_
@@ -312,7 +326,8 @@ class FunctionalTensorMode(MutationKernels, TorchDispatchMode):
         if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
             storage.mutation_counter_no_grad_or_inference_mode += 1
         t.elem = new
-        t.generation = storage.generation
+        if not t.chain:  # Note [A mutated view stays stale]
+            t.generation = storage.generation
 
     def _report(self, func, replacement, how: str) -> None:
         self.num_rewrites += 1

@@ -131,21 +131,16 @@ def _to_fun(mode: Any, values: list[Any]) -> list[Any]:
 def _from_fun(mode: Any, values: list[Any]) -> list[Any]:
     """Ask the functionalization mode for the latest value of each returned tensor.
 
-    A returned view is regenerated from its base's latest value (torch's sync does
-    this): after ``y = a[1:]; y.add_(1)`` the graph returns ``slice(slice_scatter(...))``,
+    A returned view that a write went through is regenerated from its base's latest
+    value (torch's sync does this; functional_tensor's Note [A mutated view stays
+    stale]): after ``y = a[1:]; y.add_(1)`` the graph returns ``slice(slice_scatter(...))``,
     a real view with ``y``'s layout, not the bare ``add``. The runtime wrapper reads
-    the layout of what the graph returns when it rebuilds the alias.
+    the layout of what the graph returns when it rebuilds the alias. A view nothing
+    wrote through is returned as it was made.
     """
     if mode is None:
         return values
-    out = []
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            if getattr(v, "chain", None):
-                v.generation = -1  # stale: from_fun replays the view chain on the base
-            v = mode.from_fun(v)
-        out.append(v)
-    return out
+    return [mode.from_fun(v) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def _mutation_counts(fun: list[Any]) -> list[int | None]:

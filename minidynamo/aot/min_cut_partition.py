@@ -77,6 +77,7 @@ from minidynamo.aot.partitioners import (
     _is_primal,
     _is_tangent,
     default_partition,
+    reordering_to_mimic_autograd_engine,
     syms_first,
 )
 
@@ -404,6 +405,7 @@ def min_cut_rematerialization_partition(joint_module: fx.GraphModule, *, num_fwd
             saved = kept
             fw_graph = _extract_graph_with_inputs_outputs(graph, primals, fwd_outputs + saved, "forward")
             bw_graph = _extract_graph_with_inputs_outputs(graph, saved + tangents, bwd_outputs, "backward")
+    bw_graph = reordering_to_mimic_autograd_engine(bw_graph)  # Note [The backward in the autograd engine's order]
     fw_module, bw_module = lazy_graph_module(joint_module, fw_graph), lazy_graph_module(joint_module, bw_graph)
     fw_names = {n.name for n in fw_graph.nodes if n.op == "call_function"}
     bw_names = {n.name for n in bw_graph.nodes if n.op == "call_function"}

@@ -44,9 +44,16 @@ Note [A break inside an inlined comprehension]
     What ours leaves to the old path (the whole frame eagerly): a set comprehension (torch
     speculates only at ``BUILD_LIST`` and ``BUILD_MAP``), a comprehension inside a
     try block (inside a grad-mode, autocast or inference_mode ``with`` block it runs and
-    resumes in the block, Note [A break inside a with block]), one that assigns a variable of the function (a walrus ``:=``) or a
+    resumes in the block, Note [A break inside a with block]), one that assigns a
     closure cell, a function with cell variables, and a run without the frame hook. Torch
-    handles the walrus and cells too.
+    handles cells too.
+
+Note [A walrus in a comprehension that breaks]
+    ``[(z := f(i)) for i in xs]`` assigns the function's ``z`` from inside the inlined
+    loop. As torch's ``_build_comprehension_fn`` (its ``walrus_vars``), the comprehension's
+    own function returns ``(result, z, ...)``, and the transformed code hands each walrus
+    value to the resume function as that local, so the rest of the frame reads what the
+    loop left in ``z``.
 """
 
 from __future__ import annotations
@@ -84,6 +91,7 @@ class ComprehensionAnalysis:
     reads: tuple               # the function's locals the comprehension reads
     disposition: str           # "stored", "discarded", "returned" or "consumed"
     result_var: Optional[str]  # the local it is stored in ("stored")
+    walrus_vars: tuple = ()    # the function's locals a walrus (:=) in it assigns (torch's walrus_vars)
 
     @property
     def result_on_stack(self) -> bool:
@@ -133,11 +141,13 @@ def analyze(code: types.CodeType, offset: int) -> Optional[ComprehensionAnalysis
         return None
     end_for = k
     reads: list[str] = []
+    walrus: list[str] = []
     for inst in insts[i + 1 : end_for]:
         if inst.opname in _NOT_IN_BODY:
             return None
-        if inst.opname in _STORES and not set(_names(inst)[:1 if inst.opname == "STORE_FAST_LOAD_FAST" else 2]) <= set(iterator_vars):
-            return None  # a walrus assigns a variable of the function
+        if inst.opname in _STORES:  # a store of a variable of the function: Note [A walrus in a comprehension that breaks]
+            stored = _names(inst)[:1] if inst.opname == "STORE_FAST_LOAD_FAST" else _names(inst)
+            walrus += [n for n in stored if n not in iterator_vars and n not in walrus]
         if inst.opname in _READS:
             names = _names(inst)[1:] if inst.opname == "STORE_FAST_LOAD_FAST" else _names(inst)
             reads += [n for n in names if n not in iterator_vars and n not in reads]
@@ -176,8 +186,10 @@ def analyze(code: types.CodeType, offset: int) -> Optional[ComprehensionAnalysis
         k += 1
     else:
         return None
+    if result_var in walrus:
+        return None
     return ComprehensionAnalysis(insts[j - 1].offset, insts[i].offset, insts[end_for].offset, insts[k].offset, tuple(roles),
-                                 iterator_vars, tuple(reads), disposition, result_var)
+                                 iterator_vars, tuple(reads), disposition, result_var, tuple(walrus))
 
 
 def _varint(value: int) -> bytes:
@@ -222,12 +234,16 @@ def comprehension_code(code: types.CodeType, a: ComprehensionAnalysis) -> types.
     for role in a.roles:
         prologue += _with_extended_arg(_OP["LOAD_FAST"], slot) if role == ITER else bytes([_OP["PUSH_NULL"], 0])
     if a.disposition == "stored":
-        epilogue = _with_extended_arg(_OP["LOAD_FAST"], code.co_varnames.index(a.result_var)) \
-            + bytes([_OP["RETURN_VALUE"], 0])
+        epilogue = _with_extended_arg(_OP["LOAD_FAST"], code.co_varnames.index(a.result_var))
     elif a.disposition == "discarded":
-        epilogue = _with_extended_arg(_OP["RETURN_CONST"], none)
+        epilogue = _with_extended_arg(_OP["LOAD_CONST"], none)
     else:
-        epilogue = bytes([_OP["RETURN_VALUE"], 0])
+        epilogue = b""  # the result is on the stack
+    if a.walrus_vars:  # Note [A walrus in a comprehension that breaks]: (result, *walrus values)
+        for name in a.walrus_vars:
+            epilogue += _with_extended_arg(_OP["LOAD_FAST"], code.co_varnames.index(name))
+        epilogue += _with_extended_arg(_OP["BUILD_TUPLE"], 1 + len(a.walrus_vars))
+    epilogue += bytes([_OP["RETURN_VALUE"], 0])
     body = code.co_code[a.start : a.end]
     units = list(code.co_positions())
     positions = [None] * (len(prologue) // 2) + units[a.start // 2 : a.end // 2] + [None] * (len(epilogue) // 2)
@@ -236,7 +252,7 @@ def comprehension_code(code: types.CodeType, a: ComprehensionAnalysis) -> types.
                         co_argcount=code.co_nlocals, co_posonlyargcount=0, co_kwonlyargcount=0,
                         co_flags=code.co_flags & ~(_VARARGS | _VARKEYWORDS), co_exceptiontable=b"",
                         co_linetable=_line_table(code.co_firstlineno, positions),
-                        co_stacksize=code.co_stacksize + 1,
+                        co_stacksize=code.co_stacksize + 1 + len(a.walrus_vars),
                         co_name=f"__comprehension_{code.co_name}_at_{lineno}",
                         co_qualname=code.co_qualname + MARK)
 

@@ -15,7 +15,7 @@ import itertools
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -97,7 +97,7 @@ def _compile_frame(frame, L: dict, config, grad_mode: bool, frame_state: dict) -
         tx = InstructionTranslator(frame.code, frame.f_globals, symbolic_locals, output,
                                    break_at=break_at, stop_at=stop_at, start_offset=frame.offset,
                                    comprehensions=config.hook is not None)
-        with events.pass_scope("dynamo", function=frame.__name__):
+        with events.pass_scope("dynamo", function=frame.__name__, code=frame.code):
             try:
                 _setup_resume(tx, frame, L)
                 tx.run()
@@ -190,12 +190,14 @@ def _routes_through_compiler(var) -> bool:
     return not (isinstance(var, BuiltinVariable) and var.fn is print)
 
 
-def _record_break(config, explanation: GraphBreak) -> None:
-    """Count and report a graph break (the event log, and so the ``graph_breaks`` log of ``minidynamo/logs.py``)."""
+def _record_break(config, explanation: GraphBreak, root_instruction: Optional[str] = None) -> None:
+    """Count and report a graph break (the event log, and so the ``graph_breaks`` log of ``minidynamo/logs.py``);
+    ``root_instruction``: the compiled frame's own instruction the graph was cut at (a call, a jump)."""
     warn_internal(explanation)
     if explanation.cause is None:  # Note [A break the frame cannot resume from]: not counted, as torch's
         counters["graph_breaks"] += 1
     events.emit("graph_break", reason=explanation.reason, instruction=explanation.instruction,
+                root_instruction=root_instruction,
                 lineno=explanation.lineno, function=explanation.function, explanation=explanation)
 
 
@@ -340,7 +342,7 @@ def finish(tx, frame, config) -> CacheEntry:
         # need not reach the caller (AOTAutograd keeps it inside), so the code switches
         side_effects.append(f"torch.set_grad_enabled({torch.is_grad_enabled()})   # the with-block's exit")
     if explanation is not None:  # as torch, the break is logged before its graph is compiled
-        _record_break(config, explanation)
+        _record_break(config, explanation, root_instruction=inst.opname if kind in ("call", "jump") else None)
     graph_call = ""
     name = f"___compiled_fn_{next(_graph_ids)}"
     # torch's OutputGraph.restore_global_state: the backend compiles (AOT picks training or
@@ -440,9 +442,16 @@ def _codegen_comprehension_break(cg, tx, frame, config, a) -> list[str]:
         unimplemented(f"a comprehension reads a local that is not bound ({', '.join(sorted(set(a.reads) - {n for n, _ in reads}))})",
                       gb_id=gb.UNDEFINED_LOCAL)
     args = [cg.expr(slots[a.roles.index(ITER)])] + _keyword_args(cg, reads)
-    line = f"___r = {name}({', '.join(args)})   # graph break: the comprehension runs eagerly"
+    assigned = {a.result_var: "___r"} if a.result_var else {}
+    call = f"{name}({', '.join(args)})"
+    if a.walrus_vars:  # Note [A walrus in a comprehension that breaks]: (result, *walrus values)
+        call = f"(___r, {', '.join(f'___w{j}' for j in range(len(a.walrus_vars)))}) = {call}"
+        assigned.update({w: f"___w{j}" for j, w in enumerate(a.walrus_vars)})
+    else:
+        call = f"___r = {call}"
+    line = f"{call}   # graph break: the comprehension runs eagerly"
     return _eager_then_resume(cg, tx, frame, config, None, below, line, pushes=a.result_on_stack, offset=a.end,
-                              assigned={a.result_var: "___r"} if a.result_var else None)
+                              assigned=assigned or None)
 
 
 def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True,

@@ -82,6 +82,8 @@ from minidynamo.backends import lookup_backend, with_backend_kwargs
 from minidynamo.bytecode.continue_at import MARK as REST_MARK
 from minidynamo.trace_rules import THIRDPARTY_SKIPLIST, is_library_file
 
+from minidynamo import events
+
 from . import counters, frame_hook
 from .exc import tidy_user_exception, warned_internal
 from .external_utils import wrap_inline
@@ -550,6 +552,7 @@ def optimize(fn: Callable, *, backend: Any = "aot_eager", fullgraph: bool = Fals
     config = CompileConfig(backend=with_backend_kwargs(lookup_backend(backend), mode, options), fullgraph=fullgraph,
                            dynamic=dynamic)
     _all_configs.add(config)
+    events.emit("optimize")  # a new compiled callable: the graph_breaks log forgets its duplicates, as torch's
     if not callable(fn):
         raise TypeError(f"md.compile expects a callable (a function, an nn.Module, an object with __call__), "
                         f"not {type(fn).__name__} {_short_repr(fn)}")

@@ -124,11 +124,17 @@ class InstructionTranslator(InstructionTranslatorBase):
 
         code = self.code  # the root frame at its checkpoint, where torch's explain points (its last user frame)
         source = linecache.getline(code.co_filename, lineno or 0)
+        # the break keeps its registry entry when it is on the checkpoint's line (``del g`` there, or
+        # a property read on it): the line torch's graph_breaks log and its explain both name
+        here = (code.co_filename, lineno)
+        on_line = (explanation.filename, explanation.lineno) == here or any(
+            (fs.filename, fs.lineno) == here for fs in explanation.user_stack)
         return dataclasses.replace(
             explanation, reason=f"step_unsupported: {where[0]} ({explanation.reason}); "
                                 f"compiled up to {where[1]}, the rest of the frame runs eagerly",
             lineno=lineno, filename=code.co_filename, function=code.co_name, instruction=inst.opname,
-            source=source, gb_id="", context=f"{explanation.gb_type or ''} {explanation.context}".strip(),
+            source=source, gb_id=explanation.gb_id if on_line else "",
+            context=f"{explanation.gb_type or ''} {explanation.context}".strip(),
             user_stack=[traceback.FrameSummary(code.co_filename, lineno, code.co_name, line=source.strip())],
             cause=explanation)
 
