@@ -173,8 +173,8 @@ def test_a_method_carries_its_source():
     c = Counter()
     out = md.explain(lambda x: c.step(x), torch.ones(2))
     exprs = [g.expr for g in out.guards]
-    assert any(e.startswith("G['c'].step.__func__ is") or e.endswith(".step.__func__ is ___step_1")
-               or ".step.__func__ is" in e for e in exprs), exprs
+    # torch's guard on the lookup, through the instance's source (Note [A method is guarded through its instance])
+    assert "not ___dict_contains('step', L['c'].__dict__)" in exprs, exprs  # c: a free variable, a frame local
 
 
 def test_forward_looked_up_on_the_instance_first():

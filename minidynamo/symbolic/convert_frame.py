@@ -457,12 +457,21 @@ def _codegen_comprehension_break(cg, tx, frame, config, a) -> list[str]:
 def _eager_then_resume(cg, tx, frame, config, inst, below: list, line: str, pushes: bool = True,
                        offset: int | None = None, assigned: dict | None = None) -> list[str]:
     """``line`` (the instruction run eagerly, into ``___r`` if it ``pushes``), then the resume function after
-    ``inst`` (or at ``offset``, with the locals the line ``assigned``: a comprehension's)."""
-    stack_exprs = [cg.expr(v) for v in below] + (["___r"] if pushes else [])
+    ``inst`` (or at ``offset``, with the locals the line ``assigned``: a comprehension's).
+
+    Note [No resume function before a return]: where the frame goes on at ``RETURN_VALUE``, torch's
+    ``create_call_resume_at`` (symbolic_convert.py: "We do not need to codegen frames whose resume
+    instruction is RETURN_VALUE") makes no resume function: the transformed code returns the call's
+    result. So does ours; a resume function there was one more frame, with its own guards on the result
+    and its own recompiles (``return m(y)`` after ``m = x.mul``: tests/test_bound_methods_like_torch.py).
+    """
     offset = _next_offset(tx, inst) if offset is None else offset
-    resume = f"return {_resume_call(cg, tx, frame, config, offset, stack_exprs, assigned)}"
     blocks = [v.ctx for v in below if isinstance(v, WithExitVariable)]
     contexts = [cg.expr(v) for v in below if isinstance(v, ContextExitVariable) and v.resumable()]
+    if pushes and not blocks and not contexts and tx.instructions[tx.indexof[offset]].opname == "RETURN_VALUE":
+        return [line, "return ___r   # the frame returns what the call returned: no resume function"]
+    stack_exprs = [cg.expr(v) for v in below] + (["___r"] if pushes else [])
+    resume = f"return {_resume_call(cg, tx, frame, config, offset, stack_exprs, assigned)}"
     call = [line]
     if contexts:  # Note [A resume function re-enters autocast and inference_mode]: around the call only
         call = [f"with {', '.join(contexts)}:   # still inside the `with` block", f"    {line}"]

@@ -449,6 +449,9 @@ def torch_guard_order(guard: Guard, module_sources: Optional[dict] = None) -> tu
     source = guard.source
     if source is None:
         return (99, 0, "") if guard.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING", "DUPLICATE_INPUT") else (-1, 0, "")
+    if guard.kind == "DICT_CONTAINS" and isinstance(source, AttrSource) and source.member == "__dict__":  # torch's
+        source = source.base  # guard on an instance dict is the instance's (``self.source.make_guard(
+        # DICT_NOT_CONTAINS)``, user_defined.py ``get_source_by_walking_mro``): sorted by its name
     chain = [source, *source.bases()]
     rank = 0 if isinstance(chain[-1], LocalSource) else 1
     for s in chain if module_sources else ():

@@ -275,6 +275,9 @@ def accessor(source: Source, parent_type: Optional[type] = None, local_index: Op
         return f"DictGetItemGuardAccessor({key!r})"
     if isinstance(source, AttrSource) and source.member == "__code__":  # torch's accessor of a function's code
         return "CodeGuardAccessor"
+    if isinstance(source, AttrSource) and source.member == "__dict__" and not source.table \
+            and not (parent_type is not None and issubclass(parent_type, type(torch))):  # an instance's dict
+        return "GetGenericDictGuardAccessor"
     if isinstance(source, AttrSource):
         return f"GetAttrGuardAccessor({source.member})"
     if isinstance(source, GetItemSource):

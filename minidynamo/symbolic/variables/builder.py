@@ -37,7 +37,7 @@ from .containers import DequeVariable
 from .ctx_manager import GRAD_MODE_CLASSES, GradModeClassVariable
 from .dicts import ConstDictVariable
 from .functional import FunctoolsPartialVariable, is_functional, is_lru_cache_of_user_function
-from .functions import UserFunctionVariable, UserMethodVariable
+from .functions import SkipFunctionVariable, UserFunctionVariable, UserMethodVariable
 from .iter import ListIteratorVariable
 from .lists import ListVariable, TupleVariable
 from .misc import UserDefinedObjectVariable
@@ -275,6 +275,13 @@ class VariableBuilder:
         if isinstance(value, type):
             guards.ID_MATCH(source, value, "the trace used this class")
             return UserDefinedClassVariable(value, source=source)
+        if isinstance(value, types.MethodWrapperType):  # Note [A tensor's bound method read from outside the frame]
+            from .base import GetAttrVariable
+
+            obj = VariableBuilder(tx, AttrSource(source, "__self__"))(value.__self__)
+            return GetAttrVariable(obj, value.__name__, source=source)
+        if _bound_to_torch_object(value):  # Note [A tensor's bound method read from outside the frame]
+            return SkipFunctionVariable(value, source=source)
         if isinstance(value, types.BuiltinMethodType) and type(value.__self__) in _CONTAINER_TYPES:
             # A container's bound method (``logged.append`` on a resume function's stack, after a
             # break inside ``logged.append(loss.item())``): the call goes to the container, read
@@ -295,6 +302,35 @@ class VariableBuilder:
 
 
 _CONTAINER_TYPES = (list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict)
+
+
+def _bound_to_torch_object(value: Any) -> bool:
+    """Note [A tensor's bound method read from outside the frame]
+
+    ``m = x.mul`` carried over a graph break reaches the resume function as a local
+    holding a bound C method, a new object at each ``x.mul``. torch's
+    ``VariableBuilder._wrap`` (torch/_dynamo/variables/builder.py) hands a bound builtin
+    method of an object of a torch class (``is_torch_class``, so
+    ``bound_builtin_method_descriptor`` declines it) to ``trace_rules.lookup``: a
+    ``SkipFunctionVariable``, whose ``create_with_source`` (variables/functions.py)
+    installs no guard for a builtin bound to an object (its id changes at every
+    lookup); calling it is a graph break. Ours is the same: no ``ID_MATCH`` on ``m``,
+    which failed for every new tensor, so the resume function no longer recompiles at
+    each call; the call breaks as torch's. A method-wrapper (``x.__getitem__``) is
+    torch's ``MethodWrapperVariable``: its ``__self__`` is built through
+    ``AttrSource(source, "__self__")`` (a tensor: a graph input, ``TENSOR_MATCH`` on
+    ``L['m'].__self__``) and the call is the object's method, traced. A resume function
+    whose locals hold only such a method has no tensor in it, and torch skips it
+    (convert_frame.py ``has_tensor_in_frame``); ours traces it (Note [A frame that traced
+    no ops is skipped for good], frame_cache.py: our resume functions are not skipped), so
+    ``return m(0) * 2`` after ``m = x.__getitem__`` is one graph more in ours.
+    tests/test_bound_methods_like_torch.py.
+    """
+    owner = getattr(value, "__self__", None)
+    if not isinstance(value, types.BuiltinMethodType) or owner is None or isinstance(owner, (type, types.ModuleType)):
+        return False
+    module = getattr(type(owner), "__module__", None) or ""
+    return module == "torch" or module.startswith("torch.")
 
 
 _LITERAL_ITEM_TYPES = (int, float, bool, str, type(None))

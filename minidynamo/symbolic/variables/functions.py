@@ -180,6 +180,35 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return f"UserFunctionVariable({self.fn.__name__})"
 
 
+class SkipFunctionVariable(VariableTracker):
+    """A function the trace does not enter: its call is a graph break and runs eagerly.
+
+    Ours holds only what torch's ``SkipFunctionVariable`` (torch/_dynamo/variables/functions.py)
+    makes of a C method bound to a torch object read from the frame (``m = x.mul`` carried over
+    a break: Note [A tensor's bound method read from outside the frame], builder.py): no guard,
+    rebuilt from its source, so each call uses the method the frame holds now.
+    """
+
+    def __init__(self, value: Any, **kwargs):
+        super().__init__(**kwargs)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        owner = getattr(self.value, "__self__", None)
+        qualname = getattr(self.value, "__qualname__", getattr(self.value, "__name__", "?"))
+        module = getattr(self.value, "__module__", None) or "<unknown module>"
+        unimplemented(f"Dynamo does not know how to trace the builtin `{module}.{qualname}.` (a method of a "
+                      f"{type(owner).__name__} read from outside the frame; it runs eagerly)",
+                      "call the method inside the compiled function (`x.mul(2)`), where it is traced",
+                      gb_id=gb.SKIPPED_FUNCTION, context=f"builtin {qualname} with arguments {args!r}")
+
+    def __repr__(self) -> str:
+        return f"SkipFunctionVariable({getattr(self.value, '__qualname__', self.value)})"
+
+
 class NestedUserFunctionVariable(BaseUserFunctionVariable):
     """A function made by ``MAKE_FUNCTION`` inside the traced code (nested def, lambda)."""
 
@@ -307,5 +336,5 @@ def is_user_function(fn: Any) -> bool:
     return isinstance(fn, types.FunctionType) and not is_library_file(fn.__code__.co_filename)
 
 
-__all__ = ["UserFunctionVariable", "NestedUserFunctionVariable", "UserMethodVariable", "is_user_function",
+__all__ = ["UserFunctionVariable", "NestedUserFunctionVariable", "SkipFunctionVariable", "UserMethodVariable", "is_user_function",
            "Optional"]

@@ -274,10 +274,21 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
 
     Note [A method is guarded through its instance]
         ``obj.step(x)`` with ``step`` defined on the class inlines ``type(obj).step``.
-        Its guard reads it again as Python would, ``L['obj'].step.__func__ is ___step``:
-        an ``obj.step = f`` set later (the instance dict wins) or ``Cls.step = g``
-        fails it and recompiles. The method keeps that source, so its defaults,
-        closure cells and globals are guarded through it too.
+        torch's ``UserDefinedObjectVariable.var_getattr`` (torch/_dynamo/variables/
+        user_defined.py: ``resolve_type_attr``, ``get_source_by_walking_mro``) guards the
+        lookup, not the function: the instance's type (its ``TYPE_MATCH``) and that the
+        instance dict does not hide the name, ``not ___dict_contains('step',
+        L['obj'].__dict__)`` (``DICT_NOT_CONTAINS``, guards.py) on an ``L['obj'].__dict__``
+        manager. Ours prints the same; an ``obj.step = f`` set later fails it, with torch's
+        reason. torch guards nothing that fails when the class's method is replaced
+        (``Cls.step = g`` after compile: its entry still runs the old method, a stale
+        result); ours keeps one guard on the class for that, ``CLASS_ATTRIBUTE``
+        (Note [A class attribute the trace used]), so that call recompiles, as eager would
+        have it; the same guard covers a class between the instance's and the owner gaining
+        the name, which torch guards with one ``DICT_CONTAINS`` per such class
+        (``dict(type(L['obj']).__mro__[1].__dict__)``), and ours does not print. The method
+        keeps the attribute's source, so its defaults, closure cells and globals are guarded
+        through it. tests/test_bound_methods_like_torch.py.
     """
     from .functions import UserFunctionVariable, UserMethodVariable
 
@@ -300,11 +311,28 @@ def class_attribute(tx, obj_var: VariableTracker, cls_attr: Any, name: str, sour
         return UserMethodVariable(cls_attr.__func__, tx.wrap_sourceless(obj_var.python_type()))  # a UserDefinedClassVariable (user_class.py)
     if inspect.isfunction(cls_attr):
         if source is not None:  # Note [A method is guarded through its instance]
-            n = source.name()
-            tx.output.guards.add(source, "ID_MATCH", f"{n}.__func__ is {tx.output.guards.name_for(cls_attr, name)}",
-                                 "the trace inlined this method, looked up on the instance as Python does", n)
+            guard_not_in_instance_dict(tx, obj_var, name)
+            guard_class_attribute(tx, obj_var.python_type(), name, cls_attr)
         return UserMethodVariable(cls_attr, obj_var, source=source)
     return None
+
+
+def _dict_contains(key: Any, d: dict) -> bool:
+    return key in d
+
+
+def guard_not_in_instance_dict(tx, obj_var: VariableTracker, name: str) -> None:
+    """``not ___dict_contains(name, L['obj'].__dict__)``: the instance does not hide the class's ``name``
+    (torch's ``DICT_NOT_CONTAINS`` on ``GetGenericDictGuardAccessor``; Note [A method is guarded through its instance])."""
+    value = getattr(obj_var, "value", None)
+    if obj_var.source is None or not isinstance(getattr(value, "__dict__", None), dict) or name in value.__dict__:
+        return
+    guards = tx.output.guards
+    guards.scope.setdefault("___dict_contains", _dict_contains)
+    source = AttrSource(obj_var.source, "__dict__")
+    guards.add(source, "DICT_CONTAINS", f"not ___dict_contains({name!r}, {source.name()})",
+               f"the trace used {type(value).__name__}.{name} from the class: no instance attribute hides it",
+               source.name())
 
 
 def _user_class(cls: Any) -> bool:
