@@ -1,6 +1,7 @@
 """The benchmark's dynamic-shape row runs and reports both systems (no timed assertions)."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -22,5 +23,8 @@ def test_dynamic_shapes_row(tmp_path):
     assert data["torch"]["total_first_calls_s"] > 0 and data["compile_ratio"] > 0
     assert "dynamic shapes: an MLP called with" in proc.stdout
     ratio = data["dynamic_static_ratio"]["ours"]
-    assert ratio == ours["dynamic_overhead_s"] / ours["static_overhead_s"]
+    if ours["static_overhead_s"] > 0:
+        assert ratio == ours["dynamic_overhead_s"] / ours["static_overhead_s"]
+    else:  # an overhead is a difference of two timings: on a loaded machine it can come out <= 0, no ratio then
+        assert math.isnan(ratio)
     assert f"dynamic / static       ours {ratio:.2f}" in proc.stdout
