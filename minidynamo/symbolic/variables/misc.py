@@ -416,8 +416,7 @@ class UserDefinedObjectVariable(VariableTracker):
             # torch's LoggingLoggerVariable gives a data attribute (``root.handlers`` in
             # ``logging.warning``) as a GetAttrVariable without a python_type(): its first use breaks
             return LoggerAttributeVariable(self, name)
-        if self.source is not None and is_dict_subclass_instance(self.value) and inherits_dict_method(
-                type(self.value), name) and name not in getattr(self.value, "__dict__", {}) \
+        if self._keeps_dict_method(name) and name not in getattr(self.value, "__dict__", {}) \
                 and tx.output.side_effects.load_attr(self, name) is None:
             return DictPartMethodVariable(self, name)  # Note [The dict inside a dict subclass]
         if name == "__reduce_ex__":
@@ -436,15 +435,17 @@ class UserDefinedObjectVariable(VariableTracker):
             return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def _keeps_dict_method(self, name: str) -> bool:
+        """A dict-subclass instance we can name whose class keeps dict's own ``name``."""
+        return self.source is not None and is_dict_subclass_instance(self.value) and inherits_dict_method(
+            type(self.value), name)
+
     def _entries(self, tx, name: str):
-        """The dict entries of a dict-subclass instance whose class keeps dict's ``name``, else None."""
-        if self.source is not None and is_dict_subclass_instance(self.value) and inherits_dict_method(
-                type(self.value), name):
-            return dict_part(tx, self)
-        return None
+        """The dict entries (read and guarded) when the class keeps dict's ``name``, else None."""
+        return dict_part(tx, self) if self._keeps_dict_method(name) else None
 
     def has_unpack_var_sequence(self, tx) -> bool:
-        return self._entries(tx, "__iter__") is not None
+        return self._keeps_dict_method("__iter__")  # asking reads nothing: no guard yet
 
     def unpack_var_sequence(self, tx) -> list:
         part = self._entries(tx, "__iter__")
@@ -457,8 +458,8 @@ class UserDefinedObjectVariable(VariableTracker):
         as Dynamo's ``generic_jump`` (torch/_dynamo/symbolic_convert.py) decides for a user object
         without either (``if copier:`` in ``copy.copy``, a C method descriptor)."""
         cls = type(self.value)
-        if inspect.getattr_static(cls, "__bool__", None) is None and self._entries(tx, "__len__") is not None:
-            return self._entries(tx, "__len__").truth(tx)
+        if inspect.getattr_static(cls, "__bool__", None) is None and self._keeps_dict_method("__len__"):
+            return dict_part(tx, self).truth(tx)
         if inspect.getattr_static(cls, "__bool__", None) is None and inspect.getattr_static(cls, "__len__", None) is None:
             return True
         result = python_bool(tx, self, cls)
